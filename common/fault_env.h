@@ -1,0 +1,69 @@
+// FaultInjectionEnv: wraps another Env and simulates crashes and power loss for tests
+// (after LevelDB's fault_injection_test and SQLite's crash tests).
+//
+// It remembers, per file written through it, how many bytes have been synced. Then:
+//  - SetFailAfter(n): the next n mutating operations (Append, Flush, Sync, Close, create,
+//    rename, remove, truncate) succeed, every later one fails with IOError, as if the process
+//    had died right there. n = -1 (the default) never fails.
+//  - DropUnsyncedData(): truncates every tracked file to its synced length, as a power loss
+//    would. Files created but never synced become empty.
+//  - ResetState(): forget the fault plan and the sync bookkeeping (after a simulated reboot).
+// Thread-safe.
+#ifndef PROPELLER_COMMON_FAULT_ENV_H_
+#define PROPELLER_COMMON_FAULT_ENV_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "common/env.h"
+
+namespace propeller {
+
+class FaultInjectionEnv : public Env {
+ public:
+  // `base` must outlive this Env.
+  explicit FaultInjectionEnv(Env* base);
+  ~FaultInjectionEnv() override;
+
+  void SetFailAfter(int64_t n);
+  // True once an operation has been refused because of SetFailAfter.
+  bool Failed() const;
+  Status DropUnsyncedData();
+  void ResetState();
+  // Counts every mutating operation seen so far (for choosing random crash points).
+  int64_t MutationCount() const;
+
+  Result<std::unique_ptr<WritableFile>> NewWritableFile(const std::string& path) override;
+  Result<std::unique_ptr<WritableFile>> NewAppendableFile(const std::string& path) override;
+  Result<std::unique_ptr<SequentialFile>> NewSequentialFile(const std::string& path) override;
+  bool FileExists(const std::string& path) override;
+  Result<std::vector<std::string>> GetChildren(const std::string& dir) override;
+  Result<uint64_t> GetFileSize(const std::string& path) override;
+  Status RemoveFile(const std::string& path) override;
+  Status RenameFile(const std::string& from, const std::string& to) override;
+  Status TruncateFile(const std::string& path, uint64_t size) override;
+  Status CreateDirs(const std::string& path) override;
+  Status RemoveRecursively(const std::string& path) override;
+  Status SyncDir(const std::string& path) override;
+  int64_t NowNanos() override;
+  int64_t MonotonicNanos() override;
+
+  // Internal, used by the file wrappers: counts a mutation; returns IOError when it must fail.
+  Status CheckMutation(const char* what);
+  void RecordSynced(const std::string& path, uint64_t size);
+
+ private:
+  Env* const base_;
+  mutable std::mutex mu_;
+  int64_t fail_after_ = -1;          // Under mu_. Remaining allowed mutations; -1 = unlimited.
+  bool failed_ = false;              // Under mu_.
+  int64_t mutations_ = 0;            // Under mu_.
+  std::map<std::string, uint64_t> synced_;  // Under mu_. path -> synced length.
+};
+
+}  // namespace propeller
+
+#endif  // PROPELLER_COMMON_FAULT_ENV_H_

@@ -1,0 +1,125 @@
+// The query language of DESIGN §8: AST, parser and evaluator.
+//
+//   query  := or
+//   or     := and ( '|' and )*
+//   and    := not ( ('&' | ',') not )*
+//   not    := '!' not | '(' query ')' | pred
+//   pred   := attr op value          op := = != < <= > >= ~
+//
+// A query is parsed once, at the start of a search, into an immutable Query that any number of
+// threads may evaluate concurrently. Relative times ("mtime<1d") are resolved against
+// ParseOptions::now_ns when parsing, so every ACG of one search sees the same instant.
+//
+// Semantics, per attribute:
+//  - size, mtime, ctime, atime, uid, gid, mode, nlink: integers. Sizes take units k m g t p
+//    (also kb, kib, KB, MiB …; powers of 1024 as in find -size). Times take a date
+//    (2024-05-01, 2024-05-01T12:00, 2024-05-01T12:00:30, UTC) or an age with a unit
+//    s, min, h, d, w, y (also sec, hour, day, week, year and plurals). With an age the
+//    comparison flips: "mtime<1d" = modified less than a day ago = mtime > now-1d;
+//    "mtime=1d" is an error (ages are ranges). "m" alone is rejected for times as ambiguous.
+//    uid and gid take a number or a user/group name (resolved by the NameResolver).
+//    mode takes octal with a leading 0 (0644) and compares the permission bits (mode & 07777).
+//  - type: f, d, l, o; only = and !=.
+//  - name, ext, path: strings. A record with several paths (hard links) matches when any of its
+//    paths does. '~' is a glob (fnmatch: * ? [..]) when the value has a glob character, else a
+//    substring test. ext compares lowercased, without the dot.
+//  - keyword: equality against the path's keyword tokens (PathKeywords), lowercased; only = !=.
+//  - any other identifier names a user attribute (an index): numbers compare numerically with
+//    int and double values, strings compare with string values; a record without the attribute
+//    matches no predicate on it except '!='.
+//  - 'a != v' is exactly '!(a = v)' for every attribute.
+// Values are words (letters, digits and . _ - / * ? [ ] : + @ %) or "double-quoted strings"
+// with \" and \\ escapes.
+#ifndef PROPELLER_COMMON_QUERY_QUERY_H_
+#define PROPELLER_COMMON_QUERY_QUERY_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/record.h"
+#include "common/status.h"
+
+namespace propeller {
+
+enum class Attr : uint8_t {
+  kSize, kMtime, kCtime, kAtime, kUid, kGid,  // the built-in `inode` K-D tree axes, in order
+  kMode, kNlink, kType, kName, kExt, kPath, kKeyword,
+  kUser,  // a user attribute; the name is in Predicate::user_attr
+};
+inline constexpr int kNumInodeAxes = 6;  // kSize..kGid
+
+enum class CmpOp : uint8_t { kEq, kNe, kLt, kLe, kGt, kGe, kMatch };
+
+// "size", "mtime", ...; for kUser the caller prints user_attr.
+const char* AttrName(Attr attr);
+const char* CmpOpName(CmpOp op);  // "=", "!=", ...
+
+struct Predicate {
+  Attr attr = Attr::kSize;
+  std::string user_attr;  // kUser only
+  CmpOp op = CmpOp::kEq;
+  // The value after resolution: integers for the numeric built-ins (times already absolute,
+  // mode masked, ages flipped into op), the letter for type, lowercased text for ext/keyword.
+  AttrValue value;
+  size_t pos = 0;  // 1-based position of the attribute in the query text, for messages
+};
+
+struct QueryNode {
+  enum class Kind : uint8_t { kAnd, kOr, kNot, kPred };
+  Kind kind = Kind::kPred;
+  std::vector<std::unique_ptr<QueryNode>> children;  // kAnd/kOr: >= 2; kNot: 1; kPred: 0
+  Predicate pred;                                    // kPred only
+};
+
+// Resolves user and group names for uid=/gid=. The default uses getpwnam_r/getgrnam_r.
+struct NameResolver {
+  std::function<std::optional<uint32_t>(const std::string&)> user;
+  std::function<std::optional<uint32_t>(const std::string&)> group;
+  static NameResolver System();
+};
+
+struct ParseOptions {
+  int64_t now_ns = 0;  // the instant ages are measured from; 0 means "read the real clock"
+  NameResolver resolver = NameResolver::System();
+};
+
+class Query {
+ public:
+  // Parses `text`. Errors are InvalidArgument with a message of the form
+  //   "error at 5: expected a value"   (1-based byte position; the end is length+1)
+  // Never throws, never crashes on any input; inputs over 64 KiB are rejected.
+  static Result<Query> Parse(std::string_view text, const ParseOptions& options = {});
+
+  // True when `record` satisfies the whole query.
+  bool Matches(const FileRecord& record) const;
+  const QueryNode& root() const { return *root_; }
+  const std::string& text() const { return text_; }
+  int64_t now_ns() const { return now_ns_; }
+  // A canonical, fully parenthesised rendering, e.g. "((size > 1073741824) & (mtime > 17…))".
+  std::string ToString() const;
+
+  Query(Query&&) = default;
+  Query& operator=(Query&&) = default;
+
+ private:
+  Query() = default;
+  std::unique_ptr<QueryNode> root_;
+  std::string text_;
+  int64_t now_ns_ = 0;
+};
+
+// Evaluates one predicate against one record (the building block of Query::Matches; the
+// planner uses it to verify candidates). Never throws.
+bool PredicateMatches(const Predicate& pred, const FileRecord& record);
+
+// Parses a size with an optional unit ("16m" -> 16777216). InvalidArgument on garbage.
+Result<uint64_t> ParseSize(std::string_view text);
+
+}  // namespace propeller
+
+#endif  // PROPELLER_COMMON_QUERY_QUERY_H_

@@ -1,0 +1,105 @@
+// The data model of DESIGN §3: file identity, the file record (the indexed document), and the
+// updates that change it. Plain value types; thread-compatible. Their byte encodings (on disk
+// and on the wire) live in schemas/record_format.h.
+#ifndef PROPELLER_COMMON_RECORD_H_
+#define PROPELLER_COMMON_RECORD_H_
+
+#include <compare>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+namespace propeller {
+
+// A file is (volume, inode number of the backing file system). Hard links share one id;
+// renames keep it.
+struct FileId {
+  uint32_t volume = 0;
+  uint64_t ino = 0;
+  auto operator<=>(const FileId&) const = default;
+};
+
+struct FileIdHash {
+  size_t operator()(const FileId& id) const {
+    uint64_t x = id.ino * 0x9E3779B97F4A7C15ull ^ (uint64_t{id.volume} << 29);
+    return static_cast<size_t>(x ^ (x >> 31));
+  }
+};
+
+// Single letters as in find -type and the query language (type=f).
+enum class FileType : uint8_t {
+  kRegular = 'f',
+  kDirectory = 'd',
+  kSymlink = 'l',
+  kOther = 'o',  // fifo, socket, device
+};
+
+// A user attribute value: integer, floating point or string (DESIGN §3).
+using AttrValue = std::variant<int64_t, double, std::string>;
+
+// The indexed document. Times are nanoseconds since the Unix epoch.
+struct FileRecord {
+  FileId id;
+  // Absolute paths within the volume ("/src/foo.c"; the root is "/"), one per hard link,
+  // sorted, no duplicates. paths[0] is the primary path (its name is the record's name).
+  std::vector<std::string> paths;
+  uint64_t parent_ino = 0;  // of paths[0]
+  FileType type = FileType::kRegular;
+  uint64_t size = 0;
+  int64_t mtime = 0;
+  int64_t ctime = 0;
+  int64_t atime = 0;
+  uint32_t uid = 0;
+  uint32_t gid = 0;
+  uint32_t mode = 0;  // permission bits and S_IFMT bits as in st_mode
+  uint32_t nlink = 1;
+  std::map<std::string, AttrValue, std::less<>> attrs;  // user attributes by index name
+
+  bool operator==(const FileRecord&) const = default;
+};
+
+// The last component of a path: "/a/b.txt" -> "b.txt", "/" -> "".
+std::string_view PathBaseName(std::string_view path);
+// The parent of a path: "/a/b.txt" -> "/a", "/a" -> "/", "/" -> "/".
+std::string_view PathParent(std::string_view path);
+// The extension of a name, lowercased, without the dot: "x.TAR.gz" -> "gz"; "" when none
+// (a leading dot alone, as in ".bashrc", is not an extension).
+std::string NameExtension(std::string_view name);
+// True when `path` equals `scope` or lies below it ("/a" contains "/a" and "/a/b", not "/ab").
+bool PathInScope(std::string_view path, std::string_view scope);
+// The keyword tokens of a path (DESIGN §3 `keyword` index): maximal runs of ASCII letters and
+// digits, lowercased, deduplicated, in first-seen order. Other bytes (including UTF-8
+// multibyte sequences) are kept inside tokens when they are >= 0x80, so non-ASCII words survive.
+// "/home/Ann/firefox-bin/x.tar.gz" -> {home, ann, firefox, bin, x, tar, gz}.
+std::vector<std::string> PathKeywords(std::string_view path);
+// Checks a path is acceptable for a record: absolute, no empty, "." or ".." components, no
+// NUL, no trailing slash (except the root), at most 4096 bytes. Empty string when valid,
+// otherwise the reason.
+std::string ValidatePath(std::string_view path);
+
+// One change to the index, as logged in the WAL and applied to an ACG (DESIGN §4, §6).
+enum class UpdateOp : uint8_t {
+  kPut = 1,         // insert or replace the whole record `record` (create, close, rename, setattr)
+  kDelete = 2,      // remove the record with id `record.id` (other fields ignored)
+  kSetAttrs = 3,    // merge `record.attrs` into the existing record's attributes
+  kRemoveAttrs = 4, // remove the attributes named by the keys of `record.attrs`
+  kAddEdge = 5,     // ACG edge record.id -> edge_dst, weight += edge_weight
+};
+
+struct Update {
+  UpdateOp op = UpdateOp::kPut;
+  uint64_t acg = 0;  // the ACG partition this update belongs to
+  FileRecord record;
+  FileId edge_dst;          // kAddEdge only
+  uint32_t edge_weight = 0; // kAddEdge only
+
+  bool operator==(const Update&) const = default;
+};
+
+}  // namespace propeller
+
+#endif  // PROPELLER_COMMON_RECORD_H_

@@ -1,0 +1,1 @@
+#include "indexnode/index/index.h"

@@ -1,0 +1,109 @@
+// The three index structures of an ACG partition behind one interface (DESIGN §3, §6):
+//
+//   btree  — an LMDB named database "bt.<name>" of IndexEntryKey(value, id) -> "" (schemas/keys.h).
+//            Answers kEqual, kRange and kPrefix (strings).
+//   hash   — an in-memory hash table value -> ids, persisted in LMDB "hs.<name>" as
+//            FileIdKey(id) ‖ AppendIndexValue(value) -> "" and rebuilt from it on open.
+//            Answers kEqual only.
+//   kdtree — an in-memory K-D tree (nanoflann) over kNumInodeAxes numeric axes, persisted in
+//            LMDB "kd.<name>" as FileIdKey(id) -> 6 ordered int64 and rebuilt from it on open.
+//            Answers kBox (an axis-aligned box; each axis optionally bounded).
+//
+// Every Search returns a SUPERSET of the exact answer is allowed only where documented
+// (truncated long strings in btree keys, double rounding in the K-D tree); callers verify each
+// candidate against the record. A structure never misses an entry that matches.
+//
+// Threading: one ACG is changed by one thread at a time (the ACG's commit, holding the ACG's
+// exclusive lock); Search may run from many threads concurrently while no change runs (shared
+// lock). The LMDB transaction passed in must belong to the ACG's environment and the calling
+// thread. In-memory changes are made immediately, not at commit: if the LMDB transaction is
+// aborted instead of committed, the caller must discard the index object and reopen it.
+#ifndef PROPELLER_INDEXNODE_INDEX_INDEX_H_
+#define PROPELLER_INDEXNODE_INDEX_INDEX_H_
+
+#include <lmdb.h>
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/query/query.h"
+#include "common/record.h"
+#include "common/status.h"
+
+namespace propeller {
+
+enum class IndexType : uint8_t { kBTree = 1, kHash = 2, kKdTree = 3 };
+const char* IndexTypeName(IndexType type);  // "btree", "hash", "kdtree"
+// Parses "btree" / "hash" / "kdtree"; InvalidArgument otherwise.
+Result<IndexType> ParseIndexType(std::string_view name);
+
+// Index names: 1-64 bytes of [a-z0-9_.-], starting with a letter, not a built-in attribute
+// name other than the built-in indexes themselves. Empty string when valid, else the reason.
+std::string ValidateIndexName(std::string_view name);
+
+// A point on the kNumInodeAxes axes: size, mtime, ctime, atime, uid, gid.
+using KdPoint = std::array<int64_t, kNumInodeAxes>;
+
+struct IndexBound {
+  AttrValue value;
+  bool inclusive = true;
+};
+
+struct IndexQuery {
+  enum class Kind : uint8_t { kEqual, kRange, kPrefix, kBox };
+  Kind kind = Kind::kEqual;
+  AttrValue value;                 // kEqual
+  std::optional<IndexBound> lo;    // kRange; unset = unbounded
+  std::optional<IndexBound> hi;    // kRange; unset = unbounded
+  std::string prefix;              // kPrefix
+  // kBox: per axis inclusive bounds; unset = unbounded on that side.
+  std::array<std::optional<int64_t>, kNumInodeAxes> box_lo{};
+  std::array<std::optional<int64_t>, kNumInodeAxes> box_hi{};
+};
+
+// Called once per candidate id; return false to stop early.
+using IdCallback = std::function<bool(FileId)>;
+
+class Index {
+ public:
+  virtual ~Index() = default;
+  virtual IndexType type() const = 0;
+  virtual const std::string& name() const = 0;
+
+  // Adds the entry (value, id). For btree/hash `value` is the attribute value; for kdtree use
+  // InsertPoint. Inserting an entry that exists is OK (no duplicate results).
+  virtual Status Insert(MDB_txn* txn, const AttrValue& value, FileId id) = 0;
+  // Removes the entry (value, id); OK when absent.
+  virtual Status Remove(MDB_txn* txn, const AttrValue& value, FileId id) = 0;
+  // kdtree only (others: NotSupported). Insert replaces any previous point of `id`.
+  virtual Status InsertPoint(MDB_txn* txn, const KdPoint& point, FileId id) = 0;
+  virtual Status RemovePoint(MDB_txn* txn, FileId id) = 0;
+
+  // Calls fn for each candidate id of q (each id at most once). NotSupported when this
+  // structure cannot answer q.kind. `txn` is a read (or the current write) transaction.
+  virtual Status Search(MDB_txn* txn, const IndexQuery& q, const IdCallback& fn) const = 0;
+
+  // Number of entries (ids for kdtree, (value,id) pairs otherwise). For planning and stats.
+  virtual uint64_t Size() const = 0;
+  // Bytes of heap memory held by in-memory structures (0 for btree).
+  virtual uint64_t MemoryBytes() const = 0;
+};
+
+// Opens (creating if missing) the structure `name` of `type` in the LMDB environment of `txn`
+// (a write transaction; the caller commits it), loading in-memory contents from LMDB.
+Result<std::unique_ptr<Index>> OpenIndex(MDB_txn* txn, IndexType type, const std::string& name);
+// Deletes the index's LMDB database (inside `txn`).
+Status DropIndexData(MDB_txn* txn, IndexType type, const std::string& name);
+
+// Maps an LMDB return code to a Status ("<what>: <mdb_strerror>"); MDB_NOTFOUND -> NotFound,
+// MDB_MAP_FULL -> ResourceExhausted, MDB_CORRUPTED/MDB_PAGE_NOTFOUND -> Corruption.
+Status LmdbStatus(int rc, std::string_view what);
+
+}  // namespace propeller
+
+#endif  // PROPELLER_INDEXNODE_INDEX_INDEX_H_

@@ -1,0 +1,2 @@
+// Placeholder until the CSR graph lands.
+namespace propeller {}

@@ -1,0 +1,40 @@
+// Byte encodings of the data model (common/record.h): the FileRecord stored in an ACG's
+// `files` database, and the Update batches written to the write-ahead log.
+//
+// Both are msgpack arrays (array form: ~5x faster to decode than maps, PITFALLS) whose first
+// element is a format version. Compatibility rule: a reader accepts its own version and any
+// older one it knows; fields are only ever appended at the end, and a reader ignores trailing
+// fields it does not know. A version newer than the reader's is Corruption ("unsupported
+// version N"). The field tables are in record_format.cc next to the code, and golden bytes
+// are pinned in schemas_test.cc.
+//
+// Decoders take untrusted bytes: they never throw, never crash, and never allocate more than
+// a small multiple of the input size (unpack limits); garbage gives Corruption.
+// All functions are thread-safe.
+#ifndef PROPELLER_SCHEMAS_RECORD_FORMAT_H_
+#define PROPELLER_SCHEMAS_RECORD_FORMAT_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/record.h"
+#include "common/status.h"
+
+namespace propeller {
+
+inline constexpr uint32_t kRecordFormatVersion = 1;
+inline constexpr uint32_t kUpdateBatchFormatVersion = 1;
+
+// Appends the encoding of `record` to *out.
+void EncodeRecord(const FileRecord& record, std::string* out);
+Status DecodeRecord(std::string_view bytes, FileRecord* record);
+
+// A batch of updates, as one WAL record payload.
+void EncodeUpdateBatch(const std::vector<Update>& updates, std::string* out);
+Status DecodeUpdateBatch(std::string_view bytes, std::vector<Update>* updates);
+
+}  // namespace propeller
+
+#endif  // PROPELLER_SCHEMAS_RECORD_FORMAT_H_

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Installs every build and test dependency of Propeller from Debian's packages.
+# Idempotent: re-running it on a machine that has everything does nothing harmful.
+set -euo pipefail
+
+PACKAGES=(
+  build-essential cmake ninja-build pkg-config
+  liblmdb-dev lmdb-utils
+  libnanoflann-dev
+  libmetis-dev
+  libzmq3-dev cppzmq-dev
+  libmsgpack-cxx-dev
+  libfuse3-dev fuse3
+  libbenchmark-dev
+  libgtest-dev googletest
+  libsqlite3-dev sqlite3
+)
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ "${#missing[@]}" -eq 0 ]; then
+  echo "install-deps: all ${#PACKAGES[@]} packages present"
+  exit 0
+fi
+
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -q
+$SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
