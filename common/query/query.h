@@ -100,7 +100,11 @@ class Query {
   const QueryNode& root() const { return *root_; }
   const std::string& text() const { return text_; }
   int64_t now_ns() const { return now_ns_; }
-  // A canonical, fully parenthesised rendering, e.g. "((size > 1073741824) & (mtime > 17…))".
+  // A canonical rendering with resolved values and parentheses only where the tree needs them,
+  // e.g. "size > 1073741824 & (name ~ \"*.c\" | mtime > 2024-05-31T00:00:00)". Parse reads it
+  // back into the same tree with the same meaning, independent of the clock and the resolver
+  // (times are absolute dates, ids numbers); Parse rejects a query whose rendering would exceed
+  // its 64 KiB limit, so Parse(ToString()) always succeeds. Empty for a moved-from Query.
   std::string ToString() const;
 
   Query(Query&&) = default;

@@ -1,1 +1,127 @@
+// Index type names, index-name validation, dispatch to the three structures, and the one
+// LMDB-error-to-Status mapping used by all of them.
 #include "indexnode/index/index.h"
+
+#include <cerrno>
+
+#include "common/query/query.h"
+#include "indexnode/index/btree_index.h"
+#include "indexnode/index/hash_index.h"
+#include "indexnode/index/kdtree_index.h"
+
+namespace propeller {
+
+const char* IndexTypeName(IndexType type) {
+  switch (type) {
+    case IndexType::kBTree:
+      return "btree";
+    case IndexType::kHash:
+      return "hash";
+    case IndexType::kKdTree:
+      return "kdtree";
+  }
+  return "unknown";
+}
+
+Result<IndexType> ParseIndexType(std::string_view name) {
+  for (IndexType t : {IndexType::kBTree, IndexType::kHash, IndexType::kKdTree}) {
+    if (name == IndexTypeName(t)) return t;
+  }
+  return Status::InvalidArgument("unknown index type '" + std::string(name) +
+                                 "' (expected btree, hash or kdtree)");
+}
+
+std::string ValidateIndexName(std::string_view name) {
+  constexpr size_t kMaxLength = 64;
+  if (name.empty() || name.size() > kMaxLength) {
+    return "index name must be 1-64 characters long";
+  }
+  if (name[0] < 'a' || name[0] > 'z') return "index name must start with a letter a-z";
+  for (char c : name) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '.' ||
+                    c == '-';
+    if (!ok) return "index name may contain only a-z, 0-9, '_', '.' and '-'";
+  }
+  // Built-in attributes answer from the record itself; only `path` and `keyword` (and the
+  // `inode` K-D tree, which is not an attribute name) are also index names.
+  for (int a = static_cast<int>(Attr::kSize); a <= static_cast<int>(Attr::kKeyword); ++a) {
+    const Attr attr = static_cast<Attr>(a);
+    if (attr == Attr::kPath || attr == Attr::kKeyword) continue;
+    if (name == AttrName(attr)) {
+      return "'" + std::string(name) + "' is a built-in attribute and cannot name an index";
+    }
+  }
+  return "";
+}
+
+Result<std::unique_ptr<Index>> OpenIndex(MDB_txn* txn, IndexType type, const std::string& name) {
+  const std::string problem = ValidateIndexName(name);
+  if (!problem.empty()) return Status::InvalidArgument(problem);
+  switch (type) {
+    case IndexType::kBTree:
+      return OpenBTreeIndex(txn, name);
+    case IndexType::kHash:
+      return OpenHashIndex(txn, name);
+    case IndexType::kKdTree:
+      return OpenKdTreeIndex(txn, name);
+  }
+  return Status::InvalidArgument("unknown index type " + std::to_string(static_cast<int>(type)));
+}
+
+Status DropIndexData(MDB_txn* txn, IndexType type, const std::string& name) {
+  const std::string problem = ValidateIndexName(name);
+  if (!problem.empty()) return Status::InvalidArgument(problem);
+  switch (type) {
+    case IndexType::kBTree:
+      return DropBTreeIndexData(txn, name);
+    case IndexType::kHash:
+      return DropHashIndexData(txn, name);
+    case IndexType::kKdTree:
+      return DropKdTreeIndexData(txn, name);
+  }
+  return Status::InvalidArgument("unknown index type " + std::to_string(static_cast<int>(type)));
+}
+
+Status LmdbStatus(int rc, std::string_view what) {
+  if (rc == MDB_SUCCESS) return Status::OK();
+  std::string msg(what);
+  msg += ": ";
+  msg += mdb_strerror(rc);
+  switch (rc) {
+    case MDB_NOTFOUND:
+      return Status::NotFound(msg);
+    case MDB_KEYEXIST:
+      return Status::AlreadyExists(msg);
+    case MDB_MAP_FULL:
+    case MDB_DBS_FULL:
+    case MDB_READERS_FULL:
+    case MDB_TXN_FULL:
+    case MDB_CURSOR_FULL:
+    case MDB_PAGE_FULL:
+    case ENOMEM:
+    case ENOSPC:
+      return Status::ResourceExhausted(msg);
+    case MDB_CORRUPTED:
+    case MDB_PAGE_NOTFOUND:
+    case MDB_INVALID:
+    case MDB_VERSION_MISMATCH:
+      return Status::Corruption(msg);
+    case MDB_BAD_VALSIZE:
+    case MDB_BAD_DBI:
+    case MDB_INCOMPATIBLE:
+    case EINVAL:
+      return Status::InvalidArgument(msg);
+    case MDB_MAP_RESIZED:
+      // Another process grew the map; the caller may retry after mdb_env_set_mapsize(0).
+      return Status::Unavailable(msg);
+    case MDB_BAD_TXN:
+    case MDB_BAD_RSLOT:
+    case MDB_TLS_FULL:
+      return Status::Internal(msg);
+    default:
+      // Positive values are errno from the operating system (EIO, EACCES, ...).
+      return rc > 0 ? Status::IOError(msg) : Status::Internal(msg);
+  }
+}
+
+}  // namespace propeller

@@ -1,0 +1,270 @@
+// FaultInjectionEnv (fault_env.h).
+//
+// What counts as a mutation (each is counted, and refused once the SetFailAfter budget is
+// spent): WritableFile Append, Flush, Sync and Close; NewWritableFile and NewAppendableFile;
+// RemoveFile, RenameFile, TruncateFile, CreateDirs, RemoveRecursively and SyncDir. Reads
+// (NewSequentialFile, FileExists, GetChildren, GetFileSize) and the clock are never refused.
+//
+// Crash model. The wrapper file keeps appended bytes in its own buffer and hands them to the
+// base file only at Flush, Sync or Close (or when the buffer reaches kPassThroughBytes), each
+// time followed by a base Flush. So the base file never holds unflushed bytes between calls,
+// and once the env has "crashed" nothing more reaches it: bytes appended but not flushed
+// before the crash are lost, exactly as a killed process loses its user-space buffer.
+// DropUnsyncedData then models the power loss on top: every tracked file is cut back to its
+// synced length.
+//
+// Bookkeeping limits: a file renamed while a writer is still open keeps being tracked under
+// its old name by that writer's later Syncs; create, sync and close a file before renaming it
+// (as WriteFileAtomically does). Directory entries are assumed durable at once (SyncDir is
+// counted but not modelled). DropUnsyncedData expects every writer to be closed, destroyed or
+// crashed (refused); a live writer that flushes afterwards would write past the cut.
+#include "common/fault_env.h"
+
+#include <iterator>
+#include <utility>
+#include <vector>
+
+namespace propeller {
+namespace {
+
+// Appends are passed through in pieces of about this size so a writer that never flushes
+// does not grow the wrapper's buffer without bound.
+constexpr size_t kPassThroughBytes = 64 * 1024;
+
+bool IsSameOrBelow(const std::string& path, const std::string& dir) {
+  if (dir.empty()) return false;
+  if (path.size() < dir.size() || path.compare(0, dir.size(), dir) != 0) return false;
+  return path.size() == dir.size() || path[dir.size()] == '/' || dir == "/";
+}
+
+class FaultWritableFile final : public WritableFile {
+ public:
+  FaultWritableFile(FaultInjectionEnv* env, std::string path, std::unique_ptr<WritableFile> base)
+      : env_(env), path_(std::move(path)), base_(std::move(base)) {}
+
+  // Closing an abandoned file is the program's last act on it; if the env has crashed, the
+  // close is refused and the buffered bytes vanish with the "process".
+  ~FaultWritableFile() override { (void)Close(); }
+
+  Status Append(std::string_view data) override {
+    if (closed_) return Status::IOError("append to closed file " + path_);
+    PROPELLER_RETURN_IF_ERROR(env_->CheckMutation("append"));
+    buffer_.append(data);
+    if (buffer_.size() >= kPassThroughBytes) return PassThrough();
+    return Status::OK();
+  }
+
+  Status Flush() override {
+    if (closed_) return Status::IOError("flush of closed file " + path_);
+    PROPELLER_RETURN_IF_ERROR(env_->CheckMutation("flush"));
+    return PassThrough();
+  }
+
+  Status Sync() override {
+    if (closed_) return Status::IOError("sync of closed file " + path_);
+    PROPELLER_RETURN_IF_ERROR(env_->CheckMutation("sync"));
+    PROPELLER_RETURN_IF_ERROR(PassThrough());
+    PROPELLER_RETURN_IF_ERROR(base_->Sync());
+    env_->RecordSynced(path_, base_->Size());
+    return Status::OK();
+  }
+
+  Status Close() override {
+    if (closed_) return Status::OK();
+    closed_ = true;
+    Status s = env_->CheckMutation("close");
+    if (!s.ok()) {
+      buffer_.clear();
+      return s;
+    }
+    s = PassThrough();
+    Status c = base_->Close();
+    return s.ok() ? c : s;
+  }
+
+  uint64_t Size() const override { return base_->Size() + buffer_.size(); }
+
+ private:
+  // Moves the buffered bytes into the base file and flushes it. Not a mutation of its own:
+  // the caller has already been counted.
+  Status PassThrough() {
+    if (buffer_.empty()) return Status::OK();
+    Status s = base_->Append(buffer_);
+    buffer_.clear();
+    if (!s.ok()) return s;
+    return base_->Flush();
+  }
+
+  FaultInjectionEnv* const env_;
+  const std::string path_;
+  const std::unique_ptr<WritableFile> base_;
+  std::string buffer_;  // appended, not yet handed to base_
+  bool closed_ = false;
+};
+
+}  // namespace
+
+FaultInjectionEnv::FaultInjectionEnv(Env* base) : base_(base) {}
+
+FaultInjectionEnv::~FaultInjectionEnv() = default;
+
+void FaultInjectionEnv::SetFailAfter(int64_t n) {
+  std::lock_guard<std::mutex> lock(mu_);
+  fail_after_ = n < 0 ? -1 : n;
+}
+
+bool FaultInjectionEnv::Failed() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return failed_;
+}
+
+int64_t FaultInjectionEnv::MutationCount() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return mutations_;
+}
+
+// Not a mutation: this is the simulated power loss itself, run by the test after the crash.
+Status FaultInjectionEnv::DropUnsyncedData() {
+  std::map<std::string, uint64_t> synced;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    synced = synced_;
+  }
+  for (const auto& [path, length] : synced) {
+    if (!base_->FileExists(path)) continue;
+    Result<uint64_t> size = base_->GetFileSize(path);
+    if (!size.ok()) return size.status();
+    if (*size > length) PROPELLER_RETURN_IF_ERROR(base_->TruncateFile(path, length));
+  }
+  return Status::OK();
+}
+
+void FaultInjectionEnv::ResetState() {
+  std::lock_guard<std::mutex> lock(mu_);
+  fail_after_ = -1;
+  failed_ = false;
+  mutations_ = 0;
+  synced_.clear();
+}
+
+Status FaultInjectionEnv::CheckMutation(const char* what) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++mutations_;
+  if (fail_after_ == 0) {
+    failed_ = true;
+    return Status::IOError(std::string("simulated crash: ") + what + " refused");
+  }
+  if (fail_after_ > 0) --fail_after_;
+  return Status::OK();
+}
+
+void FaultInjectionEnv::RecordSynced(const std::string& path, uint64_t size) {
+  std::lock_guard<std::mutex> lock(mu_);
+  synced_[path] = size;
+}
+
+Result<std::unique_ptr<WritableFile>> FaultInjectionEnv::NewWritableFile(const std::string& path) {
+  PROPELLER_RETURN_IF_ERROR(CheckMutation("create"));
+  PROPELLER_ASSIGN_OR_RETURN(std::unique_ptr<WritableFile> file, base_->NewWritableFile(path));
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    synced_[path] = 0;  // truncated; nothing of the new contents is durable yet
+  }
+  return std::unique_ptr<WritableFile>(new FaultWritableFile(this, path, std::move(file)));
+}
+
+Result<std::unique_ptr<WritableFile>> FaultInjectionEnv::NewAppendableFile(
+    const std::string& path) {
+  PROPELLER_RETURN_IF_ERROR(CheckMutation("open for append"));
+  PROPELLER_ASSIGN_OR_RETURN(std::unique_ptr<WritableFile> file, base_->NewAppendableFile(path));
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    // A file this env has not written since the last ResetState is taken as durable (it came
+    // from before the simulated reboot). One it did write keeps its recorded synced length:
+    // reopening a file does not sync it.
+    synced_.try_emplace(path, file->Size());
+  }
+  return std::unique_ptr<WritableFile>(new FaultWritableFile(this, path, std::move(file)));
+}
+
+Result<std::unique_ptr<SequentialFile>> FaultInjectionEnv::NewSequentialFile(
+    const std::string& path) {
+  return base_->NewSequentialFile(path);
+}
+
+bool FaultInjectionEnv::FileExists(const std::string& path) { return base_->FileExists(path); }
+
+Result<std::vector<std::string>> FaultInjectionEnv::GetChildren(const std::string& dir) {
+  return base_->GetChildren(dir);
+}
+
+Result<uint64_t> FaultInjectionEnv::GetFileSize(const std::string& path) {
+  return base_->GetFileSize(path);
+}
+
+Status FaultInjectionEnv::RemoveFile(const std::string& path) {
+  PROPELLER_RETURN_IF_ERROR(CheckMutation("remove"));
+  PROPELLER_RETURN_IF_ERROR(base_->RemoveFile(path));
+  std::lock_guard<std::mutex> lock(mu_);
+  synced_.erase(path);
+  return Status::OK();
+}
+
+Status FaultInjectionEnv::RenameFile(const std::string& from, const std::string& to) {
+  PROPELLER_RETURN_IF_ERROR(CheckMutation("rename"));
+  PROPELLER_RETURN_IF_ERROR(base_->RenameFile(from, to));
+  if (from == to) return Status::OK();
+  std::lock_guard<std::mutex> lock(mu_);
+  // Whatever `to` was is gone: a replaced file, or an empty directory.
+  for (auto it = synced_.begin(); it != synced_.end();) {
+    it = IsSameOrBelow(it->first, to) ? synced_.erase(it) : std::next(it);
+  }
+  // `from` and, for a directory, everything below it move under `to`. An untracked `from`
+  // leaves `to` untracked: it is durable as far as this env knows.
+  std::vector<std::pair<std::string, uint64_t>> moved;
+  for (auto it = synced_.begin(); it != synced_.end();) {
+    if (IsSameOrBelow(it->first, from)) {
+      moved.emplace_back(to + it->first.substr(from.size()), it->second);
+      it = synced_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  for (auto& [path, length] : moved) synced_[path] = length;
+  return Status::OK();
+}
+
+Status FaultInjectionEnv::TruncateFile(const std::string& path, uint64_t size) {
+  PROPELLER_RETURN_IF_ERROR(CheckMutation("truncate"));
+  PROPELLER_RETURN_IF_ERROR(base_->TruncateFile(path, size));
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = synced_.find(path);
+  if (it != synced_.end() && it->second > size) it->second = size;
+  return Status::OK();
+}
+
+Status FaultInjectionEnv::CreateDirs(const std::string& path) {
+  PROPELLER_RETURN_IF_ERROR(CheckMutation("create directories"));
+  return base_->CreateDirs(path);
+}
+
+Status FaultInjectionEnv::RemoveRecursively(const std::string& path) {
+  PROPELLER_RETURN_IF_ERROR(CheckMutation("remove recursively"));
+  PROPELLER_RETURN_IF_ERROR(base_->RemoveRecursively(path));
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto it = synced_.begin(); it != synced_.end();) {
+    it = IsSameOrBelow(it->first, path) ? synced_.erase(it) : std::next(it);
+  }
+  return Status::OK();
+}
+
+Status FaultInjectionEnv::SyncDir(const std::string& path) {
+  PROPELLER_RETURN_IF_ERROR(CheckMutation("sync directory"));
+  return base_->SyncDir(path);
+}
+
+int64_t FaultInjectionEnv::NowNanos() { return base_->NowNanos(); }
+
+int64_t FaultInjectionEnv::MonotonicNanos() { return base_->MonotonicNanos(); }
+
+}  // namespace propeller

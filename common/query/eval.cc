@@ -1,0 +1,206 @@
+// Evaluation of parsed queries against records: PredicateMatches and Query::Matches.
+//
+// Comparisons never convert an int64 to double (which would make 2^53+1 equal 2^53): mixed
+// int/double comparisons are done exactly, see CompareIntDouble. Everything tolerates a
+// Predicate built by hand with an unexpected value type (the predicate is then false, and '!='
+// true), because the planner builds predicates too and this must never throw.
+#include <fnmatch.h>
+
+#include <cmath>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "common/query/query.h"
+#include "common/record.h"
+
+namespace propeller {
+namespace {
+
+// -1, 0, +1, or nullopt when the values are unordered (NaN).
+using Order = std::optional<int>;
+
+template <typename T>
+Order CompareValues(T a, T b) {
+  return a < b ? -1 : (a > b ? 1 : 0);
+}
+
+// Exact comparison of an integer in [-2^63, 2^64) with a double.
+Order CompareIntDouble(__int128 a, double b) {
+  if (std::isnan(b)) return std::nullopt;
+  constexpr double kTwo64 = 18446744073709551616.0;     // 2^64, exact in a double
+  constexpr double kMinusTwo63 = -9223372036854775808.0;  // -2^63, exact
+  if (b >= kTwo64) return -1;
+  if (b < kMinusTwo63) return 1;
+  // |b| < 2^64 here, so its integral part is exact in 128 bits, and b - trunc(b) is exact.
+  const double whole = std::trunc(b);
+  const auto t = static_cast<__int128>(whole);
+  if (a != t) return a < t ? -1 : 1;
+  const double frac = b - whole;
+  return frac > 0 ? -1 : (frac < 0 ? 1 : 0);
+}
+
+// Applies `op` to a three-way result; '!=' is the negation of '=' (so unordered -> true).
+bool Holds(CmpOp op, Order order) {
+  if (op == CmpOp::kNe) return !(order && *order == 0);
+  if (!order) return false;
+  switch (op) {
+    case CmpOp::kEq: return *order == 0;
+    case CmpOp::kLt: return *order < 0;
+    case CmpOp::kLe: return *order <= 0;
+    case CmpOp::kGt: return *order > 0;
+    case CmpOp::kGe: return *order >= 0;
+    default: return false;  // '~' on numbers never matches (the parser rejects it)
+  }
+}
+
+// An integer field of the record against the predicate's numeric value.
+bool IntFieldMatches(CmpOp op, __int128 field, const AttrValue& value) {
+  if (const auto* i = std::get_if<int64_t>(&value)) {
+    return Holds(op, CompareValues<__int128>(field, *i));
+  }
+  if (const auto* d = std::get_if<double>(&value)) return Holds(op, CompareIntDouble(field, *d));
+  return op == CmpOp::kNe;
+}
+
+bool HasGlobChar(std::string_view pattern) {
+  return pattern.find_first_of("*?[") != std::string_view::npos;
+}
+
+// One string against the value: bytewise order, '~' glob (fnmatch, no flags: '*' crosses '/'
+// and a leading '.') or substring.
+bool StringHolds(CmpOp op, std::string_view subject, const std::string& value) {
+  if (op == CmpOp::kMatch) {
+    if (!HasGlobChar(value)) return subject.find(value) != std::string_view::npos;
+    const std::string subject_z(subject);  // fnmatch wants NUL-terminated text
+    return fnmatch(value.c_str(), subject_z.c_str(), 0) == 0;
+  }
+  // string_view compares with char_traits<char>::compare, i.e. memcmp: unsigned bytes.
+  const int c = subject.compare(value);
+  return Holds(op, c < 0 ? -1 : (c > 0 ? 1 : 0));
+}
+
+enum class PathPart { kName, kExt, kPath };
+
+// True when some path of the record satisfies the predicate ('!=' = no path equals).
+bool AnyPathMatches(const FileRecord& record, PathPart part, CmpOp op, const AttrValue& value) {
+  const auto* text = std::get_if<std::string>(&value);
+  if (text == nullptr) return op == CmpOp::kNe;
+  if (op == CmpOp::kNe) return !AnyPathMatches(record, part, CmpOp::kEq, value);
+  for (const std::string& path : record.paths) {
+    bool hit = false;
+    switch (part) {
+      case PathPart::kPath: hit = StringHolds(op, path, *text); break;
+      case PathPart::kName: hit = StringHolds(op, PathBaseName(path), *text); break;
+      case PathPart::kExt:
+        hit = StringHolds(op, NameExtension(PathBaseName(path)), *text);
+        break;
+    }
+    if (hit) return true;
+  }
+  return false;
+}
+
+bool KeywordMatches(const FileRecord& record, CmpOp op, const AttrValue& value) {
+  const auto* keyword = std::get_if<std::string>(&value);
+  if (keyword == nullptr || (op != CmpOp::kEq && op != CmpOp::kNe)) return op == CmpOp::kNe;
+  bool found = false;
+  for (const std::string& path : record.paths) {
+    for (const std::string& token : PathKeywords(path)) {
+      if (token == *keyword) {
+        found = true;
+        break;
+      }
+    }
+    if (found) break;
+  }
+  return op == CmpOp::kEq ? found : !found;
+}
+
+bool TypeMatches(const FileRecord& record, CmpOp op, const AttrValue& value) {
+  const auto* letter = std::get_if<std::string>(&value);
+  if (letter == nullptr || (op != CmpOp::kEq && op != CmpOp::kNe)) return op == CmpOp::kNe;
+  const bool equal = letter->size() == 1 && (*letter)[0] == static_cast<char>(record.type);
+  return op == CmpOp::kEq ? equal : !equal;
+}
+
+// A user attribute value against the predicate's value. Numbers compare with numbers (int
+// and double exactly), strings with strings; anything else is a mismatch (false; '!=' true).
+bool UserValueMatches(CmpOp op, const AttrValue& have, const AttrValue& want) {
+  const auto* have_s = std::get_if<std::string>(&have);
+  const auto* want_s = std::get_if<std::string>(&want);
+  if (have_s != nullptr || want_s != nullptr) {
+    if (have_s == nullptr || want_s == nullptr) return op == CmpOp::kNe;
+    if (op == CmpOp::kNe) return *have_s != *want_s;
+    return StringHolds(op, *have_s, *want_s);
+  }
+  if (op == CmpOp::kMatch) return false;
+  const auto* have_i = std::get_if<int64_t>(&have);
+  const auto* want_i = std::get_if<int64_t>(&want);
+  Order order;
+  if (have_i && want_i) {
+    order = CompareValues(*have_i, *want_i);
+  } else if (have_i) {
+    order = CompareIntDouble(*have_i, std::get<double>(want));
+  } else if (want_i) {
+    const Order o = CompareIntDouble(*want_i, std::get<double>(have));
+    if (o) order = -*o;
+  } else {
+    const double a = std::get<double>(have), b = std::get<double>(want);
+    if (!std::isnan(a) && !std::isnan(b)) order = CompareValues(a, b);
+  }
+  return Holds(op, order);
+}
+
+bool NodeMatches(const QueryNode& node, const FileRecord& record) {
+  switch (node.kind) {
+    case QueryNode::Kind::kAnd:
+      for (const auto& child : node.children) {
+        if (!NodeMatches(*child, record)) return false;
+      }
+      return true;
+    case QueryNode::Kind::kOr:
+      for (const auto& child : node.children) {
+        if (NodeMatches(*child, record)) return true;
+      }
+      return false;
+    case QueryNode::Kind::kNot:
+      return !node.children.empty() && !NodeMatches(*node.children[0], record);
+    case QueryNode::Kind::kPred:
+      return PredicateMatches(node.pred, record);
+  }
+  return false;
+}
+
+}  // namespace
+
+bool PredicateMatches(const Predicate& pred, const FileRecord& record) {
+  const CmpOp op = pred.op;
+  switch (pred.attr) {
+    case Attr::kSize: return IntFieldMatches(op, record.size, pred.value);
+    case Attr::kMtime: return IntFieldMatches(op, record.mtime, pred.value);
+    case Attr::kCtime: return IntFieldMatches(op, record.ctime, pred.value);
+    case Attr::kAtime: return IntFieldMatches(op, record.atime, pred.value);
+    case Attr::kUid: return IntFieldMatches(op, record.uid, pred.value);
+    case Attr::kGid: return IntFieldMatches(op, record.gid, pred.value);
+    case Attr::kMode: return IntFieldMatches(op, record.mode & 07777, pred.value);
+    case Attr::kNlink: return IntFieldMatches(op, record.nlink, pred.value);
+    case Attr::kType: return TypeMatches(record, op, pred.value);
+    case Attr::kName: return AnyPathMatches(record, PathPart::kName, op, pred.value);
+    case Attr::kExt: return AnyPathMatches(record, PathPart::kExt, op, pred.value);
+    case Attr::kPath: return AnyPathMatches(record, PathPart::kPath, op, pred.value);
+    case Attr::kKeyword: return KeywordMatches(record, op, pred.value);
+    case Attr::kUser: {
+      const auto it = record.attrs.find(pred.user_attr);
+      if (it == record.attrs.end()) return op == CmpOp::kNe;
+      return UserValueMatches(op, it->second, pred.value);
+    }
+  }
+  return op == CmpOp::kNe;
+}
+
+bool Query::Matches(const FileRecord& record) const {
+  return root_ != nullptr && NodeMatches(*root_, record);
+}
+
+}  // namespace propeller

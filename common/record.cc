@@ -1,0 +1,98 @@
+// Path helpers of the data model (record.h). Paths are byte strings: nothing here decodes
+// UTF-8, so any byte sequence is handled without error.
+#include "common/record.h"
+
+namespace propeller {
+namespace {
+
+constexpr size_t kMaxPathBytes = 4096;  // PATH_MAX on Linux, including room for the NUL
+
+bool IsAsciiAlnum(unsigned char c) {
+  return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+
+char AsciiLower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
+
+}  // namespace
+
+std::string_view PathBaseName(std::string_view path) {
+  const size_t slash = path.rfind('/');
+  return slash == std::string_view::npos ? path : path.substr(slash + 1);
+}
+
+std::string_view PathParent(std::string_view path) {
+  const size_t slash = path.rfind('/');
+  if (slash == std::string_view::npos) return std::string_view();
+  if (slash == 0) return path.substr(0, 1);
+  return path.substr(0, slash);
+}
+
+std::string NameExtension(std::string_view name) {
+  name = PathBaseName(name);  // tolerate a whole path
+  // Leading dots mark hidden files, not extensions: ".bashrc" has none, ".tar.gz" has "gz".
+  const size_t first = name.find_first_not_of('.');
+  if (first == std::string_view::npos) return std::string();
+  name.remove_prefix(first);
+  const size_t dot = name.rfind('.');
+  if (dot == std::string_view::npos) return std::string();
+  std::string ext(name.substr(dot + 1));
+  for (char& c : ext) c = AsciiLower(c);
+  return ext;
+}
+
+bool PathInScope(std::string_view path, std::string_view scope) {
+  // A trailing slash on the scope is accepted ("/a/" means "/a"); "/" then becomes "", which
+  // the check below treats as containing every absolute path.
+  while (!scope.empty() && scope.back() == '/') scope.remove_suffix(1);
+  if (path.substr(0, scope.size()) != scope) return false;
+  return path.size() == scope.size() || path[scope.size()] == '/';
+}
+
+std::vector<std::string> PathKeywords(std::string_view path) {
+  std::vector<std::string> tokens;
+  std::string current;
+  auto finish = [&] {
+    if (current.empty()) return;
+    // Paths have few tokens (typically < 10), so a linear scan beats building a hash set.
+    bool seen = false;
+    for (const std::string& t : tokens) {
+      if (t == current) {
+        seen = true;
+        break;
+      }
+    }
+    if (!seen) tokens.push_back(current);
+    current.clear();
+  };
+  for (char ch : path) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (IsAsciiAlnum(c) || c >= 0x80) {
+      current += AsciiLower(ch);
+    } else {
+      finish();
+    }
+  }
+  finish();
+  return tokens;
+}
+
+std::string ValidatePath(std::string_view path) {
+  if (path.empty()) return "path is empty";
+  if (path.size() > kMaxPathBytes) return "path is longer than 4096 bytes";
+  if (path.front() != '/') return "path is not absolute";
+  if (path.find('\0') != std::string_view::npos) return "path contains a NUL byte";
+  if (path.size() == 1) return std::string();  // the root
+  if (path.back() == '/') return "path ends with a slash";
+  size_t start = 1;
+  for (;;) {
+    const size_t end = path.find('/', start);
+    const std::string_view component =
+        path.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start);
+    if (component.empty()) return "path has an empty component";
+    if (component == "." || component == "..") return "path has a '.' or '..' component";
+    if (end == std::string_view::npos) return std::string();
+    start = end + 1;
+  }
+}
+
+}  // namespace propeller

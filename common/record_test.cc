@@ -1,0 +1,105 @@
+// Tests for the path helpers of record.h, including the edge cases their contracts name.
+#include "common/record.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace propeller {
+namespace {
+
+using Tokens = std::vector<std::string>;
+
+TEST(RecordPathTest, BaseName) {
+  EXPECT_EQ(PathBaseName("/a/b.txt"), "b.txt");
+  EXPECT_EQ(PathBaseName("/a"), "a");
+  EXPECT_EQ(PathBaseName("/"), "");
+  EXPECT_EQ(PathBaseName("name"), "name");
+  EXPECT_EQ(PathBaseName(""), "");
+  EXPECT_EQ(PathBaseName("/a/.bashrc"), ".bashrc");
+}
+
+TEST(RecordPathTest, Parent) {
+  EXPECT_EQ(PathParent("/a/b.txt"), "/a");
+  EXPECT_EQ(PathParent("/a/b/c"), "/a/b");
+  EXPECT_EQ(PathParent("/a"), "/");
+  EXPECT_EQ(PathParent("/"), "/");
+  EXPECT_EQ(PathParent("name"), "");
+}
+
+TEST(RecordPathTest, Extension) {
+  EXPECT_EQ(NameExtension("x.TAR.gz"), "gz");
+  EXPECT_EQ(NameExtension("photo.JPG"), "jpg");
+  EXPECT_EQ(NameExtension("Makefile"), "");
+  EXPECT_EQ(NameExtension(".bashrc"), "");
+  EXPECT_EQ(NameExtension("..bashrc"), "");
+  EXPECT_EQ(NameExtension(".config.json"), "json");
+  EXPECT_EQ(NameExtension("trailing."), "");
+  EXPECT_EQ(NameExtension("."), "");
+  EXPECT_EQ(NameExtension(".."), "");
+  EXPECT_EQ(NameExtension(""), "");
+  EXPECT_EQ(NameExtension("a.b.c.d"), "d");
+  EXPECT_EQ(NameExtension("/dir.d/file"), "");  // a whole path: only the name counts
+  EXPECT_EQ(NameExtension("caf\xC3\xA9.\xC3\x89T\xC3\x89"), "\xC3\x89t\xC3\x89");  // bytes kept
+}
+
+TEST(RecordPathTest, InScope) {
+  EXPECT_TRUE(PathInScope("/a", "/a"));
+  EXPECT_TRUE(PathInScope("/a/b", "/a"));
+  EXPECT_TRUE(PathInScope("/a/b/c", "/a"));
+  EXPECT_FALSE(PathInScope("/ab", "/a"));
+  EXPECT_FALSE(PathInScope("/", "/a"));
+  EXPECT_FALSE(PathInScope("/b", "/a"));
+  EXPECT_TRUE(PathInScope("/a/b", "/a/"));  // a trailing slash on the scope is tolerated
+  EXPECT_TRUE(PathInScope("/", "/"));
+  EXPECT_TRUE(PathInScope("/anything/at/all", "/"));
+  EXPECT_FALSE(PathInScope("/a", "/a/b"));
+}
+
+TEST(RecordPathTest, KeywordsOfTheContractExample) {
+  EXPECT_EQ(PathKeywords("/home/Ann/firefox-bin/x.tar.gz"),
+            (Tokens{"home", "ann", "firefox", "bin", "x", "tar", "gz"}));
+}
+
+TEST(RecordPathTest, KeywordsEdgeCases) {
+  EXPECT_EQ(PathKeywords("/"), Tokens{});
+  EXPECT_EQ(PathKeywords(""), Tokens{});
+  EXPECT_EQ(PathKeywords("/..."), Tokens{});
+  EXPECT_EQ(PathKeywords("/a/file..."), (Tokens{"a", "file"}));
+  EXPECT_EQ(PathKeywords("/home/.bashrc"), (Tokens{"home", "bashrc"}));
+  EXPECT_EQ(PathKeywords("/SRC/Src/src"), Tokens{"src"});  // lowercased, then deduplicated
+  EXPECT_EQ(PathKeywords("/a_b-c d"), (Tokens{"a", "b", "c", "d"}));
+  EXPECT_EQ(PathKeywords("/v2/lib64/x86_64"), (Tokens{"v2", "lib64", "x86", "64"}));
+  // UTF-8 bytes stay inside tokens; only ASCII letters are lowercased.
+  EXPECT_EQ(PathKeywords("/donn\xC3\xA9" "es/\xC3\x89T\xC3\x89.txt"),
+            (Tokens{"donn\xC3\xA9" "es", "\xC3\x89t\xC3\x89", "txt"}));
+  EXPECT_EQ(PathKeywords("/\xE6\x97\xA5\xE6\x9C\xAC/x"), (Tokens{"\xE6\x97\xA5\xE6\x9C\xAC", "x"}));
+  // First-seen order survives deduplication.
+  EXPECT_EQ(PathKeywords("/b/a/b/c/a"), (Tokens{"b", "a", "c"}));
+}
+
+TEST(RecordPathTest, ValidatePath) {
+  EXPECT_EQ(ValidatePath("/"), "");
+  EXPECT_EQ(ValidatePath("/a"), "");
+  EXPECT_EQ(ValidatePath("/a/b.c/.hidden/..x/x.."), "");
+  EXPECT_NE(ValidatePath(""), "");
+  EXPECT_NE(ValidatePath("a/b"), "");
+  EXPECT_NE(ValidatePath("/a/"), "");
+  EXPECT_NE(ValidatePath("//a"), "");
+  EXPECT_NE(ValidatePath("/a//b"), "");
+  EXPECT_NE(ValidatePath("/a/./b"), "");
+  EXPECT_NE(ValidatePath("/a/../b"), "");
+  EXPECT_NE(ValidatePath("/."), "");
+  EXPECT_NE(ValidatePath("/.."), "");
+  EXPECT_NE(ValidatePath("/a/.."), "");
+  EXPECT_NE(ValidatePath(std::string("/a\0b", 4)), "");
+  std::string longest = "/" + std::string(4095, 'x');
+  EXPECT_EQ(ValidatePath(longest), "");
+  EXPECT_NE(ValidatePath(longest + "x"), "");
+  // The reason names the problem.
+  EXPECT_NE(ValidatePath("relative").find("absolute"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace propeller

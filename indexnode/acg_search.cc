@@ -1,0 +1,359 @@
+// Search inside one ACG: the planner (DESIGN §6 "Search").
+//
+// Plan(node) returns a candidate set (sorted, unique FileIds) that is a superset of the node's
+// matches, or "all" when no index helps. Leaves: the six inode axes go to the K-D tree (an AND
+// merges all its axis predicates into one box), paths to the `path` B-tree (equality, ranges,
+// glob prefixes), keyword/ext/name equality to the `keyword` hash, user attributes to their
+// own index. AND intersects its children's sets, cheapest structures first, and stops
+// planning once the set is small (verification is cheaper than another index probe); OR
+// unions (any "all" makes it "all"); NOT is "all". Every candidate is then verified against
+// the whole query, the scope and the volume, so the plan only has to be a superset.
+#include <algorithm>
+#include <optional>
+
+#include "indexnode/acg.h"
+#include "schemas/keys.h"
+#include "schemas/record_format.h"
+
+namespace propeller {
+namespace {
+
+using IdSet = std::vector<FileId>;  // sorted, unique
+using Plan = std::optional<IdSet>;  // nullopt = every record
+
+// Below this many candidates, verifying is cheaper than probing another structure.
+constexpr size_t kSmallEnough = 64;
+
+MDB_val Val(std::string_view s) { return MDB_val{s.size(), const_cast<char*>(s.data())}; }
+std::string_view View(const MDB_val& v) {
+  return std::string_view(static_cast<const char*>(v.mv_data), v.mv_size);
+}
+
+int AxisOf(Attr attr) {
+  switch (attr) {
+    case Attr::kSize: return 0;
+    case Attr::kMtime: return 1;
+    case Attr::kCtime: return 2;
+    case Attr::kAtime: return 3;
+    case Attr::kUid: return 4;
+    case Attr::kGid: return 5;
+    default: return -1;
+  }
+}
+
+bool IsGlobChar(char c) { return c == '*' || c == '?' || c == '['; }
+
+// The literal prefix of a glob ("/src/*.c" -> "/src/"); nullopt when the pattern is a
+// substring test (no glob characters) or starts with a wildcard.
+std::optional<std::string> GlobPrefix(const std::string& pattern) {
+  size_t i = 0;
+  while (i < pattern.size() && !IsGlobChar(pattern[i]) && pattern[i] != '\\') ++i;
+  if (i == pattern.size()) return std::nullopt;  // no wildcard: '~' means substring
+  if (i == 0) return std::nullopt;
+  return pattern.substr(0, i);
+}
+
+void Normalise(IdSet* ids) {
+  std::sort(ids->begin(), ids->end());
+  ids->erase(std::unique(ids->begin(), ids->end()), ids->end());
+}
+
+IdSet Intersect(const IdSet& a, const IdSet& b) {
+  IdSet out;
+  std::set_intersection(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(out));
+  return out;
+}
+
+// Adds an axis predicate to a box; false when the predicate cannot use the box.
+bool AddToBox(const Predicate& p, IndexQuery* box, bool* empty) {
+  int axis = AxisOf(p.attr);
+  const int64_t* v = std::get_if<int64_t>(&p.value);
+  if (axis < 0 || v == nullptr) return false;
+  auto tighten_lo = [&](int64_t lo) {
+    if (!box->box_lo[axis] || *box->box_lo[axis] < lo) box->box_lo[axis] = lo;
+  };
+  auto tighten_hi = [&](int64_t hi) {
+    if (!box->box_hi[axis] || *box->box_hi[axis] > hi) box->box_hi[axis] = hi;
+  };
+  switch (p.op) {
+    case CmpOp::kEq: tighten_lo(*v); tighten_hi(*v); break;
+    case CmpOp::kLe: tighten_hi(*v); break;
+    case CmpOp::kGe: tighten_lo(*v); break;
+    case CmpOp::kLt:
+      if (*v == INT64_MIN) *empty = true; else tighten_hi(*v - 1);
+      break;
+    case CmpOp::kGt:
+      if (*v == INT64_MAX) *empty = true; else tighten_lo(*v + 1);
+      break;
+    default: return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+// The planner needs the ACG's private members; it is a set of member-like helpers defined
+// here to keep acg.cc about storage and this file about search.
+class AcgPlanner {
+ public:
+  AcgPlanner(MDB_txn* txn, const std::map<std::string, std::unique_ptr<Index>, std::less<>>& idx)
+      : txn_(txn), indexes_(idx) {}
+
+  Result<Plan> PlanNode(const QueryNode& node) {
+    switch (node.kind) {
+      case QueryNode::Kind::kPred: return PlanPred(node.pred);
+      case QueryNode::Kind::kNot: return Plan();
+      case QueryNode::Kind::kOr: {
+        IdSet all;
+        for (const auto& c : node.children) {
+          PROPELLER_ASSIGN_OR_RETURN(Plan p, PlanNode(*c));
+          if (!p) return Plan();
+          all.insert(all.end(), p->begin(), p->end());
+        }
+        Normalise(&all);
+        return Plan(std::move(all));
+      }
+      case QueryNode::Kind::kAnd: return PlanAnd(node);
+    }
+    return Plan();
+  }
+
+ private:
+  Index* Find(std::string_view name) const {
+    auto it = indexes_.find(name);
+    return it == indexes_.end() ? nullptr : it->second.get();
+  }
+
+  Result<Plan> Run(Index* index, const IndexQuery& q) {
+    IdSet ids;
+    PROPELLER_RETURN_IF_ERROR(index->Search(txn_, q, [&](FileId id) {
+      ids.push_back(id);
+      return true;
+    }));
+    Normalise(&ids);
+    return Plan(std::move(ids));
+  }
+
+  Result<Plan> Equal(const char* index_name, AttrValue v) {
+    Index* index = Find(index_name);
+    if (!index) return Plan();
+    IndexQuery q;
+    q.kind = IndexQuery::Kind::kEqual;
+    q.value = std::move(v);
+    return Run(index, q);
+  }
+
+  // Candidates for a string-ordered predicate on a B-tree (path, user btree indexes).
+  Result<Plan> BTreePred(Index* index, const Predicate& p) {
+    IndexQuery q;
+    switch (p.op) {
+      case CmpOp::kEq:
+        q.kind = IndexQuery::Kind::kEqual;
+        q.value = p.value;
+        break;
+      case CmpOp::kLt: case CmpOp::kLe:
+        q.kind = IndexQuery::Kind::kRange;
+        q.hi = IndexBound{p.value, p.op == CmpOp::kLe};
+        break;
+      case CmpOp::kGt: case CmpOp::kGe:
+        q.kind = IndexQuery::Kind::kRange;
+        q.lo = IndexBound{p.value, p.op == CmpOp::kGe};
+        break;
+      case CmpOp::kMatch: {
+        const std::string* s = std::get_if<std::string>(&p.value);
+        if (!s) return Plan();
+        std::optional<std::string> prefix = GlobPrefix(*s);
+        if (!prefix) return Plan();
+        q.kind = IndexQuery::Kind::kPrefix;
+        q.prefix = *prefix;
+        break;
+      }
+      default: return Plan();
+    }
+    return Run(index, q);
+  }
+
+  Result<Plan> PlanPred(const Predicate& p) {
+    if (AxisOf(p.attr) >= 0) {
+      IndexQuery box;
+      box.kind = IndexQuery::Kind::kBox;
+      bool empty = false;
+      if (!AddToBox(p, &box, &empty)) return Plan();
+      if (empty) return Plan(IdSet());
+      Index* inode = Find("inode");
+      if (!inode) return Plan();
+      return Run(inode, box);
+    }
+    const std::string* s = std::get_if<std::string>(&p.value);
+    switch (p.attr) {
+      case Attr::kPath: {
+        Index* path = Find("path");
+        return path ? BTreePred(path, p) : Result<Plan>(Plan());
+      }
+      case Attr::kKeyword:
+        if (p.op != CmpOp::kEq || !s) return Plan();
+        return Equal("keyword", *s);
+      case Attr::kExt: {
+        // The extension is a keyword token of the path when it is one alphanumeric run.
+        if (p.op != CmpOp::kEq || !s) return Plan();
+        std::vector<std::string> tokens = PathKeywords(*s);
+        if (tokens.size() != 1 || tokens[0] != *s) return Plan();
+        return Equal("keyword", *s);
+      }
+      case Attr::kName: {
+        // Every token of the name is a keyword token of the path.
+        if (p.op != CmpOp::kEq || !s) return Plan();
+        std::vector<std::string> tokens = PathKeywords(*s);
+        if (tokens.empty()) return Plan();
+        return Equal("keyword", tokens.front());
+      }
+      case Attr::kUser: {
+        Index* index = Find(p.user_attr);
+        if (!index) return Plan();
+        if (index->type() == IndexType::kBTree) return BTreePred(index, p);
+        if (index->type() == IndexType::kHash && p.op == CmpOp::kEq) {
+          IndexQuery q;
+          q.kind = IndexQuery::Kind::kEqual;
+          q.value = p.value;
+          return Run(index, q);
+        }
+        return Plan();
+      }
+      default: return Plan();
+    }
+  }
+
+  Result<Plan> PlanAnd(const QueryNode& node) {
+    // One box for every axis predicate among the direct children.
+    IndexQuery box;
+    box.kind = IndexQuery::Kind::kBox;
+    bool have_box = false, empty = false;
+    std::vector<const QueryNode*> hashy, others;
+    for (const auto& c : node.children) {
+      if (c->kind == QueryNode::Kind::kPred && AddToBox(c->pred, &box, &empty)) {
+        have_box = true;
+      } else if (c->kind == QueryNode::Kind::kPred &&
+                 (c->pred.attr == Attr::kKeyword || c->pred.attr == Attr::kExt ||
+                  c->pred.attr == Attr::kName) && c->pred.op == CmpOp::kEq) {
+        hashy.push_back(c.get());
+      } else {
+        others.push_back(c.get());
+      }
+    }
+    if (empty) return Plan(IdSet());
+    Plan acc;  // nullopt = no restriction yet
+    auto combine = [&](Plan p) {
+      if (!p) return;
+      acc = acc ? Intersect(*acc, *p) : std::move(p);
+    };
+    // Cheapest first: hash probes, then the in-memory K-D box, then B-tree scans.
+    for (const QueryNode* c : hashy) {
+      PROPELLER_ASSIGN_OR_RETURN(Plan p, PlanNode(*c));
+      combine(std::move(p));
+      if (acc && acc->size() <= kSmallEnough) return acc;
+    }
+    if (have_box) {
+      Index* inode = Find("inode");
+      if (inode) {
+        PROPELLER_ASSIGN_OR_RETURN(Plan p, Run(inode, box));
+        combine(std::move(p));
+        if (acc && acc->size() <= kSmallEnough) return acc;
+      }
+    }
+    for (const QueryNode* c : others) {
+      PROPELLER_ASSIGN_OR_RETURN(Plan p, PlanNode(*c));
+      combine(std::move(p));
+      if (acc && acc->size() <= kSmallEnough) return acc;
+    }
+    return acc;
+  }
+
+  MDB_txn* txn_;
+  const std::map<std::string, std::unique_ptr<Index>, std::less<>>& indexes_;
+};
+
+Status Acg::Search(const AcgSearchRequest& req, AcgSearchStats* stats) {
+  std::shared_lock<std::shared_mutex> lock(rw_);
+  MDB_txn* txn = nullptr;
+  int rc = mdb_txn_begin(env_, nullptr, MDB_RDONLY, &txn);
+  if (rc != 0) return LmdbStatus(rc, "mdb_txn_begin");
+  struct Abort {
+    MDB_txn* t;
+    ~Abort() { mdb_txn_abort(t); }
+  } abort_guard{txn};
+
+  AcgPlanner planner(txn, indexes_);
+  PROPELLER_ASSIGN_OR_RETURN(Plan plan, planner.PlanNode(req.query->root()));
+  const bool scoped = req.scope != "/";
+  if (!plan && scoped) {
+    // No index helped the query: the scope's subtree from the path B-tree is the candidate set.
+    IdSet ids;
+    Index* path = indexes_.at("path").get();
+    IndexQuery q;
+    q.kind = IndexQuery::Kind::kPrefix;
+    q.prefix = req.scope + "/";
+    auto add = [&](FileId id) {
+      ids.push_back(id);
+      return true;
+    };
+    PROPELLER_RETURN_IF_ERROR(path->Search(txn, q, add));
+    q.kind = IndexQuery::Kind::kEqual;
+    q.value = req.scope;
+    PROPELLER_RETURN_IF_ERROR(path->Search(txn, q, add));
+    Normalise(&ids);
+    plan = std::move(ids);
+  }
+
+  FileRecord rec;
+  auto verify = [&](std::string_view bytes) -> Result<bool> {  // false = stop
+    if (stats) ++stats->candidates;
+    PROPELLER_RETURN_IF_ERROR(DecodeRecord(bytes, &rec));
+    if (req.volume && rec.id.volume != *req.volume) return true;
+    const std::string* in_scope = nullptr;
+    for (const std::string& p : rec.paths) {
+      if (!scoped || PathInScope(p, req.scope)) {
+        in_scope = &p;
+        break;
+      }
+    }
+    if (!in_scope || !req.query->Matches(rec)) return true;
+    if (stats) ++stats->matches;
+    return req.on_match(*in_scope, rec);
+  };
+
+  if (plan) {
+    std::string key;
+    for (const FileId& id : *plan) {
+      if (req.stop && req.stop->load(std::memory_order_relaxed)) break;
+      key.clear();
+      AppendFileIdKey(id, &key);
+      MDB_val k = Val(key), v;
+      rc = mdb_get(txn, files_dbi_, &k, &v);
+      if (rc == MDB_NOTFOUND) continue;  // index entry of a file deleted in this commit
+      if (rc != 0) return LmdbStatus(rc, "reading a candidate");
+      PROPELLER_ASSIGN_OR_RETURN(bool more, verify(View(v)));
+      if (!more) break;
+    }
+    return Status::OK();
+  }
+
+  MDB_cursor* cur = nullptr;
+  rc = mdb_cursor_open(txn, files_dbi_, &cur);
+  if (rc != 0) return LmdbStatus(rc, "mdb_cursor_open");
+  MDB_val k, v;
+  Status s;
+  for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == 0;
+       rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+    if (req.stop && req.stop->load(std::memory_order_relaxed)) break;
+    Result<bool> more = verify(View(v));
+    if (!more.ok()) {
+      s = more.status();
+      break;
+    }
+    if (!*more) break;
+  }
+  mdb_cursor_close(cur);
+  return s;
+}
+
+}  // namespace propeller

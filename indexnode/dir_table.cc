@@ -1,0 +1,66 @@
+#include "indexnode/dir_table.h"
+
+#include <algorithm>
+
+namespace propeller {
+
+bool CanReadAndSearch(uint32_t uid, uint32_t gid, uint32_t mode, const Credentials& creds) {
+  if (creds.uid == 0) return true;
+  uint32_t bits;
+  if (creds.uid == uid) {
+    bits = (mode >> 6) & 7;
+  } else if (creds.gid == gid ||
+             std::find(creds.groups.begin(), creds.groups.end(), gid) != creds.groups.end()) {
+    bits = (mode >> 3) & 7;
+  } else {
+    bits = mode & 7;
+  }
+  return (bits & 5) == 5;  // r (4) and x (1)
+}
+
+void DirTable::RemoveLocked(FileId id) {
+  auto it = paths_.find(id);
+  if (it == paths_.end()) return;
+  for (const std::string& p : it->second) by_path_.erase(Key{id.volume, p});
+  paths_.erase(it);
+}
+
+void DirTable::Put(const FileRecord& dir) {
+  std::unique_lock<std::shared_mutex> lock(mu_);
+  RemoveLocked(dir.id);
+  if (dir.type != FileType::kDirectory) return;
+  for (const std::string& p : dir.paths) {
+    by_path_[Key{dir.id.volume, p}] = Entry{dir.uid, dir.gid, dir.mode};
+  }
+  paths_[dir.id] = dir.paths;
+}
+
+void DirTable::Apply(const Update& u) {
+  if (u.op == UpdateOp::kPut) {
+    // Non-directories are not stored, but a put may turn a directory id into a file.
+    Put(u.record);
+  } else if (u.op == UpdateOp::kDelete) {
+    std::unique_lock<std::shared_mutex> lock(mu_);
+    RemoveLocked(u.record.id);
+  }
+}
+
+bool DirTable::Visible(uint32_t volume, const std::string& path, const Credentials& creds) const {
+  if (creds.uid == 0) return true;
+  std::shared_lock<std::shared_mutex> lock(mu_);
+  std::string_view p = path;
+  while (p != "/") {
+    p = PathParent(p);
+    auto it = by_path_.find(Key{volume, std::string(p)});
+    if (it == by_path_.end()) return false;
+    if (!CanReadAndSearch(it->second.uid, it->second.gid, it->second.mode, creds)) return false;
+  }
+  return true;
+}
+
+size_t DirTable::size() const {
+  std::shared_lock<std::shared_mutex> lock(mu_);
+  return by_path_.size();
+}
+
+}  // namespace propeller

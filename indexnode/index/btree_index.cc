@@ -1,0 +1,227 @@
+// The btree index: range scans over order-preserving LMDB keys (see btree_index.h).
+//
+// Every query becomes one cursor scan [start, stop): start is found with MDB_SET_RANGE, and
+// the scan runs while the key stays below (or at) a limit. Bounds map to keys like this, with
+// V = AppendIndexValue(bound) and ids being the 12-byte FileId suffix:
+//
+//   lo inclusive           start = V                  (the first entry of V)
+//   lo exclusive           start = V ‖ FF×12 ‖ 00     (past every V ‖ id)
+//   hi inclusive           continue while key <= V ‖ FF×12
+//   hi exclusive           continue while key <  V
+//   no lo / no hi          start = tag / continue while key < tag+1 (tag 02 numbers, 03 strings)
+//
+// This is exact because value parts are prefix-free (numbers are 17 bytes, strings end with
+// their terminator), so every key ordered between two of those limits has a value part
+// between the bounds. A truncated string bound (terminator 00 02) stands for every string
+// with that key, some below and some above the bound, so it is always treated as inclusive.
+#include "indexnode/index/btree_index.h"
+
+#include <string_view>
+#include <unordered_set>
+#include <utility>
+
+#include "schemas/keys.h"
+
+namespace propeller {
+namespace {
+
+constexpr char kNumberTag = '\x02';
+constexpr char kStringTag = '\x03';
+
+std::string DbName(const std::string& name) { return "bt." + name; }
+
+MDB_val ToVal(std::string_view s) {
+  return MDB_val{s.size(), const_cast<char*>(s.data())};
+}
+
+std::string_view FromVal(const MDB_val& v) {
+  return std::string_view(static_cast<const char*>(v.mv_data), v.mv_size);
+}
+
+bool IsTruncatedString(std::string_view encoded) {
+  return encoded.size() >= 3 && encoded[0] == kStringTag && encoded.back() == '\x02';
+}
+
+// The smallest key above every entry whose value part is `encoded`.
+std::string AfterAllIds(std::string_view encoded) {
+  std::string key(encoded);
+  key.append(kFileIdKeySize, '\xff');
+  key.push_back('\0');
+  return key;
+}
+
+// Closes the cursor on every path out of a scan.
+class CursorCloser {
+ public:
+  explicit CursorCloser(MDB_cursor* cursor) : cursor_(cursor) {}
+  ~CursorCloser() { mdb_cursor_close(cursor_); }
+  CursorCloser(const CursorCloser&) = delete;
+  CursorCloser& operator=(const CursorCloser&) = delete;
+
+ private:
+  MDB_cursor* cursor_;
+};
+
+// One cursor scan: from the first key >= start (the first key when start is empty) while the
+// key is below `stop` (or equal to it when stop_inclusive), or, with `prefix` set, while the
+// key starts with `prefix`.
+struct ScanRange {
+  std::string start;
+  std::string stop;  // empty: no upper limit
+  bool stop_inclusive = false;
+  std::string prefix;  // used instead of stop when non-empty
+  bool dedupe = true;  // false when keys cannot repeat an id (a single value part)
+};
+
+class BTreeIndex final : public Index {
+ public:
+  BTreeIndex(std::string name, MDB_dbi dbi, uint64_t count)
+      : name_(std::move(name)), dbi_(dbi), count_(count) {}
+
+  IndexType type() const override { return IndexType::kBTree; }
+  const std::string& name() const override { return name_; }
+
+  Status Insert(MDB_txn* txn, const AttrValue& value, FileId id) override {
+    const std::string key = IndexEntryKey(value, id);
+    MDB_val k = ToVal(key);
+    MDB_val v{0, nullptr};
+    const int rc = mdb_put(txn, dbi_, &k, &v, MDB_NOOVERWRITE);
+    if (rc == MDB_KEYEXIST) return Status::OK();
+    if (rc != MDB_SUCCESS) return LmdbStatus(rc, "btree index " + name_ + ": put");
+    ++count_;
+    return Status::OK();
+  }
+
+  Status Remove(MDB_txn* txn, const AttrValue& value, FileId id) override {
+    const std::string key = IndexEntryKey(value, id);
+    MDB_val k = ToVal(key);
+    const int rc = mdb_del(txn, dbi_, &k, nullptr);
+    if (rc == MDB_NOTFOUND) return Status::OK();
+    if (rc != MDB_SUCCESS) return LmdbStatus(rc, "btree index " + name_ + ": delete");
+    --count_;
+    return Status::OK();
+  }
+
+  Status InsertPoint(MDB_txn*, const KdPoint&, FileId) override {
+    return Status::NotSupported("btree index " + name_ + ": InsertPoint");
+  }
+  Status RemovePoint(MDB_txn*, FileId) override {
+    return Status::NotSupported("btree index " + name_ + ": RemovePoint");
+  }
+
+  Status Search(MDB_txn* txn, const IndexQuery& q, const IdCallback& fn) const override {
+    ScanRange range;
+    switch (q.kind) {
+      case IndexQuery::Kind::kEqual:
+        AppendIndexValue(q.value, &range.prefix);
+        range.start = range.prefix;
+        range.dedupe = false;  // every key under this prefix has this one value part
+        break;
+      case IndexQuery::Kind::kPrefix:
+        AppendIndexStringPrefix(q.prefix, &range.prefix);
+        range.start = range.prefix;
+        break;
+      case IndexQuery::Kind::kRange:
+        if (!RangeToScan(q, &range)) return Status::OK();  // bounds of different types
+        break;
+      default:
+        return Status::NotSupported("btree index " + name_ + ": query kind");
+    }
+    return Scan(txn, range, fn);
+  }
+
+  uint64_t Size() const override { return count_; }
+  uint64_t MemoryBytes() const override { return 0; }
+
+ private:
+  // Fills `range` for a kRange query; false when no entry can match.
+  static bool RangeToScan(const IndexQuery& q, ScanRange* range) {
+    if (!q.lo && !q.hi) return true;  // everything: start "" and no stop
+    const bool lo_string = q.lo && std::holds_alternative<std::string>(q.lo->value);
+    const bool hi_string = q.hi && std::holds_alternative<std::string>(q.hi->value);
+    if (q.lo && q.hi && lo_string != hi_string) return false;
+    const char tag = (lo_string || hi_string) ? kStringTag : kNumberTag;
+    if (q.lo) {
+      AppendIndexValue(q.lo->value, &range->start);
+      if (!q.lo->inclusive && !IsTruncatedString(range->start)) {
+        range->start = AfterAllIds(range->start);
+      }
+    } else {
+      range->start.assign(1, tag);
+    }
+    if (q.hi) {
+      std::string hi;
+      AppendIndexValue(q.hi->value, &hi);
+      if (q.hi->inclusive || IsTruncatedString(hi)) {
+        range->stop = hi.append(kFileIdKeySize, '\xff');
+        range->stop_inclusive = true;
+      } else {
+        range->stop = std::move(hi);
+      }
+    } else {
+      range->stop.assign(1, static_cast<char>(tag + 1));
+    }
+    return true;
+  }
+
+  Status Scan(MDB_txn* txn, const ScanRange& range, const IdCallback& fn) const {
+    MDB_cursor* cursor = nullptr;
+    int rc = mdb_cursor_open(txn, dbi_, &cursor);
+    if (rc != MDB_SUCCESS) return LmdbStatus(rc, "btree index " + name_ + ": cursor");
+    CursorCloser closer(cursor);
+    MDB_val k = ToVal(range.start);
+    MDB_val v;
+    rc = range.start.empty() ? mdb_cursor_get(cursor, &k, &v, MDB_FIRST)
+                             : mdb_cursor_get(cursor, &k, &v, MDB_SET_RANGE);
+    std::unordered_set<FileId, FileIdHash> seen;
+    for (; rc == MDB_SUCCESS; rc = mdb_cursor_get(cursor, &k, &v, MDB_NEXT)) {
+      const std::string_view key = FromVal(k);
+      if (!range.prefix.empty()) {
+        if (!key.starts_with(range.prefix)) break;
+      } else if (!range.stop.empty()) {
+        const int c = key.compare(range.stop);
+        if (c > 0 || (c == 0 && !range.stop_inclusive)) break;
+      }
+      std::string_view value_part;
+      FileId id;
+      Status s = SplitIndexEntryKey(key, &value_part, &id);
+      if (!s.ok()) return s.WithContext("btree index " + name_);
+      if (range.dedupe && !seen.insert(id).second) continue;
+      if (!fn(id)) return Status::OK();
+    }
+    if (rc != MDB_SUCCESS && rc != MDB_NOTFOUND) {
+      return LmdbStatus(rc, "btree index " + name_ + ": scan");
+    }
+    return Status::OK();
+  }
+
+  const std::string name_;
+  const MDB_dbi dbi_;
+  uint64_t count_;  // entries in the database; changed only by the single writer
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Index>> OpenBTreeIndex(MDB_txn* txn, const std::string& name) {
+  const std::string db = DbName(name);
+  MDB_dbi dbi;
+  int rc = mdb_dbi_open(txn, db.c_str(), MDB_CREATE, &dbi);
+  if (rc != MDB_SUCCESS) return LmdbStatus(rc, "open " + db);
+  MDB_stat stat;
+  rc = mdb_stat(txn, dbi, &stat);
+  if (rc != MDB_SUCCESS) return LmdbStatus(rc, "stat " + db);
+  return std::unique_ptr<Index>(std::make_unique<BTreeIndex>(name, dbi, stat.ms_entries));
+}
+
+Status DropBTreeIndexData(MDB_txn* txn, const std::string& name) {
+  const std::string db = DbName(name);
+  MDB_dbi dbi;
+  int rc = mdb_dbi_open(txn, db.c_str(), 0, &dbi);
+  if (rc == MDB_NOTFOUND) return Status::OK();
+  if (rc != MDB_SUCCESS) return LmdbStatus(rc, "open " + db);
+  rc = mdb_drop(txn, dbi, /*del=*/1);
+  if (rc != MDB_SUCCESS) return LmdbStatus(rc, "drop " + db);
+  return Status::OK();
+}
+
+}  // namespace propeller

@@ -1,0 +1,608 @@
+// The kdtree index: a static nanoflann tree + a linear delta + tombstones (see kdtree_index.h).
+//
+// Memory layout, per point version ("slot"), chosen for DESIGN §11 (≤ 200 B per file for the
+// whole node; this structure is the largest in-memory part):
+//   int64 point 48 B | inode 8 B | volume 4 B | tombstone 1 bit       (parallel vectors)
+//   FileId -> slot table: 4 B buckets at load 0.35-0.8                 (~5-11 B per point)
+//   nanoflann nodes at leaf size 32: 48 B per node, ~1 node per 10 points   (~5 B)
+// The tree's doubles are never stored: BuildAdaptor computes them from the int64 point when
+// nanoflann asks, and only nanoflann's build asks (Search walks the nodes itself). After a build
+// the slots are permuted into the tree's leaf order, so a leaf's [left, right) is directly a
+// slot range and nanoflann's 4 B/point index array (vAcc) is freed; leaves are then also
+// contiguous in memory. Slot vectors are reserved to live * 9/8 + slack at a rebuild, which is
+// exactly the delta the lazy rebuild tolerates, so they do not double between rebuilds when
+// searches come regularly.
+//
+// Why not nanoflann's KDTreeSingleIndexDynamicAdaptor: removePoint there only tombstones,
+// points cannot move, and its logarithmic forest re-builds small trees on every insert; it also
+// keeps its own copy of the index arrays. Our updates are "replace the point of id", so
+// tombstone + append + periodic compaction is both simpler and smaller.
+//
+// Exactness: int64 -> double rounds (ns timestamps ~1.7e18 exceed 2^53), but every map used
+// here is monotone non-decreasing (rounding conversion, subtraction of a constant, product with
+// a positive constant, IEEE bit patterns of non-negative doubles), so p >= lo implies
+// N(p) >= N(lo). The traversal skips a child only when N(lo) > child max (or N(hi) < child min)
+// on the split axis, which then proves every point there is outside the int64 box; every point
+// reached is tested against the int64 box. Hence Search returns exactly the matching ids.
+#include "indexnode/index/kdtree_index.h"
+
+#include <nanoflann.hpp>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <bit>
+#include <exception>
+#include <limits>
+#include <mutex>
+#include <new>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "schemas/keys.h"
+
+namespace propeller {
+namespace {
+
+constexpr int kDims = kNumInodeAxes;
+constexpr size_t kPointValueBytes = 8 * kDims;  // 6 ordered int64
+constexpr int kSizeAxis = 0;
+
+// ---- Monotone maps int64 -> double used for the tree's coordinates. ----
+
+// File sizes are heavy tailed (most files are small, a few are huge). A linear axis makes
+// nanoflann's sliding-midpoint split peel off one outlier per level. The bit pattern of a
+// positive double grows monotonically and like 2^52 * log2, so L(x) = bits(x + 1) - bits(1)
+// is a monotone log2(x + 1) * 2^52 with L(0) = 0 (a plain bits(x) would leave a gap of 2^62
+// between 0 and 1, and the many empty files would then get one split and no more); negative
+// values mirror it. (std::log is not guaranteed monotone; rounding additions are.) Other axes
+// stay linear.
+double AxisKey(int axis, int64_t v) {
+  const double d = static_cast<double>(v);
+  if (axis != kSizeAxis) return d;
+  constexpr uint64_t kOneBits = std::bit_cast<uint64_t>(1.0);
+  if (d >= 0) return static_cast<double>(std::bit_cast<uint64_t>(d + 1.0) - kOneBits);
+  return -static_cast<double>(std::bit_cast<uint64_t>(1.0 - d) - kOneBits);
+}
+
+// Maps one axis to about [0, 1] over the points of the last build, so nanoflann (which cuts the
+// axis of largest spread) does not always cut the time axes, whose raw spans are ~1e17.
+struct AxisScale {
+  double offset = 0;
+  double scale = 1;  // > 0 and finite
+  double Map(int axis, int64_t v) const { return (AxisKey(axis, v) - offset) * scale; }
+};
+using Scales = std::array<AxisScale, kDims>;
+
+// What nanoflann reads while building: point i of the build is the slot order[i].
+// Valid only during the build; the pointers are cleared afterwards (nanoflann keeps a
+// reference to this adaptor but Search never calls into nanoflann).
+struct BuildAdaptor {
+  const KdPoint* points = nullptr;
+  const uint32_t* order = nullptr;
+  size_t count = 0;
+  Scales scales{};
+
+  size_t kdtree_get_point_count() const { return count; }
+  double kdtree_get_pt(uint32_t i, size_t dim) const {
+    const int axis = static_cast<int>(dim);
+    return scales[dim].Map(axis, points[order[i]][dim]);
+  }
+  template <class BBox>
+  bool kdtree_get_bbox(BBox& /*bb*/) const {
+    return false;  // let nanoflann compute it
+  }
+};
+
+using Tree = nanoflann::KDTreeSingleIndexAdaptor<nanoflann::L2_Simple_Adaptor<double, BuildAdaptor>,
+                                                 BuildAdaptor, kDims, uint32_t>;
+using TreeNode = Tree::Node;
+
+// The tree together with the adaptor it references (declared first so it outlives the tree)
+// and the scales that map query bounds into the tree's coordinates.
+struct BuiltTree {
+  BuildAdaptor adaptor;
+  Tree tree;
+  BuiltTree(const BuildAdaptor& a, size_t leaf_size)
+      : adaptor(a),
+        tree(kDims, adaptor,
+             nanoflann::KDTreeSingleIndexAdaptorParams(
+                 leaf_size, nanoflann::KDTreeSingleIndexAdaptorFlags::SkipInitialBuildIndex)) {}
+};
+
+// ---- The FileId -> slot table: open addressing, linear probing, backward-shift delete. ----
+// A bucket is tag(6 bits) | slot(26 bits); the tag (top hash bits) filters out 63/64 of the
+// probes that would otherwise each read a slot's id (a cache miss).
+constexpr uint32_t kSlotBits = 26;
+constexpr uint32_t kSlotMask = (1u << kSlotBits) - 1;
+constexpr uint32_t kEmptyBucket = 0xFFFFFFFFu;  // slot kSlotMask is never used
+static_assert(kMaxKdTreeSlots < kSlotMask);
+constexpr size_t kMinBuckets = 16;
+
+uint64_t HashId(FileId id) {
+  uint64_t x = id.ino + 0x9E3779B97F4A7C15ull * (uint64_t{id.volume} + 1);
+  x ^= x >> 30;
+  x *= 0xBF58476D1CE4E5B9ull;
+  x ^= x >> 27;
+  x *= 0x94D049BB133111EBull;
+  x ^= x >> 31;
+  return x;
+}
+uint32_t TagOf(uint64_t hash) { return static_cast<uint32_t>(hash >> 58) << kSlotBits; }
+
+// Smallest power of two >= kMinBuckets holding n entries at load <= 0.7.
+size_t BucketsFor(size_t n) { return std::max(kMinBuckets, std::bit_ceil(n * 10 / 7 + 1)); }
+
+// Axis-aligned int64 box of a query plus its image in tree coordinates.
+struct Box {
+  std::array<int64_t, kDims> lo;
+  std::array<int64_t, kDims> hi;
+  std::array<int, kDims> axes;  // the bounded axes, checked per point
+  int num_axes = 0;
+  bool empty = false;
+
+  bool Contains(const KdPoint& p) const {
+    for (int k = 0; k < num_axes; ++k) {
+      const int a = axes[k];
+      if (p[a] < lo[a] || p[a] > hi[a]) return false;
+    }
+    return true;
+  }
+};
+
+Box MakeBox(const IndexQuery& q) {
+  Box box;
+  for (int a = 0; a < kDims; ++a) {
+    box.lo[a] = q.box_lo[a].value_or(std::numeric_limits<int64_t>::min());
+    box.hi[a] = q.box_hi[a].value_or(std::numeric_limits<int64_t>::max());
+    if (q.box_lo[a] || q.box_hi[a]) box.axes[box.num_axes++] = a;
+    if (box.lo[a] > box.hi[a]) box.empty = true;
+  }
+  return box;
+}
+
+class KdTreeIndex final : public Index {
+ public:
+  KdTreeIndex(std::string name, const KdTreeOptions& options, MDB_dbi dbi)
+      : name_(std::move(name)), options_(options), dbi_(dbi) {}
+
+  IndexType type() const override { return IndexType::kKdTree; }
+  const std::string& name() const override { return name_; }
+
+  Status Insert(MDB_txn*, const AttrValue&, FileId) override {
+    return Status::NotSupported("kdtree index " + name_ + ": use InsertPoint");
+  }
+  Status Remove(MDB_txn*, const AttrValue&, FileId) override {
+    return Status::NotSupported("kdtree index " + name_ + ": use RemovePoint");
+  }
+  Status InsertPoint(MDB_txn* txn, const KdPoint& point, FileId id) override;
+  Status RemovePoint(MDB_txn* txn, FileId id) override;
+  Status Search(MDB_txn* txn, const IndexQuery& q, const IdCallback& fn) const override;
+  uint64_t Size() const override { return live_; }
+  uint64_t MemoryBytes() const override;
+
+  // Reads every point of the database into memory and builds the tree. Called once, by Open.
+  Status Load(MDB_txn* txn);
+
+ private:
+  // Everything a rebuild replaces, so a rebuild can construct the new one aside and swap it in
+  // (a failed rebuild leaves the old one intact).
+  struct Store {
+    std::vector<KdPoint> points;
+    std::vector<uint64_t> inos;
+    std::vector<uint32_t> volumes;
+    std::vector<bool> dead;
+    std::vector<uint32_t> buckets;  // power-of-two size, or empty when nothing was ever added
+    std::unique_ptr<BuiltTree> tree;  // null when base_end == 0
+    uint32_t base_end = 0;            // slots [0, base_end) are in the tree
+    uint32_t dead_base = 0;           // tombstones among them
+    uint32_t dead_total = 0;          // tombstones among all slots
+
+    uint32_t slots() const { return static_cast<uint32_t>(points.size()); }
+    FileId IdAt(uint32_t slot) const { return FileId{volumes[slot], inos[slot]}; }
+    // The bucket index holding id, or -1.
+    int64_t FindBucket(FileId id, uint64_t hash) const;
+    // Places (id at slot) in an empty bucket. REQUIRES: id absent, a free bucket exists.
+    void PlaceBucket(uint64_t hash, uint32_t slot);
+    void EraseBucket(size_t pos);
+    // Rebuilds the table with `n` buckets (a power of two) from the buckets in use. May throw.
+    void Rehash(size_t n);
+    // Reserves room for one more slot in every vector and, if `new_id`, in the table, without
+    // changing any content. May throw std::bad_alloc (then nothing observable changed).
+    void ReserveOneMore(bool new_id, uint32_t live);
+  };
+
+  // Compacts live slots into a new Store, builds the tree over them and swaps it in.
+  // REQUIRES: exclusive access — a mutation, or a Search holding rebuild_mu_ while stale_.
+  // ResourceExhausted (old state kept) when allocation fails.
+  Status Rebuild() const;
+  // Whether the unindexed or dead part is large enough for the next Search to rebuild.
+  bool WantsLazyRebuild() const {
+    const uint64_t outside = store_.slots() - store_.base_end + store_.dead_base;
+    return outside > uint64_t{live_} / 8 + options_.rebuild_slack;
+  }
+  // After a mutation: compacts when tombstones pile up, else flags a lazy rebuild.
+  void AfterMutation();
+  Status PutPoint(MDB_txn* txn, FileId id, const KdPoint& point);
+
+  // Constant after construction.
+  const std::string name_;
+  const KdTreeOptions options_;
+  const MDB_dbi dbi_;
+
+  // Changed only by mutations (exclusive).
+  uint32_t live_ = 0;      // ids with a point == entries in the table
+  std::string key_buf_;    // scratch for LMDB keys and values
+  std::string value_buf_;
+
+  // Lock order: rebuild_mu_ is a leaf lock. It serialises a lazy rebuild inside Search (while
+  // other Searches may run) and MemoryBytes against it. stale_ is set only by mutations and
+  // cleared (release) by the Search that rebuilt, under rebuild_mu_; a Search that reads it
+  // false (acquire) sees the finished store_.
+  mutable std::mutex rebuild_mu_;
+  mutable std::atomic<bool> stale_{false};
+  // Changed by mutations, and by the lazy rebuild under rebuild_mu_ (see above).
+  mutable Store store_;
+};
+
+int64_t KdTreeIndex::Store::FindBucket(FileId id, uint64_t hash) const {
+  if (buckets.empty()) return -1;
+  const size_t mask = buckets.size() - 1;
+  const uint32_t tag = TagOf(hash);
+  for (size_t pos = hash & mask;; pos = (pos + 1) & mask) {
+    const uint32_t b = buckets[pos];
+    if (b == kEmptyBucket) return -1;
+    if ((b & ~kSlotMask) == tag && IdAt(b & kSlotMask) == id) return static_cast<int64_t>(pos);
+  }
+}
+
+void KdTreeIndex::Store::PlaceBucket(uint64_t hash, uint32_t slot) {
+  const size_t mask = buckets.size() - 1;
+  size_t pos = hash & mask;
+  while (buckets[pos] != kEmptyBucket) pos = (pos + 1) & mask;
+  buckets[pos] = TagOf(hash) | slot;
+}
+
+void KdTreeIndex::Store::EraseBucket(size_t pos) {
+  // Backward shift: move later members of the probe run into the hole when their home bucket
+  // is not inside (hole, member], so every remaining id stays reachable without tombstones.
+  const size_t mask = buckets.size() - 1;
+  size_t hole = pos;
+  for (size_t next = (hole + 1) & mask; buckets[next] != kEmptyBucket; next = (next + 1) & mask) {
+    const size_t home = HashId(IdAt(buckets[next] & kSlotMask)) & mask;
+    const bool home_in_range = hole <= next ? (hole < home && home <= next)
+                                            : (hole < home || home <= next);
+    if (!home_in_range) {
+      buckets[hole] = buckets[next];
+      hole = next;
+    }
+  }
+  buckets[hole] = kEmptyBucket;
+}
+
+void KdTreeIndex::Store::Rehash(size_t n) {
+  std::vector<uint32_t> previous(n, kEmptyBucket);
+  previous.swap(buckets);
+  for (uint32_t b : previous) {
+    if (b != kEmptyBucket) PlaceBucket(HashId(IdAt(b & kSlotMask)), b & kSlotMask);
+  }
+}
+
+void KdTreeIndex::Store::ReserveOneMore(bool new_id, uint32_t live) {
+  auto grow = [](auto& v) {
+    if (v.size() == v.capacity()) v.reserve(std::max<size_t>(16, v.capacity() * 2));
+  };
+  grow(points);
+  grow(inos);
+  grow(volumes);
+  grow(dead);
+  if (new_id && (uint64_t{live} + 1) * 5 > uint64_t{buckets.size()} * 4) {  // load > 0.8
+    Rehash(std::max(kMinBuckets, buckets.size() * 2));
+  }
+}
+
+Status KdTreeIndex::Rebuild() const {
+  try {
+    Store next;
+    std::vector<uint32_t> order;
+    order.reserve(live_);
+    for (uint32_t s = 0; s < store_.slots(); ++s) {
+      if (!store_.dead[s]) order.push_back(s);
+    }
+    const size_t n = order.size();
+    const size_t capacity = n + n / 8 + options_.rebuild_slack;
+    next.points.reserve(capacity);
+    next.inos.reserve(capacity);
+    next.volumes.reserve(capacity);
+    next.dead.reserve(capacity);
+    next.buckets.assign(BucketsFor(n), kEmptyBucket);
+    if (n > 0) {
+      BuildAdaptor adaptor;
+      adaptor.points = store_.points.data();
+      adaptor.order = order.data();
+      adaptor.count = n;
+      for (int a = 0; a < kDims; ++a) {
+        double lo = AxisKey(a, store_.points[order[0]][a]);
+        double hi = lo;
+        for (uint32_t s : order) {
+          const double k = AxisKey(a, store_.points[s][a]);
+          lo = std::min(lo, k);
+          hi = std::max(hi, k);
+        }
+        adaptor.scales[a].offset = lo;
+        adaptor.scales[a].scale = hi > lo ? 1.0 / (hi - lo) : 1.0;
+      }
+      next.tree = std::make_unique<BuiltTree>(adaptor, std::max<size_t>(1, options_.leaf_size));
+      next.tree->tree.buildIndex();
+      // Lay the slots out in leaf order (see the file comment), then drop nanoflann's index
+      // array and the build-time pointers.
+      for (uint32_t i : next.tree->tree.vAcc) {
+        const uint32_t s = order[i];
+        next.points.push_back(store_.points[s]);
+        next.inos.push_back(store_.inos[s]);
+        next.volumes.push_back(store_.volumes[s]);
+        next.dead.push_back(false);
+      }
+      std::vector<uint32_t>().swap(next.tree->tree.vAcc);
+      next.tree->adaptor.points = nullptr;
+      next.tree->adaptor.order = nullptr;
+      for (uint32_t s = 0; s < n; ++s) next.PlaceBucket(HashId(next.IdAt(s)), s);
+      next.base_end = static_cast<uint32_t>(n);
+    }
+    store_ = std::move(next);
+    return Status::OK();
+  } catch (const std::bad_alloc&) {
+    return Status::ResourceExhausted("kdtree index " + name_ + ": out of memory in rebuild");
+  } catch (const std::exception& e) {
+    return Status::Internal("kdtree index " + name_ + ": rebuild: " + e.what());
+  }
+}
+
+void KdTreeIndex::AfterMutation() {
+  if (store_.dead_total > live_ / 4 + options_.rebuild_slack) {
+    // Bounds memory when updates come without searches. On failure the old (larger but
+    // consistent) state stays and the next Search or mutation tries again.
+    if (Rebuild().ok()) {
+      stale_.store(false, std::memory_order_release);
+      return;
+    }
+  }
+  stale_.store(WantsLazyRebuild(), std::memory_order_release);
+}
+
+Status KdTreeIndex::PutPoint(MDB_txn* txn, FileId id, const KdPoint& point) {
+  key_buf_.clear();
+  AppendFileIdKey(id, &key_buf_);
+  value_buf_.clear();
+  for (int64_t v : point) AppendOrderedI64(v, &value_buf_);
+  MDB_val key{key_buf_.size(), key_buf_.data()};
+  MDB_val value{value_buf_.size(), value_buf_.data()};
+  const int rc = mdb_put(txn, dbi_, &key, &value, 0);
+  if (rc != MDB_SUCCESS) return LmdbStatus(rc, "kdtree index " + name_ + ": put");
+  return Status::OK();
+}
+
+Status KdTreeIndex::InsertPoint(MDB_txn* txn, const KdPoint& point, FileId id) {
+  uint64_t hash = HashId(id);
+  int64_t pos = store_.FindBucket(id, hash);
+  if (pos >= 0 && store_.points[store_.buckets[pos] & kSlotMask] == point) {
+    return PutPoint(txn, id, point);  // unchanged in memory; keep LMDB authoritative
+  }
+  if (store_.slots() >= kMaxKdTreeSlots) {
+    if (store_.dead_total > 0) {
+      PROPELLER_RETURN_IF_ERROR(Rebuild());
+      pos = store_.FindBucket(id, hash);
+    }
+    if (store_.slots() >= kMaxKdTreeSlots) {
+      return Status::ResourceExhausted("kdtree index " + name_ + ": too many points");
+    }
+  }
+  // Allocate before writing LMDB so that after a successful put nothing can fail.
+  try {
+    store_.ReserveOneMore(/*new_id=*/pos < 0, live_);
+  } catch (const std::bad_alloc&) {
+    return Status::ResourceExhausted("kdtree index " + name_ + ": out of memory");
+  }
+  pos = store_.FindBucket(id, hash);  // a rehash moves buckets
+  PROPELLER_RETURN_IF_ERROR(PutPoint(txn, id, point));
+
+  const uint32_t slot = store_.slots();
+  store_.points.push_back(point);
+  store_.inos.push_back(id.ino);
+  store_.volumes.push_back(id.volume);
+  store_.dead.push_back(false);
+  if (pos >= 0) {
+    const uint32_t old = store_.buckets[pos] & kSlotMask;
+    store_.dead[old] = true;
+    ++store_.dead_total;
+    if (old < store_.base_end) ++store_.dead_base;
+    store_.buckets[pos] = TagOf(hash) | slot;
+  } else {
+    store_.PlaceBucket(hash, slot);
+    ++live_;
+  }
+  AfterMutation();
+  return Status::OK();
+}
+
+Status KdTreeIndex::RemovePoint(MDB_txn* txn, FileId id) {
+  key_buf_.clear();
+  AppendFileIdKey(id, &key_buf_);
+  MDB_val key{key_buf_.size(), key_buf_.data()};
+  const int rc = mdb_del(txn, dbi_, &key, nullptr);
+  if (rc != MDB_SUCCESS && rc != MDB_NOTFOUND) {
+    return LmdbStatus(rc, "kdtree index " + name_ + ": delete");
+  }
+  const int64_t pos = store_.FindBucket(id, HashId(id));
+  if (pos < 0) return Status::OK();
+  const uint32_t slot = store_.buckets[pos] & kSlotMask;
+  store_.dead[slot] = true;
+  ++store_.dead_total;
+  if (slot < store_.base_end) ++store_.dead_base;
+  store_.EraseBucket(static_cast<size_t>(pos));
+  --live_;
+  AfterMutation();
+  return Status::OK();
+}
+
+Status KdTreeIndex::Search(MDB_txn* /*txn*/, const IndexQuery& q, const IdCallback& fn) const {
+  if (q.kind != IndexQuery::Kind::kBox) {
+    return Status::NotSupported("kdtree index " + name_ + " answers only box queries");
+  }
+  if (stale_.load(std::memory_order_acquire)) {
+    std::lock_guard<std::mutex> lock(rebuild_mu_);
+    if (stale_.load(std::memory_order_relaxed)) {
+      // A failed rebuild (out of memory) still leaves a correct store: answer from it, and do
+      // not retry until the next mutation, so no Search rebuilds while another reads.
+      (void)Rebuild();
+      stale_.store(false, std::memory_order_release);
+    }
+  }
+
+  const Box box = MakeBox(q);
+  if (box.empty) return Status::OK();
+  const Store& st = store_;
+
+  auto scan = [&](uint32_t begin, uint32_t end) {
+    for (uint32_t s = begin; s < end; ++s) {
+      if (!st.dead[s] && box.Contains(st.points[s]) && !fn(st.IdAt(s))) return false;
+    }
+    return true;
+  };
+
+  if (st.tree != nullptr && st.tree->tree.root_node != nullptr) {
+    const Scales& scales = st.tree->adaptor.scales;
+    std::array<double, kDims> lo_t;
+    std::array<double, kDims> hi_t;
+    for (int a = 0; a < kDims; ++a) {
+      lo_t[a] = q.box_lo[a] ? scales[a].Map(a, *q.box_lo[a])
+                            : -std::numeric_limits<double>::infinity();
+      hi_t[a] = q.box_hi[a] ? scales[a].Map(a, *q.box_hi[a])
+                            : std::numeric_limits<double>::infinity();
+    }
+    std::vector<const TreeNode*> stack;
+    stack.reserve(64);
+    stack.push_back(st.tree->tree.root_node);
+    while (!stack.empty()) {
+      const TreeNode* node = stack.back();
+      stack.pop_back();
+      if (node->child1 == nullptr && node->child2 == nullptr) {
+        if (!scan(static_cast<uint32_t>(node->node_type.lr.left),
+                  static_cast<uint32_t>(node->node_type.lr.right))) {
+          return Status::OK();
+        }
+        continue;
+      }
+      // child1 holds points with coordinate <= divlow, child2 those >= divhigh (their exact
+      // extents on the split axis), so each test below is a proof that a skipped child is empty.
+      const int f = node->node_type.sub.divfeat;
+      if (hi_t[f] >= node->node_type.sub.divhigh) stack.push_back(node->child2);
+      if (lo_t[f] <= node->node_type.sub.divlow) stack.push_back(node->child1);
+    }
+  }
+  (void)scan(st.base_end, st.slots());
+  return Status::OK();
+}
+
+uint64_t KdTreeIndex::MemoryBytes() const {
+  std::lock_guard<std::mutex> lock(rebuild_mu_);
+  const Store& st = store_;
+  uint64_t bytes = sizeof(*this) + name_.capacity() + key_buf_.capacity() + value_buf_.capacity();
+  bytes += st.points.capacity() * sizeof(KdPoint);
+  bytes += st.inos.capacity() * sizeof(uint64_t);
+  bytes += st.volumes.capacity() * sizeof(uint32_t);
+  bytes += st.dead.capacity() / 8;
+  bytes += st.buckets.capacity() * sizeof(uint32_t);
+  if (st.tree != nullptr) {
+    const auto& pool = st.tree->tree.pool;
+    // Used + wasted tails of full blocks, plus at most one partly used 8 KiB block.
+    bytes += sizeof(BuiltTree) + pool.usedMemory + pool.wastedMemory;
+    if (pool.usedMemory > 0) bytes += nanoflann::BLOCKSIZE;
+    bytes += st.tree->tree.vAcc.capacity() * sizeof(uint32_t);
+  }
+  return bytes;
+}
+
+Status KdTreeIndex::Load(MDB_txn* txn) {
+  MDB_stat stat;
+  int rc = mdb_stat(txn, dbi_, &stat);
+  if (rc != MDB_SUCCESS) return LmdbStatus(rc, "kdtree index " + name_ + ": stat");
+  if (stat.ms_entries > kMaxKdTreeSlots) {
+    return Status::ResourceExhausted("kdtree index " + name_ + ": too many points");
+  }
+  MDB_cursor* cursor = nullptr;
+  rc = mdb_cursor_open(txn, dbi_, &cursor);
+  if (rc != MDB_SUCCESS) return LmdbStatus(rc, "kdtree index " + name_ + ": cursor");
+  std::unique_ptr<MDB_cursor, void (*)(MDB_cursor*)> closer(cursor, mdb_cursor_close);
+  try {
+    store_.points.reserve(stat.ms_entries);
+    store_.inos.reserve(stat.ms_entries);
+    store_.volumes.reserve(stat.ms_entries);
+    store_.dead.reserve(stat.ms_entries);
+    MDB_val key;
+    MDB_val value;
+    for (rc = mdb_cursor_get(cursor, &key, &value, MDB_FIRST); rc == MDB_SUCCESS;
+         rc = mdb_cursor_get(cursor, &key, &value, MDB_NEXT)) {
+      FileId id;
+      PROPELLER_RETURN_IF_ERROR(
+          DecodeFileIdKey(std::string_view(static_cast<const char*>(key.mv_data), key.mv_size),
+                          &id)
+              .WithContext("kdtree index " + name_));
+      if (value.mv_size != kPointValueBytes) {
+        return Status::Corruption("kdtree index " + name_ + ": point value of " +
+                                  std::to_string(value.mv_size) + " bytes, want 48");
+      }
+      if (store_.slots() >= kMaxKdTreeSlots) {
+        return Status::ResourceExhausted("kdtree index " + name_ + ": too many points");
+      }
+      KdPoint point;
+      const char* bytes = static_cast<const char*>(value.mv_data);
+      for (int a = 0; a < kDims; ++a) point[a] = DecodeOrderedI64(std::string_view(bytes + 8 * a, 8));
+      // Keys are unique in LMDB, so no id repeats; the table needs no lookup.
+      store_.points.push_back(point);
+      store_.inos.push_back(id.ino);
+      store_.volumes.push_back(id.volume);
+      store_.dead.push_back(false);
+      ++live_;
+    }
+  } catch (const std::bad_alloc&) {
+    return Status::ResourceExhausted("kdtree index " + name_ + ": out of memory in load");
+  }
+  if (rc != MDB_NOTFOUND) return LmdbStatus(rc, "kdtree index " + name_ + ": scan");
+  // Rebuild compacts (nothing is dead), builds the tree and fills the id table.
+  return Rebuild();
+}
+
+std::string DbName(const std::string& name) { return "kd." + name; }
+
+}  // namespace
+
+Result<std::unique_ptr<Index>> OpenKdTreeIndex(MDB_txn* txn, const std::string& name,
+                                               const KdTreeOptions& options) {
+  MDB_dbi dbi;
+  const std::string db = DbName(name);
+  const int rc = mdb_dbi_open(txn, db.c_str(), MDB_CREATE, &dbi);
+  if (rc != MDB_SUCCESS) return LmdbStatus(rc, "open " + db);
+  auto index = std::make_unique<KdTreeIndex>(name, options, dbi);
+  PROPELLER_RETURN_IF_ERROR(index->Load(txn));
+  return std::unique_ptr<Index>(std::move(index));
+}
+
+Result<std::unique_ptr<Index>> OpenKdTreeIndex(MDB_txn* txn, const std::string& name) {
+  return OpenKdTreeIndex(txn, name, KdTreeOptions{});
+}
+
+Status DropKdTreeIndexData(MDB_txn* txn, const std::string& name) {
+  MDB_dbi dbi;
+  const std::string db = DbName(name);
+  int rc = mdb_dbi_open(txn, db.c_str(), 0, &dbi);
+  if (rc == MDB_NOTFOUND) return Status::OK();
+  if (rc != MDB_SUCCESS) return LmdbStatus(rc, "open " + db);
+  rc = mdb_drop(txn, dbi, /*del=*/1);
+  if (rc != MDB_SUCCESS) return LmdbStatus(rc, "drop " + db);
+  return Status::OK();
+}
+
+}  // namespace propeller

@@ -1,0 +1,76 @@
+// The `kdtree` index structure (index.h, DESIGN §3/§6): multi-attribute range search over the
+// kNumInodeAxes int64 axes (size, mtime, ctime, atime, uid, gid) of the files of one ACG.
+//
+// Persistence: LMDB database "kd.<name>", key = FileIdKey(id) (12 bytes), value = 6 ordered
+// int64 (48 bytes, AppendOrderedI64 in axis order) — schemas/keys.h. Every InsertPoint puts,
+// every RemovePoint deletes; opening scans the database and builds the tree.
+//
+// In memory (kdtree_index.cc explains the layout and the numbers):
+//   - one slot per point version: the exact int64 point, the FileId and a tombstone bit;
+//   - a static nanoflann K-D tree over the "base" slots [0, base_end), built over doubles that
+//     are computed on the fly from the int64 points by a monotone per-axis map (no second copy
+//     of the coordinates); slots appended since the build (the "delta") are scanned linearly;
+//   - an open-addressing table FileId -> live slot.
+//   An update tombstones the old slot and appends a new one (nanoflann cannot move a point).
+//   Search answers EXACTLY: the tree prunes conservatively in double space and every candidate
+//   is checked against the int64 box, so ns timestamps that differ by 1 ns are told apart.
+//
+// Rebuilds (each O(n log n), so amortised O(log n) per change):
+//   - lazily, by the first Search that finds more than live/8 + rebuild_slack slots outside the
+//     tree or dead inside it (bounds the linear delta scan). Searches run concurrently under the
+//     ACG's shared lock, so that rebuild is serialised by an internal mutex with a double check;
+//     a bulk load followed by one search therefore builds once;
+//   - eagerly, inside InsertPoint/RemovePoint, when tombstones exceed live/4 + rebuild_slack
+//     (bounds memory when many updates arrive without a search);
+//   - at open.
+//
+// Threading: as index.h — mutations from one thread at a time with no Search running; Search,
+// Size and MemoryBytes from any number of threads concurrently.
+#ifndef PROPELLER_INDEXNODE_INDEX_KDTREE_INDEX_H_
+#define PROPELLER_INDEXNODE_INDEX_KDTREE_INDEX_H_
+
+#include <lmdb.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "common/status.h"
+#include "indexnode/index/index.h"
+
+namespace propeller {
+
+// Tuning knobs; the defaults are what OpenIndex uses. Tests shrink them to exercise rebuilds.
+struct KdTreeOptions {
+  // Maximum points per tree leaf. 32 costs ~5 bytes of tree nodes per point (10 would cost ~15,
+  // PITFALLS) for a few more exact checks per visited leaf.
+  size_t leaf_size = 32;
+  // Slots outside the tree (or tombstoned) tolerated on top of the size-proportional thresholds:
+  // scanning a few hundred points linearly costs well under a microsecond.
+  uint32_t rebuild_slack = 256;
+};
+
+// The most points (live plus tombstoned) one kdtree index holds in memory; InsertPoint beyond it
+// returns ResourceExhausted. 2^26 - 2 ≈ 67 M, far above one ACG.
+inline constexpr uint32_t kMaxKdTreeSlots = (1u << 26) - 2;
+
+// Opens (creating if missing) the LMDB database "kd.<name>" in the environment of `txn` (a write
+// transaction that the caller commits; the database handle is valid only once it commits) and
+// loads every point into a freshly built tree.
+// Errors: LMDB failures (LmdbStatus), Corruption for a key that is not 12 bytes or a value that
+// is not 48 bytes, ResourceExhausted when allocation fails or there are more than
+// kMaxKdTreeSlots points.
+// The returned index keeps the database handle; it must not outlive the environment, and the
+// database must not be dropped while it is in use.
+Result<std::unique_ptr<Index>> OpenKdTreeIndex(MDB_txn* txn, const std::string& name);
+Result<std::unique_ptr<Index>> OpenKdTreeIndex(MDB_txn* txn, const std::string& name,
+                                               const KdTreeOptions& options);
+
+// Deletes the database "kd.<name>" inside `txn` (a write transaction). OK when it does not exist.
+// Any open index object of that name becomes unusable and must be discarded.
+Status DropKdTreeIndexData(MDB_txn* txn, const std::string& name);
+
+}  // namespace propeller
+
+#endif  // PROPELLER_INDEXNODE_INDEX_KDTREE_INDEX_H_

@@ -1,0 +1,645 @@
+// The kdtree index against a brute-force model (std::map<FileId, KdPoint>) on seeded random
+// operation streams, plus targeted cases: ties on box bounds, degenerate boxes, duplicate
+// points, INT64 extremes, timestamps 1 ns apart (finer than a double can tell at 1.7e18),
+// reopen from LMDB, the persisted byte layout, corrupt data, concurrent searches.
+//
+// Seeds: PROPELLER_TEST_SEED overrides the fixed default; every randomized test prints its
+// seed on failure (SCOPED_TRACE).
+#include "indexnode/index/kdtree_index.h"
+
+#include <gtest/gtest.h>
+#include <lmdb.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <limits>
+#include <map>
+#include <random>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "schemas/keys.h"
+
+namespace propeller {
+namespace {
+
+constexpr int64_t kI64Min = std::numeric_limits<int64_t>::min();
+constexpr int64_t kI64Max = std::numeric_limits<int64_t>::max();
+constexpr int64_t kNowNs = 1'700'000'000'123'456'789;  // 2023-11; doubles step by 256 here
+
+uint64_t BaseSeed() {
+  const char* s = std::getenv("PROPELLER_TEST_SEED");
+  return s != nullptr ? std::strtoull(s, nullptr, 10) : 20240501;
+}
+
+// A temporary LMDB environment in a mkdtemp directory, removed on destruction.
+class TempEnv {
+ public:
+  TempEnv() {
+    char tmpl[] = "/tmp/kdtree_index_test.XXXXXX";
+    const char* dir = mkdtemp(tmpl);
+    if (dir == nullptr) std::abort();
+    dir_ = dir;
+    Open();
+  }
+  ~TempEnv() {
+    Close();
+    unlink((dir_ + "/data.mdb").c_str());
+    unlink((dir_ + "/lock.mdb").c_str());
+    rmdir(dir_.c_str());
+  }
+  void Open() {
+    if (mdb_env_create(&env_) != 0 || mdb_env_set_maxdbs(env_, 64) != 0 ||
+        mdb_env_set_mapsize(env_, size_t{1} << 30) != 0 ||
+        mdb_env_open(env_, dir_.c_str(), MDB_NOSYNC, 0644) != 0) {
+      std::abort();
+    }
+  }
+  void Close() {
+    if (env_ != nullptr) mdb_env_close(env_);
+    env_ = nullptr;
+  }
+  MDB_env* env() const { return env_; }
+
+ private:
+  std::string dir_;
+  MDB_env* env_ = nullptr;
+};
+
+MDB_txn* BeginWrite(MDB_env* env) {
+  MDB_txn* txn = nullptr;
+  if (mdb_txn_begin(env, nullptr, 0, &txn) != 0) std::abort();
+  return txn;
+}
+
+void Commit(MDB_txn* txn) {
+  if (mdb_txn_commit(txn) != 0) std::abort();
+}
+
+std::vector<FileId> Collect(const Index& index, MDB_txn* txn, const IndexQuery& q) {
+  std::vector<FileId> ids;
+  Status st = index.Search(txn, q, [&](FileId id) {
+    ids.push_back(id);
+    return true;
+  });
+  EXPECT_TRUE(st.ok()) << st.ToString();
+  std::sort(ids.begin(), ids.end());  // duplicates are kept, so they show as a mismatch
+  return ids;
+}
+
+// The oracle. Takes the model as a flat id-ordered vector: iterating a 50k-entry std::map for
+// every query dominated the test's run time.
+using FlatModel = std::vector<std::pair<FileId, KdPoint>>;
+
+std::vector<FileId> BruteForce(const FlatModel& model, const IndexQuery& q) {
+  std::vector<FileId> ids;
+  for (const auto& [id, p] : model) {
+    bool in = true;
+    for (int a = 0; a < kNumInodeAxes && in; ++a) {
+      if (q.box_lo[a] && p[a] < *q.box_lo[a]) in = false;
+      if (q.box_hi[a] && p[a] > *q.box_hi[a]) in = false;
+    }
+    if (in) ids.push_back(id);
+  }
+  return ids;  // the model is ordered by id
+}
+
+std::vector<FileId> BruteForce(const std::map<FileId, KdPoint>& model, const IndexQuery& q) {
+  return BruteForce(FlatModel(model.begin(), model.end()), q);
+}
+
+IndexQuery BoxQuery() {
+  IndexQuery q;
+  q.kind = IndexQuery::Kind::kBox;
+  return q;
+}
+
+std::string DescribeQuery(const IndexQuery& q) {
+  std::string s;
+  for (int a = 0; a < kNumInodeAxes; ++a) {
+    s += "[" + (q.box_lo[a] ? std::to_string(*q.box_lo[a]) : std::string("-")) + "," +
+         (q.box_hi[a] ? std::to_string(*q.box_hi[a]) : std::string("-")) + "] ";
+  }
+  return s;
+}
+
+// Kinds of coordinates a stream draws from.
+enum class Profile { kSmall, kRealistic, kExtreme, kMixed };
+
+class PointGen {
+ public:
+  PointGen(Profile profile, std::mt19937_64* rng) : profile_(profile), rng_(rng) {}
+
+  int64_t Uniform(int64_t lo, int64_t hi) {
+    return std::uniform_int_distribution<int64_t>(lo, hi)(*rng_);
+  }
+  bool Chance(double p) { return std::bernoulli_distribution(p)(*rng_); }
+
+  int64_t Coord(int axis, Profile profile) {
+    switch (profile) {
+      case Profile::kSmall:
+        return Uniform(0, 7);  // few distinct values: duplicates and ties everywhere
+      case Profile::kRealistic:
+        return Realistic(axis);
+      case Profile::kExtreme: {
+        static constexpr int64_t kValues[] = {kI64Min, kI64Min + 1, -1,      0,
+                                              1,       kI64Max - 1, kI64Max, kNowNs,
+                                              kNowNs + 1, kNowNs + 2, kNowNs + 255, kNowNs + 256};
+        return kValues[Uniform(0, std::size(kValues) - 1)];
+      }
+      case Profile::kMixed:
+        break;
+    }
+    return Coord(axis, static_cast<Profile>(Uniform(0, 2)));
+  }
+
+  KdPoint Point() {
+    KdPoint p;
+    const Profile per_point = profile_ == Profile::kMixed ? static_cast<Profile>(Uniform(0, 2))
+                                                          : profile_;
+    for (int a = 0; a < kNumInodeAxes; ++a) p[a] = Coord(a, per_point);
+    return p;
+  }
+
+ private:
+  int64_t Realistic(int axis) {
+    switch (axis) {
+      case 0:  // size: many empty files, log-uniform up to 1 TiB
+        return Chance(0.2) ? 0 : int64_t{1} << Uniform(0, 40) | Uniform(0, 1023);
+      case 1:
+      case 2:
+      case 3:  // times: a dense cluster of ns-apart stamps, plus older files
+        return Chance(0.5) ? kNowNs + Uniform(0, 2000)
+                           : kNowNs - Uniform(0, int64_t{10} * 365 * 86400 * 1'000'000'000);
+      default: {  // uid, gid
+        static constexpr int64_t kIds[] = {0, 0, 1000, 1000, 1001, 1002, 65534};
+        return kIds[Uniform(0, std::size(kIds) - 1)];
+      }
+    }
+  }
+
+  Profile profile_;
+  std::mt19937_64* rng_;
+};
+
+// A model plus the index under test, in one LMDB environment.
+class Harness {
+ public:
+  explicit Harness(uint64_t seed, Profile profile = Profile::kMixed,
+                   KdTreeOptions options = KdTreeOptions{})
+      : rng_(seed), gen_(profile, &rng_), options_(options) {
+    Reopen();
+  }
+  ~Harness() {
+    if (txn_ != nullptr) mdb_txn_abort(txn_);
+  }
+
+  // Commits, closes the index and the environment, opens both again.
+  void Reopen() {
+    if (txn_ != nullptr) Commit(txn_);
+    txn_ = nullptr;
+    index_.reset();
+    env_.Close();
+    env_.Open();
+    txn_ = BeginWrite(env_.env());
+    auto opened = OpenKdTreeIndex(txn_, "inode", options_);
+    ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+    index_ = std::move(opened).value();
+    CommitAndBegin();  // the database handle survives only once committed
+  }
+
+  void CommitAndBegin() {
+    Commit(txn_);
+    txn_ = BeginWrite(env_.env());
+  }
+
+  FileId RandomId(uint64_t pool) {
+    return FileId{static_cast<uint32_t>(gen_.Uniform(1, 2)),
+                  static_cast<uint64_t>(gen_.Uniform(1, static_cast<int64_t>(pool)))};
+  }
+
+  void Insert(FileId id, const KdPoint& p) {
+    Status st = index_->InsertPoint(txn_, p, id);
+    ASSERT_TRUE(st.ok()) << st.ToString();
+    model_[id] = p;
+    flat_dirty_ = true;
+  }
+  void Remove(FileId id) {
+    Status st = index_->RemovePoint(txn_, id);
+    ASSERT_TRUE(st.ok()) << st.ToString();
+    flat_dirty_ = model_.erase(id) > 0 || flat_dirty_;
+  }
+
+  // A random box: each axis unbounded, one-sided or two-sided; bounds are often existing
+  // coordinates (ties), sometimes ±1 off them, sometimes fresh values; lo == hi sometimes.
+  IndexQuery RandomBox() {
+    IndexQuery q = BoxQuery();
+    for (int a = 0; a < kNumInodeAxes; ++a) {
+      const int mode = static_cast<int>(gen_.Uniform(0, 9));
+      if (mode <= 3) continue;  // unbounded
+      auto bound = [&] {
+        if (!model_.empty() && gen_.Chance(0.6)) {
+          auto it = model_.begin();
+          std::advance(it, gen_.Uniform(0, std::min<int64_t>(model_.size() - 1, 64)));
+          int64_t v = it->second[a];
+          const int64_t delta = gen_.Uniform(-1, 1);
+          if ((delta < 0 && v > kI64Min) || (delta > 0 && v < kI64Max)) v += delta;
+          return v;
+        }
+        return gen_.Coord(a, Profile::kMixed);
+      };
+      if (mode <= 5) {
+        q.box_lo[a] = bound();
+      } else if (mode <= 7) {
+        q.box_hi[a] = bound();
+      } else if (mode == 8) {
+        q.box_lo[a] = bound();
+        q.box_hi[a] = q.box_lo[a];  // degenerate: lo == hi
+      } else {
+        int64_t x = bound();
+        int64_t y = bound();
+        if (x > y && gen_.Chance(0.9)) std::swap(x, y);  // keep a few empty boxes
+        q.box_lo[a] = x;
+        q.box_hi[a] = y;
+      }
+    }
+    return q;
+  }
+
+  void CheckQuery(const IndexQuery& q) {
+    if (flat_dirty_) {
+      flat_.assign(model_.begin(), model_.end());
+      flat_dirty_ = false;
+    }
+    EXPECT_EQ(Collect(*index_, txn_, q), BruteForce(flat_, q)) << DescribeQuery(q);
+  }
+
+  void CheckAll(int num_queries) {
+    ASSERT_EQ(index_->Size(), model_.size());
+    CheckQuery(BoxQuery());  // fully unbounded: every id
+    for (int i = 0; i < num_queries && !::testing::Test::HasFailure(); ++i) CheckQuery(RandomBox());
+  }
+
+  // A stream of random operations with queries interleaved (which triggers lazy rebuilds).
+  void RunStream(int ops, uint64_t id_pool, int query_every) {
+    for (int i = 0; i < ops && !::testing::Test::HasFailure(); ++i) {
+      const int64_t r = gen_.Uniform(0, 99);
+      if (r < 45) {
+        Insert(RandomId(id_pool), gen_.Point());
+      } else if (r < 55 && !model_.empty()) {  // re-insert an existing id, new or same point
+        auto it = model_.begin();
+        std::advance(it, gen_.Uniform(0, std::min<int64_t>(model_.size() - 1, 200)));
+        Insert(it->first, gen_.Chance(0.5) ? it->second : gen_.Point());
+      } else if (r < 80) {
+        Remove(RandomId(id_pool));  // often absent
+      } else if (r < 82) {
+        CommitAndBegin();
+      } else {
+        ASSERT_EQ(index_->Size(), model_.size());
+      }
+      if (query_every > 0 && i % query_every == 0) CheckQuery(RandomBox());
+    }
+  }
+
+  Index& index() { return *index_; }
+  MDB_txn* txn() { return txn_; }
+  MDB_env* env() { return env_.env(); }
+  const std::map<FileId, KdPoint>& model() const { return model_; }
+  PointGen& gen() { return gen_; }
+
+ private:
+  TempEnv env_;
+  std::mt19937_64 rng_;
+  PointGen gen_;
+  KdTreeOptions options_;
+  MDB_txn* txn_ = nullptr;
+  std::unique_ptr<Index> index_;
+  std::map<FileId, KdPoint> model_;
+  FlatModel flat_;  // model_ flattened for the oracle, refreshed when flat_dirty_
+  bool flat_dirty_ = true;
+};
+
+TEST(KdTreeIndexTest, InterfaceBasics) {
+  Harness h(BaseSeed());
+  EXPECT_EQ(h.index().type(), IndexType::kKdTree);
+  EXPECT_EQ(h.index().name(), "inode");
+  EXPECT_EQ(h.index().Size(), 0u);
+  FileId id{1, 7};
+  EXPECT_EQ(h.index().Insert(h.txn(), AttrValue{int64_t{3}}, id).code(), StatusCode::kNotSupported);
+  EXPECT_EQ(h.index().Remove(h.txn(), AttrValue{int64_t{3}}, id).code(), StatusCode::kNotSupported);
+  IndexQuery q;
+  q.kind = IndexQuery::Kind::kEqual;
+  q.value = int64_t{3};
+  EXPECT_EQ(h.index().Search(h.txn(), q, [](FileId) { return true; }).code(),
+            StatusCode::kNotSupported);
+  q.kind = IndexQuery::Kind::kRange;
+  EXPECT_EQ(h.index().Search(h.txn(), q, [](FileId) { return true; }).code(),
+            StatusCode::kNotSupported);
+  // Empty index: every box is empty; removing an absent id is OK.
+  EXPECT_TRUE(Collect(h.index(), h.txn(), BoxQuery()).empty());
+  EXPECT_TRUE(h.index().RemovePoint(h.txn(), id).ok());
+  EXPECT_EQ(h.index().Size(), 0u);
+}
+
+// Sizes 0, 1, 2, 1000 and 50k, each profile; answers compared before and after a reopen.
+struct StreamCase {
+  int initial;
+  int ops;
+  int query_every;  // in the stream; each such query re-flattens the model for the oracle
+  int queries;      // before the stream, after it, and after reopening
+  Profile profile;
+};
+
+class KdTreeStreamTest : public ::testing::TestWithParam<StreamCase> {};
+
+TEST_P(KdTreeStreamTest, MatchesBruteForceAndSurvivesReopen) {
+  const StreamCase& c = GetParam();
+  const uint64_t seed = BaseSeed() + c.initial * 7 + static_cast<uint64_t>(c.profile);
+  SCOPED_TRACE("seed=" + std::to_string(seed));
+  Harness h(seed, c.profile);
+  const uint64_t id_pool = static_cast<uint64_t>(c.initial) * 5 / 4 + 4;
+  while (h.model().size() < static_cast<size_t>(c.initial)) {
+    h.Insert(h.RandomId(id_pool), h.gen().Point());
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+  ASSERT_EQ(h.index().Size(), static_cast<uint64_t>(c.initial));
+  h.CheckAll(c.queries);
+  h.RunStream(c.ops, id_pool, c.query_every);
+  h.CheckAll(c.queries);
+  h.Reopen();
+  h.CheckAll(c.queries);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Sizes, KdTreeStreamTest,
+    ::testing::Values(StreamCase{0, 0, 1, 20, Profile::kMixed},
+                      StreamCase{1, 20, 1, 50, Profile::kMixed},
+                      StreamCase{2, 40, 1, 50, Profile::kSmall},
+                      StreamCase{2, 40, 1, 50, Profile::kExtreme},
+                      StreamCase{1000, 3000, 10, 300, Profile::kSmall},
+                      StreamCase{1000, 3000, 10, 300, Profile::kRealistic},
+                      StreamCase{1000, 3000, 10, 300, Profile::kExtreme},
+                      StreamCase{1000, 3000, 10, 300, Profile::kMixed},
+                      StreamCase{50000, 5000, 250, 150, Profile::kRealistic},
+                      StreamCase{50000, 5000, 250, 150, Profile::kMixed}));
+
+// Tiny leaves and no slack: a rebuild after nearly every change and deep trees over
+// duplicates, with queries between the changes.
+TEST(KdTreeIndexTest, FrequentRebuildsTinyLeaves) {
+  for (size_t leaf : {size_t{1}, size_t{2}, size_t{5}}) {
+    const uint64_t seed = BaseSeed() + leaf;
+    SCOPED_TRACE("seed=" + std::to_string(seed) + " leaf=" + std::to_string(leaf));
+    KdTreeOptions options;
+    options.leaf_size = leaf;
+    options.rebuild_slack = 0;
+    Harness h(seed, Profile::kMixed, options);
+    h.RunStream(/*ops=*/3000, /*id_pool=*/400, /*query_every=*/3);
+    h.CheckAll(100);
+    h.Reopen();
+    h.CheckAll(100);
+  }
+}
+
+// Many updates and removals with no search between them: the eager compaction path.
+TEST(KdTreeIndexTest, UpdatesWithoutSearchesCompact) {
+  const uint64_t seed = BaseSeed() + 99;
+  SCOPED_TRACE("seed=" + std::to_string(seed));
+  KdTreeOptions options;
+  options.rebuild_slack = 8;
+  Harness h(seed, Profile::kRealistic, options);
+  for (int i = 0; i < 20000; ++i) {
+    h.Insert(h.RandomId(50), h.gen().Point());
+    if (i % 3 == 0) h.Remove(h.RandomId(50));
+  }
+  // Tombstones are bounded by live/4 + slack, so memory stays near the live size.
+  EXPECT_LT(h.index().MemoryBytes(), 64u * 1024) << "tombstones were not compacted";
+  h.CheckAll(300);
+}
+
+// Timestamps 1 ns apart at 1.7e18 map to the same double; the answer must still be exact.
+TEST(KdTreeIndexTest, NanosecondTimestampsAreExact) {
+  Harness h(BaseSeed());
+  constexpr int kN = 1000;
+  for (int i = 0; i < kN; ++i) {
+    h.Insert(FileId{1, static_cast<uint64_t>(i + 1)},
+             KdPoint{4096, kNowNs + i, kNowNs, kNowNs - i, 1000, 1000});
+  }
+  for (int k : {0, 1, 2, 255, 256, 257, 500, kN - 1}) {
+    IndexQuery q = BoxQuery();
+    q.box_lo[1] = kNowNs + k;
+    q.box_hi[1] = kNowNs + k;
+    EXPECT_EQ(Collect(h.index(), h.txn(), q),
+              (std::vector<FileId>{FileId{1, static_cast<uint64_t>(k + 1)}}));
+    IndexQuery gt = BoxQuery();
+    gt.box_lo[3] = kNowNs - k;  // atime >= now - k: ids 1..k+1
+    EXPECT_EQ(Collect(h.index(), h.txn(), gt).size(), static_cast<size_t>(k + 1));
+    h.CheckQuery(q);
+    h.CheckQuery(gt);
+  }
+  IndexQuery none = BoxQuery();
+  none.box_lo[1] = kNowNs + kN;
+  EXPECT_TRUE(Collect(h.index(), h.txn(), none).empty());
+}
+
+// 3000 identical points (the tree cannot split them by value) plus a few neighbours.
+TEST(KdTreeIndexTest, DuplicatePointsAndBoundsOnThePoint) {
+  Harness h(BaseSeed());
+  const KdPoint p{100, kNowNs, kNowNs, kNowNs, 0, 0};
+  for (uint64_t i = 1; i <= 3000; ++i) h.Insert(FileId{1, i}, p);
+  KdPoint above = p;
+  above[0] = 101;
+  h.Insert(FileId{2, 1}, above);
+  KdPoint below = p;
+  below[1] = kNowNs - 1;
+  h.Insert(FileId{2, 2}, below);
+  IndexQuery exact = BoxQuery();
+  for (int a = 0; a < kNumInodeAxes; ++a) exact.box_lo[a] = exact.box_hi[a] = p[a];
+  EXPECT_EQ(Collect(h.index(), h.txn(), exact).size(), 3000u);
+  h.CheckQuery(exact);
+  IndexQuery size_101 = BoxQuery();
+  size_101.box_lo[0] = 101;
+  h.CheckQuery(size_101);
+  IndexQuery mtime_below = BoxQuery();
+  mtime_below.box_hi[1] = kNowNs - 1;
+  EXPECT_EQ(Collect(h.index(), h.txn(), mtime_below), (std::vector<FileId>{FileId{2, 2}}));
+  for (int i = 0; i < 200; ++i) h.CheckQuery(h.RandomBox());
+}
+
+TEST(KdTreeIndexTest, Int64Extremes) {
+  Harness h(BaseSeed());
+  const int64_t values[] = {kI64Min, kI64Min + 1, -1, 0, 1, kI64Max - 1, kI64Max};
+  uint64_t ino = 1;
+  for (int64_t v : values) {
+    for (int64_t w : values) h.Insert(FileId{3, ino++}, KdPoint{v, w, v, w, v, w});
+  }
+  for (int64_t lo : values) {
+    for (int64_t hi : values) {
+      for (int axis = 0; axis < kNumInodeAxes; ++axis) {
+        IndexQuery q = BoxQuery();
+        q.box_lo[axis] = lo;
+        q.box_hi[axis] = hi;
+        h.CheckQuery(q);
+        IndexQuery one_sided = BoxQuery();
+        one_sided.box_hi[axis] = hi;
+        h.CheckQuery(one_sided);
+      }
+    }
+  }
+  h.Reopen();
+  for (int i = 0; i < 300; ++i) h.CheckQuery(h.RandomBox());
+}
+
+TEST(KdTreeIndexTest, CallbackStopsEarly) {
+  Harness h(BaseSeed());
+  for (uint64_t i = 1; i <= 500; ++i) h.Insert(FileId{1, i}, KdPoint{int64_t(i), 0, 0, 0, 0, 0});
+  for (int stop_after : {1, 7, 100}) {
+    int calls = 0;
+    Status st = h.index().Search(h.txn(), BoxQuery(), [&](FileId) { return ++calls < stop_after; });
+    EXPECT_TRUE(st.ok());
+    EXPECT_EQ(calls, stop_after);
+  }
+}
+
+// The persisted layout of schemas/keys.h, written out by hand: key = volume u32 BE ‖ ino u64 BE,
+// value = 6 × (int64 big-endian with the sign bit flipped).
+TEST(KdTreeIndexTest, PersistedLayout) {
+  Harness h(BaseSeed());
+  const FileId id{0x01020304, 0x05060708090A0B0Cull};
+  h.Insert(id, KdPoint{1, -1, 0, kI64Min, kI64Max, 0x0123456789ABCDEF});
+  h.CommitAndBegin();
+  MDB_dbi dbi;
+  ASSERT_EQ(mdb_dbi_open(h.txn(), "kd.inode", 0, &dbi), 0);
+  const std::string key("\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0A\x0B\x0C", 12);
+  MDB_val k{key.size(), const_cast<char*>(key.data())};
+  MDB_val v;
+  ASSERT_EQ(mdb_get(h.txn(), dbi, &k, &v), 0);
+  const std::string expected(
+      "\x80\x00\x00\x00\x00\x00\x00\x01"
+      "\x7F\xFF\xFF\xFF\xFF\xFF\xFF\xFF"
+      "\x80\x00\x00\x00\x00\x00\x00\x00"
+      "\x00\x00\x00\x00\x00\x00\x00\x00"
+      "\xFF\xFF\xFF\xFF\xFF\xFF\xFF\xFF"
+      "\x81\x23\x45\x67\x89\xAB\xCD\xEF",
+      48);
+  EXPECT_EQ(std::string(static_cast<const char*>(v.mv_data), v.mv_size), expected);
+  // RemovePoint deletes the key.
+  ASSERT_TRUE(h.index().RemovePoint(h.txn(), id).ok());
+  EXPECT_EQ(mdb_get(h.txn(), dbi, &k, &v), MDB_NOTFOUND);
+}
+
+void PutRaw(MDB_env* env, const std::string& key, const std::string& value) {
+  MDB_txn* txn = BeginWrite(env);
+  MDB_dbi dbi;
+  ASSERT_EQ(mdb_dbi_open(txn, "kd.bad", MDB_CREATE, &dbi), 0);
+  MDB_val k{key.size(), const_cast<char*>(key.data())};
+  MDB_val v{value.size(), const_cast<char*>(value.data())};
+  ASSERT_EQ(mdb_put(txn, dbi, &k, &v, 0), 0);
+  Commit(txn);
+}
+
+StatusCode OpenCode(MDB_env* env, const std::string& name) {
+  MDB_txn* txn = BeginWrite(env);
+  auto opened = OpenKdTreeIndex(txn, name);
+  mdb_txn_abort(txn);
+  return opened.status().code();
+}
+
+TEST(KdTreeIndexTest, CorruptDataIsReported) {
+  {
+    TempEnv env;
+    PutRaw(env.env(), std::string(12, '\x01'), std::string(47, '\x00'));  // short value
+    EXPECT_EQ(OpenCode(env.env(), "bad"), StatusCode::kCorruption);
+  }
+  {
+    TempEnv env;
+    PutRaw(env.env(), std::string(11, '\x01'), std::string(48, '\x00'));  // short key
+    EXPECT_EQ(OpenCode(env.env(), "bad"), StatusCode::kCorruption);
+  }
+  {
+    TempEnv env;
+    PutRaw(env.env(), std::string(12, '\x01'), std::string(49, '\x00'));  // long value
+    EXPECT_EQ(OpenCode(env.env(), "bad"), StatusCode::kCorruption);
+  }
+  {
+    TempEnv env;
+    PutRaw(env.env(), std::string(12, '\x01'), std::string(48, '\x00'));  // well formed
+    EXPECT_EQ(OpenCode(env.env(), "bad"), StatusCode::kOk);
+  }
+}
+
+TEST(KdTreeIndexTest, DropDeletesData) {
+  Harness h(BaseSeed());
+  for (uint64_t i = 1; i <= 10; ++i) h.Insert(FileId{1, i}, KdPoint{int64_t(i), 0, 0, 0, 0, 0});
+  h.CommitAndBegin();
+  MDB_txn* txn = h.txn();
+  ASSERT_TRUE(DropKdTreeIndexData(txn, "inode").ok());
+  ASSERT_TRUE(DropKdTreeIndexData(txn, "inode").ok());  // already gone
+  ASSERT_TRUE(DropKdTreeIndexData(txn, "never-created").ok());
+  auto reopened = OpenKdTreeIndex(txn, "inode");
+  ASSERT_TRUE(reopened.ok()) << reopened.status().ToString();
+  EXPECT_EQ((*reopened)->Size(), 0u);
+  EXPECT_TRUE(Collect(**reopened, txn, BoxQuery()).empty());
+}
+
+// Searches from several threads right after changes: the first one rebuilds lazily while the
+// others wait; all must see the same exact answers.
+TEST(KdTreeIndexTest, ConcurrentSearchesAfterChanges) {
+  const uint64_t seed = BaseSeed() + 5;
+  SCOPED_TRACE("seed=" + std::to_string(seed));
+  KdTreeOptions options;
+  options.rebuild_slack = 0;
+  Harness h(seed, Profile::kRealistic, options);
+  std::vector<IndexQuery> queries;
+  for (int i = 0; i < 30; ++i) queries.push_back(h.RandomBox());
+  for (int round = 0; round < 5; ++round) {
+    for (int i = 0; i < 2000; ++i) h.Insert(h.RandomId(5000), h.gen().Point());
+    for (int i = 0; i < 300; ++i) h.Remove(h.RandomId(5000));
+    std::vector<std::vector<FileId>> expected;
+    for (const IndexQuery& q : queries) expected.push_back(BruteForce(h.model(), q));
+    std::vector<std::thread> threads;
+    std::vector<int> mismatches(4, 0);
+    for (int t = 0; t < 4; ++t) {
+      threads.emplace_back([&, t] {
+        MDB_txn* read = nullptr;  // each thread its own LMDB read transaction
+        if (mdb_txn_begin(h.env(), nullptr, MDB_RDONLY, &read) != 0) std::abort();
+        for (size_t i = 0; i < queries.size(); ++i) {
+          std::vector<FileId> got;
+          Status st = h.index().Search(read, queries[i], [&](FileId id) {
+            got.push_back(id);
+            return true;
+          });
+          std::sort(got.begin(), got.end());
+          if (!st.ok() || got != expected[i]) ++mismatches[t];
+          (void)h.index().MemoryBytes();  // races a lazy rebuild unless locked
+        }
+        mdb_txn_abort(read);
+      });
+    }
+    for (auto& th : threads) th.join();
+    for (int t = 0; t < 4; ++t) EXPECT_EQ(mismatches[t], 0) << "thread " << t;
+  }
+}
+
+// DESIGN §11 budget: ≤ 200 B per file for the whole node; this structure gets at most ~100.
+TEST(KdTreeIndexTest, MemoryPerPoint) {
+  Harness h(BaseSeed(), Profile::kRealistic);
+  constexpr uint64_t kN = 50000;
+  for (uint64_t i = 1; i <= kN; ++i) h.Insert(FileId{1, i}, h.gen().Point());
+  (void)Collect(h.index(), h.txn(), BoxQuery());  // builds the tree
+  const double per_point = static_cast<double>(h.index().MemoryBytes()) / kN;
+  EXPECT_GT(per_point, 60.0);  // at least the 60 B of point + id
+  EXPECT_LT(per_point, 100.0);
+  h.Reopen();
+  const double reopened = static_cast<double>(h.index().MemoryBytes()) / kN;
+  EXPECT_LT(reopened, 100.0);
+  std::printf("kdtree MemoryBytes per point at 50k: %.1f after inserts, %.1f after reopen\n",
+              per_point, reopened);
+}
+
+}  // namespace
+}  // namespace propeller

@@ -1,0 +1,279 @@
+#include "indexnode/wal.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "common/logging.h"
+#include "schemas/wal_format.h"
+
+namespace propeller {
+
+Wal::Wal(const Options& options) : options_(options) {}
+
+Result<std::unique_ptr<Wal>> Wal::Open(const Options& options, uint64_t min_next_lsn,
+                                       const ReplayFn& replay) {
+  if (options.env == nullptr || options.dir.empty()) {
+    return Status::InvalidArgument("Wal::Open needs an env and a directory");
+  }
+  std::unique_ptr<Wal> wal(new Wal(options));
+  PROPELLER_RETURN_IF_ERROR(wal->Recover(min_next_lsn, replay));
+  if (options.durability == Durability::kDefault) {
+    wal->sync_thread_ = std::thread([w = wal.get()] { w->SyncThreadMain(); });
+  }
+  return wal;
+}
+
+Status Wal::Recover(uint64_t min_next_lsn, const ReplayFn& replay) {
+  Env* env = options_.env;
+  PROPELLER_RETURN_IF_ERROR(env->CreateDirs(options_.dir));
+  PROPELLER_ASSIGN_OR_RETURN(std::vector<std::string> names, env->GetChildren(options_.dir));
+  std::vector<Segment> found;
+  for (const std::string& name : names) {
+    uint64_t first = 0;
+    if (ParseWalSegmentName(name, &first)) {
+      found.push_back(Segment{first, JoinPath(options_.dir, name), 0});
+    }
+  }
+  std::sort(found.begin(), found.end(),
+            [](const Segment& a, const Segment& b) { return a.first_lsn < b.first_lsn; });
+
+  uint64_t last_lsn = 0;
+  for (size_t i = 0; i < found.size(); ++i) {
+    Segment& seg = found[i];
+    const bool is_last = (i + 1 == found.size());
+    std::string data;
+    PROPELLER_RETURN_IF_ERROR(ReadFileToString(env, seg.path, &data));
+    if (data.size() < kWalHeaderSize && is_last) {
+      // A crash while the segment was being created: it holds no record.
+      Log(LogLevel::kWarning, "log: removing incomplete segment %s (%zu bytes)", seg.path.c_str(),
+          data.size());
+      PROPELLER_RETURN_IF_ERROR(env->RemoveFile(seg.path));
+      found.pop_back();
+      break;
+    }
+    Status hs = CheckWalHeader(data);
+    if (!hs.ok()) return hs.WithContext(seg.path);
+    size_t off = kWalHeaderSize;
+    while (off < data.size()) {
+      uint64_t lsn = 0;
+      std::string_view payload;
+      size_t consumed = 0;
+      WalParse r = ParseWalRecord(std::string_view(data).substr(off), &lsn, &payload, &consumed);
+      if (r != WalParse::kOk) {
+        if (!is_last) {
+          return Status::Corruption("log segment " + seg.path + " is damaged at offset " +
+                                    std::to_string(off) + " (not at the end of the log)");
+        }
+        Log(LogLevel::kWarning, "log: truncating torn tail of %s at offset %zu (%zu bytes)",
+            seg.path.c_str(), off, data.size() - off);
+        PROPELLER_RETURN_IF_ERROR(env->TruncateFile(seg.path, off));
+        data.resize(off);
+        break;
+      }
+      if (lsn <= last_lsn) {
+        return Status::Corruption("log segment " + seg.path + " has LSN " + std::to_string(lsn) +
+                                  " after " + std::to_string(last_lsn) + " at offset " +
+                                  std::to_string(off));
+      }
+      last_lsn = lsn;
+      Status s = replay(lsn, payload);
+      if (!s.ok()) {
+        return s.WithContext("replaying " + seg.path + " at offset " + std::to_string(off));
+      }
+      off += consumed;
+    }
+    seg.size = data.size();
+  }
+
+  std::lock_guard<std::mutex> lock(mu_);
+  segments_ = std::move(found);
+  next_lsn_ = std::max(last_lsn + 1, std::max<uint64_t>(min_next_lsn, 1));
+  written_lsn_ = synced_lsn_ = next_lsn_ - 1;
+  // Always start a fresh segment: the old tail may sit on a page that was only partly
+  // written, and starting clean keeps "torn records appear only at the end" true.
+  return StartSegmentLocked();
+}
+
+Status Wal::StartSegmentLocked() {
+  Env* env = options_.env;
+  if (file_) {
+    PROPELLER_RETURN_IF_ERROR(file_->Sync());
+    PROPELLER_RETURN_IF_ERROR(file_->Close());
+    synced_lsn_ = written_lsn_;
+  }
+  Segment seg{next_lsn_, JoinPath(options_.dir, WalSegmentName(next_lsn_)), 0};
+  if (!segments_.empty() && segments_.back().first_lsn == seg.first_lsn) {
+    // The previous segment holds no record with this LSN (it is empty): replace it.
+    PROPELLER_RETURN_IF_ERROR(env->RemoveFile(segments_.back().path));
+    segments_.pop_back();
+  }
+  PROPELLER_ASSIGN_OR_RETURN(file_, env->NewWritableFile(seg.path));
+  std::string header;
+  AppendWalHeader(&header);
+  PROPELLER_RETURN_IF_ERROR(file_->Append(header));
+  PROPELLER_RETURN_IF_ERROR(file_->Sync());
+  PROPELLER_RETURN_IF_ERROR(env->SyncDir(options_.dir));
+  PROPELLER_ASSIGN_OR_RETURN(sync_file_, env->NewAppendableFile(seg.path));
+  seg.size = header.size();
+  segments_.push_back(seg);
+  return Status::OK();
+}
+
+Result<uint64_t> Wal::Append(std::string_view payload,
+                             const std::function<void(uint64_t lsn)>& on_logged) {
+  if (payload.size() > kWalMaxPayload) {
+    return Status::ResourceExhausted("update batch of " + std::to_string(payload.size()) +
+                                     " bytes exceeds the log record limit");
+  }
+  std::unique_lock<std::mutex> lock(mu_);
+  if (!sticky_error_.ok()) return sticky_error_;
+  if (stopping_) return Status::Aborted("log is closing");
+  if (segments_.back().size >= options_.segment_bytes) {
+    while (sync_in_progress_) cv_.wait(lock);
+    Status s = StartSegmentLocked();
+    if (!s.ok()) {
+      sticky_error_ = s.WithContext("starting a log segment");
+      return sticky_error_;
+    }
+  }
+  const uint64_t lsn = next_lsn_;
+  scratch_.clear();
+  AppendWalRecord(lsn, payload, &scratch_);
+  Status s = file_->Append(scratch_);
+  if (s.ok()) s = file_->Flush();
+  if (!s.ok()) {
+    // Part of the record may be in the file; it can only be the torn tail, which recovery
+    // discards. Nothing after it may be written, so the error is sticky.
+    sticky_error_ = s.WithContext("appending to the log");
+    return sticky_error_;
+  }
+  next_lsn_ = lsn + 1;
+  written_lsn_ = lsn;
+  segments_.back().size += scratch_.size();
+  if (on_logged) on_logged(lsn);
+  if (options_.durability == Durability::kSync) {
+    while (synced_lsn_ < lsn) {
+      if (!sticky_error_.ok()) return sticky_error_;
+      if (sync_in_progress_) {
+        cv_.wait(lock);
+      } else {
+        Status ss = SyncLocked(lock);
+        if (!ss.ok()) return ss;
+      }
+    }
+  }
+  return lsn;
+}
+
+Status Wal::SyncLocked(std::unique_lock<std::mutex>& lock) {
+  while (sync_in_progress_) cv_.wait(lock);
+  if (!sticky_error_.ok()) return sticky_error_;
+  if (synced_lsn_ >= written_lsn_ || crashed_) return Status::OK();
+  const uint64_t target = written_lsn_;
+  WritableFile* f = sync_file_.get();
+  sync_in_progress_ = true;
+  lock.unlock();
+  Status s = f->Sync();
+  lock.lock();
+  sync_in_progress_ = false;
+  if (s.ok()) {
+    synced_lsn_ = std::max(synced_lsn_, target);
+  } else {
+    sticky_error_ = s.WithContext("syncing the log");
+  }
+  cv_.notify_all();
+  return s.ok() ? Status::OK() : sticky_error_;
+}
+
+Status Wal::Sync() {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (crashed_) return Status::Aborted("log crashed");
+  return SyncLocked(lock);
+}
+
+void Wal::SyncThreadMain() {
+  const auto interval = std::chrono::nanoseconds(options_.group_commit_interval_ns);
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stopping_) {
+    cv_.wait_for(lock, interval);
+    if (stopping_) break;
+    if (synced_lsn_ < written_lsn_ && sticky_error_.ok()) {
+      Status s = SyncLocked(lock);
+      if (!s.ok()) Log(LogLevel::kError, "log: %s", s.ToString().c_str());
+    }
+  }
+}
+
+Status Wal::DeleteObsolete(uint64_t lowest_needed_lsn) {
+  std::vector<std::string> doomed;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    // Segment i holds LSNs [first_i, first_{i+1}); never delete the current one.
+    size_t n = 0;
+    while (n + 1 < segments_.size() && segments_[n + 1].first_lsn <= lowest_needed_lsn) ++n;
+    for (size_t i = 0; i < n; ++i) doomed.push_back(segments_[i].path);
+    segments_.erase(segments_.begin(), segments_.begin() + static_cast<std::ptrdiff_t>(n));
+  }
+  for (const std::string& path : doomed) {
+    PROPELLER_RETURN_IF_ERROR(options_.env->RemoveFile(path));
+  }
+  if (!doomed.empty()) PROPELLER_RETURN_IF_ERROR(options_.env->SyncDir(options_.dir));
+  return Status::OK();
+}
+
+uint64_t Wal::next_lsn() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return next_lsn_;
+}
+
+uint64_t Wal::synced_lsn() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return synced_lsn_;
+}
+
+uint64_t Wal::bytes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  uint64_t total = 0;
+  for (const Segment& s : segments_) total += s.size;
+  return total;
+}
+
+void Wal::Crash() {
+  std::thread t;
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (sync_in_progress_) cv_.wait(lock);
+    stopping_ = true;
+    crashed_ = true;
+    cv_.notify_all();
+    t = std::move(sync_thread_);
+  }
+  if (t.joinable()) t.join();
+  std::lock_guard<std::mutex> lock(mu_);
+  // Dropping the handles closes the descriptors. Close() would flush; nothing is buffered
+  // because every Append flushes, so what is in the OS stays exactly as the crash left it.
+  file_.reset();
+  sync_file_.reset();
+}
+
+Wal::~Wal() {
+  std::thread t;
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (crashed_) return;
+    Status s = SyncLocked(lock);
+    if (!s.ok()) Log(LogLevel::kError, "log: final sync failed: %s", s.ToString().c_str());
+    stopping_ = true;
+    cv_.notify_all();
+    t = std::move(sync_thread_);
+  }
+  if (t.joinable()) t.join();
+  std::lock_guard<std::mutex> lock(mu_);
+  if (file_) {
+    Status s = file_->Close();
+    if (!s.ok()) Log(LogLevel::kError, "log: close failed: %s", s.ToString().c_str());
+  }
+  sync_file_.reset();
+}
+
+}  // namespace propeller

@@ -1,0 +1,108 @@
+// Wal: the index node's write-ahead log — one log for all ACGs, sequential appends, group
+// commit (DESIGN §6, §10). Format: schemas/wal_format.h.
+//
+// Append() writes a record and hands it to the OS before returning (it survives kill -9).
+// kDefault: a background thread fsyncs at least every group_commit_interval_ns.
+// kSync:    Append() returns only after an fsync covering its record; concurrent appenders
+//           share one fsync (the first waiter syncs for everyone queued behind it).
+// An fsync failure is sticky: every later Append fails (after a failed fsync the kernel may
+// have dropped the dirty pages, so retrying would lie; see PostgreSQL's "fsyncgate").
+//
+// Thread-safety: all methods are thread-safe. Lock order: Wal::mu_ is a leaf lock, except that
+// the `on_logged` callback of Append runs under it (it must only take locks below it: the
+// ACG cache locks).
+#ifndef PROPELLER_INDEXNODE_WAL_H_
+#define PROPELLER_INDEXNODE_WAL_H_
+
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "common/env.h"
+#include "common/status.h"
+#include "indexnode/engine.h"
+
+namespace propeller {
+
+class Wal {
+ public:
+  struct Options {
+    Env* env = nullptr;  // REQUIRED
+    std::string dir;     // REQUIRED; created if missing
+    Durability durability = Durability::kDefault;
+    int64_t group_commit_interval_ns = 10'000'000;
+    uint64_t segment_bytes = 64ull << 20;
+  };
+  using ReplayFn = std::function<Status(uint64_t lsn, std::string_view payload)>;
+
+  // Opens the log in options.dir, calling `replay` for every intact record in LSN order (a
+  // torn tail of the last segment is truncated away). New records get LSNs greater than every
+  // replayed one and >= min_next_lsn. Errors: IOError, Corruption (file and offset named), or
+  // whatever `replay` returns.
+  static Result<std::unique_ptr<Wal>> Open(const Options& options, uint64_t min_next_lsn,
+                                           const ReplayFn& replay);
+  // Syncs and closes (unless Crash() was called).
+  ~Wal();
+
+  // Appends one record. `on_logged(lsn)` runs after the record is written and before any
+  // later record is, under the log lock: callers use it to apply updates to caches in exactly
+  // log order. Returns the record's LSN once it is acknowledged per the durability level.
+  Result<uint64_t> Append(std::string_view payload,
+                          const std::function<void(uint64_t lsn)>& on_logged);
+
+  // fsyncs everything written so far.
+  Status Sync();
+
+  // Deletes whole segments all of whose records have LSN < lowest_needed_lsn.
+  Status DeleteObsolete(uint64_t lowest_needed_lsn);
+
+  uint64_t next_lsn() const;
+  uint64_t synced_lsn() const;  // every record with LSN <= this is durable
+  uint64_t bytes() const;  // total size of the live segments
+
+  // Test hook: stops the sync thread and closes the file without syncing.
+  void Crash();
+
+ private:
+  struct Segment {
+    uint64_t first_lsn;
+    std::string path;
+    uint64_t size;
+  };
+
+  explicit Wal(const Options& options);
+  Status Recover(uint64_t min_next_lsn, const ReplayFn& replay);
+  Status StartSegmentLocked();  // REQUIRES: mu_ held
+  Status SyncLocked(std::unique_lock<std::mutex>& lock);  // REQUIRES: lock holds mu_
+  void SyncThreadMain();
+
+  const Options options_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;               // signalled when synced_lsn_ advances
+  std::vector<Segment> segments_;            // Under mu_. Oldest first; back() is current.
+  std::unique_ptr<WritableFile> file_;       // Under mu_. The current segment (appends).
+  // A second handle on the current segment used only for fsync, by the one thread that set
+  // sync_in_progress_, outside mu_: fsync on any descriptor of a file makes all of the file's
+  // written data durable, so appends never wait behind an fsync in kDefault mode.
+  std::unique_ptr<WritableFile> sync_file_;  // Replaced under mu_ only when !sync_in_progress_.
+  uint64_t next_lsn_ = 1;                    // Under mu_.
+  uint64_t written_lsn_ = 0;                 // Under mu_. Last LSN handed to the OS.
+  uint64_t synced_lsn_ = 0;                  // Under mu_. Last LSN known durable.
+  bool sync_in_progress_ = false;            // Under mu_.
+  Status sticky_error_;                      // Under mu_.
+  bool stopping_ = false;                    // Under mu_.
+  bool crashed_ = false;                     // Under mu_.
+  std::string scratch_;                      // Under mu_. Record encoding buffer.
+  std::thread sync_thread_;                  // kDefault only
+};
+
+}  // namespace propeller
+
+#endif  // PROPELLER_INDEXNODE_WAL_H_

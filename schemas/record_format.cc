@@ -1,0 +1,386 @@
+// msgpack encodings of FileRecord and Update batches (contract in record_format.h). The field
+// tables below are the format; golden bytes are pinned in record_format_test.cc.
+//
+// msgpack-c is used in two ways: its packer writes ints and strings (always in the smallest
+// msgpack form), and its unpacker parses untrusted input under tight limits. Doubles are NOT
+// written with packer::pack_double, which turns whole-number doubles into msgpack integers
+// (2.0 -> 0x02, PITFALLS): a double is always written as float64 (0xcb + 8 bytes big-endian)
+// so that the reader, in any language, gets back a double. Every exception msgpack-c throws is
+// caught here and becomes Corruption.
+#include "schemas/record_format.h"
+
+#include <msgpack.hpp>
+
+#include <cstring>
+#include <exception>
+#include <limits>
+#include <utility>
+
+namespace propeller {
+namespace {
+
+// Deepest nesting of the current formats is 6 (batch, update list, update, record, attrs,
+// attr pair); the slack leaves room for appended fields that nest a little.
+constexpr size_t kMaxDepth = 16;
+
+// msgpack-c writes through any object with write(const char*, size_t).
+class StringSink {
+ public:
+  explicit StringSink(std::string* out) : out_(out) {}
+  void write(const char* data, size_t n) { out_->append(data, n); }
+
+ private:
+  std::string* out_;
+};
+
+using Packer = msgpack::packer<StringSink>;
+
+void PackString(Packer& pk, std::string_view s) {
+  pk.pack_str(static_cast<uint32_t>(s.size()));
+  pk.pack_str_body(s.data(), static_cast<uint32_t>(s.size()));
+}
+
+// float64 (0xcb) even for whole numbers; see the file comment.
+void PackFloat64(std::string* out, double d) {
+  uint64_t bits;
+  std::memcpy(&bits, &d, sizeof(bits));
+  char buf[9];
+  buf[0] = static_cast<char>(0xcb);
+  for (int i = 8; i >= 1; --i) {
+    buf[i] = static_cast<char>(bits & 0xFF);
+    bits >>= 8;
+  }
+  out->append(buf, sizeof(buf));
+}
+
+// FileRecord, a msgpack array, version 1:
+//   index field       msgpack type              notes
+//   0     version     uint                      1 (kRecordFormatVersion); 0 is invalid
+//   1     volume      uint <= 2^32-1
+//   2     ino         uint
+//   3     paths       array of str              as in the record (sorted, no duplicates)
+//   4     parent_ino  uint
+//   5     type        uint                      'f' 0x66, 'd' 0x64, 'l' 0x6c or 'o' 0x6f
+//   6     size        uint
+//   7     mtime       int (int64)               nanoseconds since the epoch
+//   8     ctime       int (int64)
+//   9     atime       int (int64)
+//   10    uid         uint <= 2^32-1
+//   11    gid         uint <= 2^32-1
+//   12    mode        uint <= 2^32-1
+//   13    nlink       uint <= 2^32-1
+//   14    attrs       array of attr             sorted by name, names unique
+//   15..  appended by later versions            ignored by this reader
+// attr, a msgpack array:
+//   0     name        str
+//   1     value       int (int64) | float64 | str
+//   2..   ignored
+// "int" means any msgpack integer form; the writer uses the smallest. A reader also accepts
+// float32 for a double value.
+constexpr size_t kRecordFields = 15;
+
+void PackRecord(const FileRecord& r, std::string* out) {
+  StringSink sink(out);
+  Packer pk(sink);
+  pk.pack_array(static_cast<uint32_t>(kRecordFields));
+  pk.pack_uint32(kRecordFormatVersion);
+  pk.pack_uint32(r.id.volume);
+  pk.pack_uint64(r.id.ino);
+  pk.pack_array(static_cast<uint32_t>(r.paths.size()));
+  for (const std::string& p : r.paths) PackString(pk, p);
+  pk.pack_uint64(r.parent_ino);
+  pk.pack_uint8(static_cast<uint8_t>(r.type));
+  pk.pack_uint64(r.size);
+  pk.pack_int64(r.mtime);
+  pk.pack_int64(r.ctime);
+  pk.pack_int64(r.atime);
+  pk.pack_uint32(r.uid);
+  pk.pack_uint32(r.gid);
+  pk.pack_uint32(r.mode);
+  pk.pack_uint32(r.nlink);
+  pk.pack_array(static_cast<uint32_t>(r.attrs.size()));
+  for (const auto& [name, value] : r.attrs) {
+    pk.pack_array(2);
+    PackString(pk, name);
+    if (const auto* i = std::get_if<int64_t>(&value)) {
+      pk.pack_int64(*i);
+    } else if (const auto* d = std::get_if<double>(&value)) {
+      PackFloat64(out, *d);  // the packer holds no buffer of its own: order is kept
+    } else {
+      PackString(pk, std::get<std::string>(value));
+    }
+  }
+}
+
+// Update batch, a msgpack array, version 1:
+//   index field       msgpack type              notes
+//   0     version     uint                      1 (kUpdateBatchFormatVersion); 0 is invalid
+//   1     updates     array of update
+//   2..   ignored
+// update, a msgpack array:
+//   0     op          uint 1..5                 UpdateOp
+//   1     acg         uint
+//   2     record      FileRecord array (above)  the whole record, for every op: a kDelete
+//                                               written with only record.id set costs ~20
+//                                               bytes, and decoding gives back exactly the
+//                                               Update that was encoded
+//   3     dst volume  uint <= 2^32-1            edge_dst.volume
+//   4     dst ino     uint                      edge_dst.ino
+//   5     weight      uint <= 2^32-1            edge_weight
+//   6..   ignored
+constexpr size_t kBatchFields = 2;
+constexpr size_t kUpdateFields = 6;
+
+// ---- decoding ----
+
+// A failed decode step: the message names the field.
+Status Bad(std::string_view what, std::string_view field, std::string_view problem) {
+  std::string msg(what);
+  msg += ": field '";
+  msg += field;
+  msg += "' ";
+  msg += problem;
+  return Status::Corruption(msg);
+}
+
+bool GetU64(const msgpack::object& o, uint64_t* v) {
+  if (o.type != msgpack::type::POSITIVE_INTEGER) return false;
+  *v = o.via.u64;
+  return true;
+}
+
+bool GetU32(const msgpack::object& o, uint32_t* v) {
+  uint64_t u;
+  if (!GetU64(o, &u) || u > std::numeric_limits<uint32_t>::max()) return false;
+  *v = static_cast<uint32_t>(u);
+  return true;
+}
+
+bool GetI64(const msgpack::object& o, int64_t* v) {
+  if (o.type == msgpack::type::NEGATIVE_INTEGER) {
+    *v = o.via.i64;
+    return true;
+  }
+  uint64_t u;
+  if (!GetU64(o, &u) || u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+    return false;
+  }
+  *v = static_cast<int64_t>(u);
+  return true;
+}
+
+bool GetString(const msgpack::object& o, std::string* s) {
+  if (o.type != msgpack::type::STR) return false;
+  s->assign(o.via.str.ptr, o.via.str.size);
+  return true;
+}
+
+// True for an array of at least `min_size` elements; sets *elems (null when empty) and *size.
+bool GetArray(const msgpack::object& o, size_t min_size, const msgpack::object** elems,
+              size_t* size) {
+  if (o.type != msgpack::type::ARRAY || o.via.array.size < min_size) return false;
+  *elems = o.via.array.ptr;
+  *size = o.via.array.size;
+  return true;
+}
+
+// Checks the version field (element 0) of a top-level array.
+Status CheckVersion(std::string_view what, const msgpack::object& o, uint32_t ours) {
+  uint64_t version;
+  if (!GetU64(o, &version)) return Bad(what, "version", "is not an unsigned integer");
+  if (version == 0 || version > ours) {
+    return Status::Corruption(std::string(what) + ": unsupported version " +
+                              std::to_string(version));
+  }
+  return Status::OK();
+}
+
+Status DecodeAttrValue(const msgpack::object& o, AttrValue* value) {
+  switch (o.type) {
+    case msgpack::type::POSITIVE_INTEGER:
+    case msgpack::type::NEGATIVE_INTEGER: {
+      int64_t i;
+      if (!GetI64(o, &i)) return Bad("record", "attrs", "has an integer beyond int64");
+      *value = i;
+      return Status::OK();
+    }
+    case msgpack::type::FLOAT32:
+    case msgpack::type::FLOAT64:
+      *value = o.via.f64;
+      return Status::OK();
+    case msgpack::type::STR:
+      *value = std::string(o.via.str.ptr, o.via.str.size);
+      return Status::OK();
+    default:
+      return Bad("record", "attrs", "has a value that is not int, float or str");
+  }
+}
+
+Status DecodeRecordObject(const msgpack::object& o, FileRecord* out) {
+  constexpr std::string_view kWhat = "record";
+  size_t n;
+  const msgpack::object* f = nullptr;
+  if (!GetArray(o, kRecordFields, &f, &n)) {
+    return Status::Corruption("record: not an array of at least 15 fields");
+  }
+  PROPELLER_RETURN_IF_ERROR(CheckVersion(kWhat, f[0], kRecordFormatVersion));
+  FileRecord r;
+  if (!GetU32(f[1], &r.id.volume)) return Bad(kWhat, "volume", "is not a uint32");
+  if (!GetU64(f[2], &r.id.ino)) return Bad(kWhat, "ino", "is not a uint64");
+  size_t num_paths;
+  const msgpack::object* paths = nullptr;
+  if (!GetArray(f[3], 0, &paths, &num_paths)) return Bad(kWhat, "paths", "is not an array");
+  // Grown element by element (not resized up front) so garbage claiming many elements fails
+  // at the first bad one before anything large is allocated.
+  for (size_t i = 0; i < num_paths; ++i) {
+    std::string path;
+    if (!GetString(paths[i], &path)) return Bad(kWhat, "paths", "has a non-string");
+    r.paths.push_back(std::move(path));
+  }
+  if (!GetU64(f[4], &r.parent_ino)) return Bad(kWhat, "parent_ino", "is not a uint64");
+  uint64_t type;
+  if (!GetU64(f[5], &type)) return Bad(kWhat, "type", "is not an unsigned integer");
+  switch (type) {
+    case 'f':
+    case 'd':
+    case 'l':
+    case 'o':
+      r.type = static_cast<FileType>(type);
+      break;
+    default:
+      return Bad(kWhat, "type", "is not one of f, d, l, o");
+  }
+  if (!GetU64(f[6], &r.size)) return Bad(kWhat, "size", "is not a uint64");
+  if (!GetI64(f[7], &r.mtime)) return Bad(kWhat, "mtime", "is not an int64");
+  if (!GetI64(f[8], &r.ctime)) return Bad(kWhat, "ctime", "is not an int64");
+  if (!GetI64(f[9], &r.atime)) return Bad(kWhat, "atime", "is not an int64");
+  if (!GetU32(f[10], &r.uid)) return Bad(kWhat, "uid", "is not a uint32");
+  if (!GetU32(f[11], &r.gid)) return Bad(kWhat, "gid", "is not a uint32");
+  if (!GetU32(f[12], &r.mode)) return Bad(kWhat, "mode", "is not a uint32");
+  if (!GetU32(f[13], &r.nlink)) return Bad(kWhat, "nlink", "is not a uint32");
+  size_t num_attrs;
+  const msgpack::object* attrs = nullptr;
+  if (!GetArray(f[14], 0, &attrs, &num_attrs)) return Bad(kWhat, "attrs", "is not an array");
+  for (size_t i = 0; i < num_attrs; ++i) {
+    size_t pair_size;
+    const msgpack::object* pair = nullptr;
+    if (!GetArray(attrs[i], 2, &pair, &pair_size)) {
+      return Bad(kWhat, "attrs", "has an entry that is not [name, value]");
+    }
+    std::string name;
+    if (!GetString(pair[0], &name)) return Bad(kWhat, "attrs", "has a non-string name");
+    AttrValue value;
+    PROPELLER_RETURN_IF_ERROR(DecodeAttrValue(pair[1], &value));
+    if (!r.attrs.emplace(std::move(name), std::move(value)).second) {
+      return Bad(kWhat, "attrs", "has a duplicate name");
+    }
+  }
+  *out = std::move(r);
+  return Status::OK();
+}
+
+Status DecodeUpdateObject(const msgpack::object& o, Update* out) {
+  constexpr std::string_view kWhat = "update";
+  size_t n;
+  const msgpack::object* f = nullptr;
+  if (!GetArray(o, kUpdateFields, &f, &n)) {
+    return Status::Corruption("update: not an array of at least 6 fields");
+  }
+  Update u;
+  uint64_t op;
+  if (!GetU64(f[0], &op) || op < static_cast<uint64_t>(UpdateOp::kPut) ||
+      op > static_cast<uint64_t>(UpdateOp::kAddEdge)) {
+    return Bad(kWhat, "op", "is not 1..5");
+  }
+  u.op = static_cast<UpdateOp>(op);
+  if (!GetU64(f[1], &u.acg)) return Bad(kWhat, "acg", "is not a uint64");
+  PROPELLER_RETURN_IF_ERROR(DecodeRecordObject(f[2], &u.record));
+  if (!GetU32(f[3], &u.edge_dst.volume)) return Bad(kWhat, "edge_dst.volume", "is not a uint32");
+  if (!GetU64(f[4], &u.edge_dst.ino)) return Bad(kWhat, "edge_dst.ino", "is not a uint64");
+  if (!GetU32(f[5], &u.edge_weight)) return Bad(kWhat, "edge_weight", "is not a uint32");
+  *out = std::move(u);
+  return Status::OK();
+}
+
+// Parses exactly one msgpack object spanning all of `bytes`, then runs `decode` on it.
+// Limits keep allocation proportional to the input: every array element, map entry and string
+// byte needs at least one input byte, so nothing can claim more than bytes.size() of them.
+template <typename Fn>
+Status ParseAndDecode(std::string_view what, std::string_view bytes, Fn&& decode) {
+  try {
+    const size_t n = bytes.size();
+    const msgpack::unpack_limit limit(/*array=*/n, /*map=*/n, /*str=*/n, /*bin=*/n, /*ext=*/n,
+                                      /*depth=*/kMaxDepth);
+    msgpack::object_handle handle;
+    size_t offset = 0;
+    // Strings and binaries point into `bytes` instead of being copied into msgpack's zone:
+    // `bytes` outlives `handle`, and the decoders copy what they keep.
+    const msgpack::unpack_reference_func reference_input =
+        [](msgpack::type::object_type, size_t, void*) { return true; };
+    msgpack::unpack(handle, bytes.data(), n, offset, reference_input, /*user_data=*/nullptr,
+                    limit);
+    if (offset != n) {
+      return Status::Corruption(std::string(what) + ": " + std::to_string(n - offset) +
+                                " trailing bytes");
+    }
+    return decode(handle.get());
+  } catch (const std::exception& e) {
+    return Status::Corruption(std::string(what) + ": malformed msgpack (" + e.what() + ")");
+  } catch (...) {
+    return Status::Corruption(std::string(what) + ": malformed msgpack");
+  }
+}
+
+}  // namespace
+
+void EncodeRecord(const FileRecord& record, std::string* out) { PackRecord(record, out); }
+
+Status DecodeRecord(std::string_view bytes, FileRecord* record) {
+  return ParseAndDecode("record", bytes, [record](const msgpack::object& o) {
+    return DecodeRecordObject(o, record);
+  });
+}
+
+void EncodeUpdateBatch(const std::vector<Update>& updates, std::string* out) {
+  StringSink sink(out);
+  Packer pk(sink);
+  pk.pack_array(static_cast<uint32_t>(kBatchFields));
+  pk.pack_uint32(kUpdateBatchFormatVersion);
+  pk.pack_array(static_cast<uint32_t>(updates.size()));
+  for (const Update& u : updates) {
+    pk.pack_array(static_cast<uint32_t>(kUpdateFields));
+    pk.pack_uint8(static_cast<uint8_t>(u.op));
+    pk.pack_uint64(u.acg);
+    PackRecord(u.record, out);
+    pk.pack_uint32(u.edge_dst.volume);
+    pk.pack_uint64(u.edge_dst.ino);
+    pk.pack_uint32(u.edge_weight);
+  }
+}
+
+Status DecodeUpdateBatch(std::string_view bytes, std::vector<Update>* updates) {
+  return ParseAndDecode("update batch", bytes, [updates](const msgpack::object& o) -> Status {
+    size_t n;
+    const msgpack::object* f = nullptr;
+    if (!GetArray(o, kBatchFields, &f, &n)) {
+      return Status::Corruption("update batch: not an array of at least 2 fields");
+    }
+    PROPELLER_RETURN_IF_ERROR(CheckVersion("update batch", f[0], kUpdateBatchFormatVersion));
+    size_t count;
+    const msgpack::object* list = nullptr;
+    if (!GetArray(f[1], 0, &list, &count)) {
+      return Bad("update batch", "updates", "is not an array");
+    }
+    std::vector<Update> result;  // grown as updates decode, like paths above
+    for (size_t i = 0; i < count; ++i) {
+      Update u;
+      Status s = DecodeUpdateObject(list[i], &u);
+      if (!s.ok()) return s.WithContext("update batch: update " + std::to_string(i));
+      result.push_back(std::move(u));
+    }
+    *updates = std::move(result);
+    return Status::OK();
+  });
+}
+
+}  // namespace propeller

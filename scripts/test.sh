@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# The project's test command (README "Quick start", run by .ci/run):
+#   1. installs the Debian packages it needs (scripts/install-deps.sh),
+#   2. builds everything with warnings as errors and runs the whole CTest suite,
+#   3. builds again with AddressSanitizer + UndefinedBehaviorSanitizer and runs the suite there.
+# Build trees go to build/ and build-asan/ (override with BUILD_DIR / ASAN_BUILD_DIR).
+# Set PROPELLER_SKIP_ASAN=1 to skip step 3 locally (CI never sets it).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+bash scripts/install-deps.sh
+
+JOBS="$(nproc)"
+BUILD_DIR="${BUILD_DIR:-build}"
+ASAN_BUILD_DIR="${ASAN_BUILD_DIR:-build-asan}"
+
+echo "== build (RelWithDebInfo, -Werror) in $BUILD_DIR"
+cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPROPELLER_WERROR=ON
+cmake --build "$BUILD_DIR" -j "$JOBS"
+echo "== tests"
+ctest --test-dir "$BUILD_DIR" --output-on-failure -j "$JOBS"
+
+if [ "${PROPELLER_SKIP_ASAN:-0}" != "1" ]; then
+  echo "== build (ASan + UBSan) in $ASAN_BUILD_DIR"
+  cmake -S . -B "$ASAN_BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DPROPELLER_WERROR=ON \
+        -DPROPELLER_SANITIZE=ON -DPROPELLER_BENCH=OFF
+  cmake --build "$ASAN_BUILD_DIR" -j "$JOBS"
+  echo "== tests under sanitizers"
+  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    ctest --test-dir "$ASAN_BUILD_DIR" --output-on-failure -j "$JOBS"
+fi
+echo "== all tests passed"
