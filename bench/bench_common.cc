@@ -216,6 +216,18 @@ uint64_t ExpectedHits(const Dataset& dataset, uint64_t files, SearchKind kind) {
   return hits;
 }
 
+namespace {
+bool any_failure = false;  // benchmarks run on one thread
+}  // namespace
+
+void Fail(benchmark::State& state, const std::string& message) {
+  any_failure = true;
+  std::fprintf(stderr, "FAILED: %s\n", message.c_str());
+  state.SkipWithError(message.c_str());
+}
+
+bool AnyBenchmarkFailed() { return any_failure; }
+
 int64_t NowNanos() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
              std::chrono::steady_clock::now().time_since_epoch())

@@ -94,6 +94,13 @@ class LatencyRecorder {
 // checked against while their state is still the freshly populated one.
 uint64_t ExpectedHits(const Dataset& dataset, uint64_t files, SearchKind kind);
 
+// Marks the running benchmark failed with `message` (State::SkipWithError) and remembers it, so
+// main can exit non-zero (Google Benchmark itself exits 0 after a skipped benchmark). The
+// caller must leave the benchmark loop afterwards.
+void Fail(benchmark::State& state, const std::string& message);
+// True once any benchmark called Fail.
+bool AnyBenchmarkFailed();
+
 // Monotonic nanoseconds (CLOCK_MONOTONIC via steady_clock; ~20 ns per call here).
 int64_t NowNanos();
 

@@ -9,6 +9,7 @@
 //   --files=100k[,1m,10m]   file counts (PROPELLER_BENCH_FILES), default 100k
 //   --seed=42 --files_per_acg=10000 --systems=propeller,sqlite
 // Every other flag goes to Google Benchmark (--benchmark_filter, --benchmark_min_time=0.5, ...).
+// Exit status 1 when any benchmark failed (an engine error or a wrong hit count).
 #include <cstdio>
 
 #include <benchmark/benchmark.h>
@@ -53,5 +54,5 @@ int main(int argc, char** argv) {
   ReleasePropeller();
   ReleaseSqlite();
   CleanUpRunDir();
-  return 0;
+  return AnyBenchmarkFailed() ? 1 : 0;
 }

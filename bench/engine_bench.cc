@@ -145,7 +145,7 @@ void BM_PropellerSearch(benchmark::State& state, uint64_t files, SearchKind kind
   EngineWorld* world = EngineWorld::Get(files, &error);
   Engine* engine = world == nullptr ? nullptr : world->At(Level::kDefault, &error);
   if (engine == nullptr) {
-    state.SkipWithError(error.c_str());
+    Fail(state, error);
     return;
   }
   const SearchSpec& spec = GetSearchSpec(kind);
@@ -157,7 +157,7 @@ void BM_PropellerSearch(benchmark::State& state, uint64_t files, SearchKind kind
   Result<std::vector<SearchHit>> warm = s.ok() ? engine->SearchAll(request) : s;
   if (!warm.ok()) {
     error = "warm-up: " + warm.status().ToString();
-    state.SkipWithError(error.c_str());
+    Fail(state, error);
     return;
   }
   SearchStats stats;
@@ -167,7 +167,7 @@ void BM_PropellerSearch(benchmark::State& state, uint64_t files, SearchKind kind
     Result<std::vector<SearchHit>> result = engine->SearchAll(request, &stats);
     if (!result.ok()) {
       error = result.status().ToString();
-      state.SkipWithError(error.c_str());
+      Fail(state, error);
       return;
     }
     hits = result->size();
@@ -182,7 +182,7 @@ void BM_PropellerSearch(benchmark::State& state, uint64_t files, SearchKind kind
     state.counters["expected_hits"] = static_cast<double>(expected);
     if (hits != expected) {
       error = "wrong hit count " + std::to_string(hits) + ", expected " + std::to_string(expected);
-      state.SkipWithError(error.c_str());
+      Fail(state, error);
     }
   }
   EngineStats engine_stats = engine->Stats();
@@ -199,7 +199,7 @@ void BM_PropellerUpdateLatency(benchmark::State& state, uint64_t files, Level le
   EngineWorld* world = EngineWorld::Get(files, &error);
   Engine* engine = world == nullptr ? nullptr : world->At(level, &error);
   if (engine == nullptr) {
-    state.SkipWithError(error.c_str());
+    Fail(state, error);
     return;
   }
   world->set_dirty();
@@ -213,7 +213,7 @@ void BM_PropellerUpdateLatency(benchmark::State& state, uint64_t files, Level le
     int64_t ns = NowNanos() - t0;
     if (!s.ok()) {
       error = s.ToString();
-      state.SkipWithError(error.c_str());
+      Fail(state, error);
       break;
     }
     state.SetIterationTime(static_cast<double>(ns) / 1e9);
@@ -227,7 +227,7 @@ void BM_PropellerBatchUpdate(benchmark::State& state, uint64_t files, Level leve
   EngineWorld* world = EngineWorld::Get(files, &error);
   Engine* engine = world == nullptr ? nullptr : world->At(level, &error);
   if (engine == nullptr) {
-    state.SkipWithError(error.c_str());
+    Fail(state, error);
     return;
   }
   world->set_dirty();
@@ -240,7 +240,7 @@ void BM_PropellerBatchUpdate(benchmark::State& state, uint64_t files, Level leve
     int64_t ns = NowNanos() - t0;
     if (!s.ok()) {
       error = s.ToString();
-      state.SkipWithError(error.c_str());
+      Fail(state, error);
       break;
     }
     state.SetIterationTime(static_cast<double>(ns) / 1e9);

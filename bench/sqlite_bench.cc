@@ -301,7 +301,7 @@ void BM_SqliteSearch(benchmark::State& state, uint64_t files, SearchKind kind) {
   std::string error;
   SqliteWorld* world = SqliteWorld::Get(files, &error);
   if (world == nullptr) {
-    state.SkipWithError(error.c_str());
+    Fail(state, error);
     return;
   }
   state.SetLabel(GetSearchSpec(kind).query);
@@ -309,14 +309,14 @@ void BM_SqliteSearch(benchmark::State& state, uint64_t files, SearchKind kind) {
   {  // warm: the first run pulls the index pages into the page cache
     std::vector<Row> rows;
     if (!world->Search(kind, &rows, &error)) {
-      state.SkipWithError(error.c_str());
+      Fail(state, error);
       return;
     }
   }
   for (auto _ : state) {
     std::vector<Row> rows;
     if (!world->Search(kind, &rows, &error)) {
-      state.SkipWithError(error.c_str());
+      Fail(state, error);
       return;
     }
     hits = rows.size();
@@ -328,7 +328,7 @@ void BM_SqliteSearch(benchmark::State& state, uint64_t files, SearchKind kind) {
     state.counters["expected_hits"] = static_cast<double>(expected);
     if (hits != expected) {
       error = "wrong hit count " + std::to_string(hits) + ", expected " + std::to_string(expected);
-      state.SkipWithError(error.c_str());
+      Fail(state, error);
     }
   }
   state.counters["disk_bytes_per_file"] =
@@ -341,7 +341,7 @@ void BM_SqliteUpdateLatency(benchmark::State& state, uint64_t files, Level level
   std::string error;
   SqliteWorld* world = SqliteWorld::Get(files, &error);
   if (world == nullptr || !world->SetLevel(level, &error)) {
-    state.SkipWithError(error.c_str());
+    Fail(state, error);
     return;
   }
   world->set_dirty();
@@ -354,7 +354,7 @@ void BM_SqliteUpdateLatency(benchmark::State& state, uint64_t files, Level level
     bool ok = world->Begin(&error) && world->Update(r, &error) && world->Commit(&error);
     int64_t ns = NowNanos() - t0;
     if (!ok) {
-      state.SkipWithError(error.c_str());
+      Fail(state, error);
       break;
     }
     state.SetIterationTime(static_cast<double>(ns) / 1e9);
@@ -367,7 +367,7 @@ void BM_SqliteBatchUpdate(benchmark::State& state, uint64_t files, Level level) 
   std::string error;
   SqliteWorld* world = SqliteWorld::Get(files, &error);
   if (world == nullptr || !world->SetLevel(level, &error)) {
-    state.SkipWithError(error.c_str());
+    Fail(state, error);
     return;
   }
   world->set_dirty();
@@ -381,7 +381,7 @@ void BM_SqliteBatchUpdate(benchmark::State& state, uint64_t files, Level level) 
     ok = ok && world->Commit(&error);
     int64_t ns = NowNanos() - t0;
     if (!ok) {
-      state.SkipWithError(error.c_str());
+      Fail(state, error);
       break;
     }
     state.SetIterationTime(static_cast<double>(ns) / 1e9);

@@ -2,8 +2,9 @@
 // framed bytes Propeller writes itself.
 //
 // Software, table-driven slice-by-8: it sits on the write-ahead-log hot path, and slice-by-8
-// processes 8 bytes per step instead of 1 (several times the throughput of the byte-wise loop)
-// without depending on SSE4.2 being present. The 8 KiB of tables are built at compile time.
+// processes 8 bytes per step instead of 1 without depending on SSE4.2 being present: measured on
+// the 2-core development VM, ~650 MB/s against ~130 MB/s for the byte-wise table loop (1 MiB
+// buffers, -O2). The 8 KiB of tables are built at compile time.
 //
 // All functions are pure and thread-safe.
 #ifndef PROPELLER_COMMON_CRC32C_H_

@@ -196,7 +196,9 @@ class PosixEnv final : public Env {
   }
 
   Status RenameFile(const std::string& from, const std::string& to) override {
-    if (::rename(from.c_str(), to.c_str()) != 0) return PosixError("rename", from + " to " + to, errno);
+    if (::rename(from.c_str(), to.c_str()) != 0) {
+      return PosixError("rename", from + " to " + to, errno);
+    }
     return Status::OK();
   }
 

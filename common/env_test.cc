@@ -377,7 +377,8 @@ TEST_P(EnvTest, ConcurrentWritersOnDistinctFiles) {
   for (std::thread& th : threads) th.join();
   EXPECT_EQ(failures.load(), 0);
   for (int t = 0; t < kThreads; ++t) {
-    EXPECT_EQ(ReadAll(env_, P("t" + std::to_string(t))), std::string(500, static_cast<char>('0' + t)));
+    EXPECT_EQ(ReadAll(env_, P("t" + std::to_string(t))),
+              std::string(500, static_cast<char>('0' + t)));
   }
 }
 

@@ -11,7 +11,11 @@
 // and once the env has "crashed" nothing more reaches it: bytes appended but not flushed
 // before the crash are lost, exactly as a killed process loses its user-space buffer.
 // DropUnsyncedData then models the power loss on top: every tracked file is cut back to its
-// synced length.
+// synced length. A file opened with NewAppendableFile that this env has not written since the
+// last ResetState counts as synced up to its size at open (it predates the simulated reboot).
+//
+// Failed() stays true until ResetState, which also zeroes MutationCount() so a test can
+// measure one run, pick a crash point in [0, count) and replay with SetFailAfter.
 //
 // Bookkeeping limits: a file renamed while a writer is still open keeps being tracked under
 // its old name by that writer's later Syncs; create, sync and close a file before renaming it
@@ -64,8 +68,12 @@ class FaultWritableFile final : public WritableFile {
     if (closed_) return Status::IOError("sync of closed file " + path_);
     PROPELLER_RETURN_IF_ERROR(env_->CheckMutation("sync"));
     PROPELLER_RETURN_IF_ERROR(PassThrough());
+    // fsync on any descriptor makes everything the OS holds for the file durable, including
+    // bytes written through other handles (the WAL syncs through a second handle). So the
+    // synced length is the file's size in the base env, read before the sync (conservative).
+    Result<uint64_t> on_os = env_->GetFileSize(path_);
     PROPELLER_RETURN_IF_ERROR(base_->Sync());
-    env_->RecordSynced(path_, base_->Size());
+    env_->RecordSynced(path_, on_os.ok() ? *on_os : base_->Size());
     return Status::OK();
   }
 

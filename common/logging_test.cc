@@ -62,7 +62,7 @@ TEST_F(LoggingTest, OneLineWithUtcTimestampAndLevel) {
   EXPECT_TRUE(HasPrefix(out, 'W')) << out;
   EXPECT_EQ(out.substr(kPrefixSize), "disk sda at 93%\n") << out;
   // The timestamp is now, in UTC.
-  char expected_year[8];
+  char expected_year[16];
   const time_t now = time(nullptr);
   tm utc{};
   gmtime_r(&now, &utc);

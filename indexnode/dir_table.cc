@@ -36,6 +36,12 @@ void DirTable::Put(const FileRecord& dir) {
 }
 
 void DirTable::Apply(const Update& u) {
+  if ((u.op == UpdateOp::kPut && u.record.type != FileType::kDirectory) ||
+      u.op == UpdateOp::kDelete) {
+    // The common case, a file that never was a directory: a shared lock suffices.
+    std::shared_lock<std::shared_mutex> lock(mu_);
+    if (paths_.find(u.record.id) == paths_.end()) return;
+  }
   if (u.op == UpdateOp::kPut) {
     // Non-directories are not stored, but a put may turn a directory id into a file.
     Put(u.record);

@@ -201,12 +201,17 @@ class Engine::Impl {
     for (const Update& u : updates) {
       PROPELLER_RETURN_IF_ERROR(ValidateUpdate(u));
       // Create ACGs before logging: opening an environment must not happen under the log lock.
-      PROPELLER_ASSIGN_OR_RETURN(Acg * acg, GetOrCreateAcg(u.acg));
-      targets.push_back(acg);
+      // Batches usually target few ACGs in runs: reuse the previous lookup.
+      if (targets.empty() || targets.back()->id() != u.acg) {
+        PROPELLER_ASSIGN_OR_RETURN(Acg * acg, GetOrCreateAcg(u.acg));
+        targets.push_back(acg);
+      } else {
+        targets.push_back(targets.back());
+      }
     }
     thread_local std::string payload;
     payload.clear();
-    EncodeUpdateBatch(std::vector<Update>(updates.begin(), updates.end()), &payload);
+    EncodeUpdateBatch(updates, &payload);
     Env* env = options_.env;
     auto on_logged = [&](uint64_t lsn) {
       int64_t now = env->MonotonicNanos();

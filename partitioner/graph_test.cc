@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <limits>
 #include <numeric>
 #include <string>
@@ -201,8 +202,10 @@ TEST(CsrGraphTest, HugeWeightsAreScaledToFitMetis) {
   const uint32_t n = 30;
   std::vector<WeightedEdge> edges;
   for (int i = 0; i < 200; ++i) {
+    const uint64_t weight =
+        rnd.OneIn(3) ? rnd.Uniform(10) + 1 : (uint64_t{1} << 40) + rnd.Uniform(1u << 30);
     edges.push_back({static_cast<uint32_t>(rnd.Uniform(n)), static_cast<uint32_t>(rnd.Uniform(n)),
-                     rnd.OneIn(3) ? rnd.Uniform(10) + 1 : (uint64_t{1} << 40) + rnd.Uniform(1u << 30)});
+                     weight});
   }
   edges.push_back({0, 1, std::numeric_limits<uint64_t>::max()});
   edges.push_back({1, 0, 5});  // saturates
@@ -224,10 +227,11 @@ TEST(CsrGraphTest, HugeWeightsAreScaledToFitMetis) {
     }
   }
   for (uint32_t u = 0; u < n; ++u) {
-    for (uint32_t k = static_cast<uint32_t>(g.xadj()[u]); k < static_cast<uint32_t>(g.xadj()[u + 1]); ++k) {
+    for (auto k = static_cast<size_t>(g.xadj()[u]); k < static_cast<size_t>(g.xadj()[u + 1]); ++k) {
       const auto v = static_cast<uint32_t>(g.adjncy()[k]);
       const auto back = std::lower_bound(g.adjncy().begin() + g.xadj()[v],
-                                         g.adjncy().begin() + g.xadj()[v + 1], static_cast<int32_t>(u));
+                                         g.adjncy().begin() + g.xadj()[v + 1],
+                                         static_cast<int32_t>(u));
       ASSERT_EQ(g.adjwgt()[static_cast<size_t>(back - g.adjncy().begin())], g.adjwgt()[k]);
     }
   }
@@ -240,7 +244,8 @@ TEST(CsrGraphTest, LargerRandomGraphComponentsMatchUnionFind) {
   const uint32_t n = 20000;
   std::vector<WeightedEdge> edges;
   for (int i = 0; i < 15000; ++i) {
-    edges.push_back({static_cast<uint32_t>(rnd.Uniform(n)), static_cast<uint32_t>(rnd.Uniform(n)), 1});
+    edges.push_back(
+        {static_cast<uint32_t>(rnd.Uniform(n)), static_cast<uint32_t>(rnd.Uniform(n)), 1});
   }
   const CsrGraph g = CsrGraph::FromDirectedEdges(n, edges);
   UnionFind uf(n);

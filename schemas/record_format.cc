@@ -341,7 +341,7 @@ Status DecodeRecord(std::string_view bytes, FileRecord* record) {
   });
 }
 
-void EncodeUpdateBatch(const std::vector<Update>& updates, std::string* out) {
+void EncodeUpdateBatch(std::span<const Update> updates, std::string* out) {
   StringSink sink(out);
   Packer pk(sink);
   pk.pack_array(static_cast<uint32_t>(kBatchFields));

@@ -15,6 +15,7 @@
 #define PROPELLER_SCHEMAS_RECORD_FORMAT_H_
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -32,7 +33,7 @@ void EncodeRecord(const FileRecord& record, std::string* out);
 Status DecodeRecord(std::string_view bytes, FileRecord* record);
 
 // A batch of updates, as one WAL record payload.
-void EncodeUpdateBatch(const std::vector<Update>& updates, std::string* out);
+void EncodeUpdateBatch(std::span<const Update> updates, std::string* out);
 Status DecodeUpdateBatch(std::string_view bytes, std::vector<Update>* updates);
 
 }  // namespace propeller

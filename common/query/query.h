@@ -13,23 +13,28 @@
 // Semantics, per attribute:
 //  - size, mtime, ctime, atime, uid, gid, mode, nlink: integers. Sizes take units k m g t p
 //    (also kb, kib, KB, MiB …; powers of 1024 as in find -size). Times take a date
-//    (2024-05-01, 2024-05-01T12:00, 2024-05-01T12:00:30, UTC) or an age with a unit
+//    (2024-05-01, 2024-05-01T12:00, 2024-05-01T12:00:30[.fraction], UTC) or an age with a unit
 //    s, min, h, d, w, y (also sec, hour, day, week, year and plurals). With an age the
 //    comparison flips: "mtime<1d" = modified less than a day ago = mtime > now-1d;
 //    "mtime=1d" is an error (ages are ranges). "m" alone is rejected for times as ambiguous.
 //    uid and gid take a number or a user/group name (resolved by the NameResolver).
-//    mode takes octal with a leading 0 (0644) and compares the permission bits (mode & 07777).
+//    mode takes octal with a leading 0 (0644; without it the number is decimal) and compares
+//    the permission bits (mode & 07777); values above 07777 are an error.
 //  - type: f, d, l, o; only = and !=.
 //  - name, ext, path: strings. A record with several paths (hard links) matches when any of its
 //    paths does. '~' is a glob (fnmatch: * ? [..]) when the value has a glob character, else a
-//    substring test. ext compares lowercased, without the dot.
+//    substring test. ext compares lowercased, without leading dots (ext=.TXT = ext=txt).
 //  - keyword: equality against the path's keyword tokens (PathKeywords), lowercased; only = !=.
+//    A value that cannot be a token (empty, or with punctuation: keyword=a-b) is an error.
 //  - any other identifier names a user attribute (an index): numbers compare numerically with
-//    int and double values, strings compare with string values; a record without the attribute
-//    matches no predicate on it except '!='.
+//    int and double values (exactly, also beyond 2^53), strings compare with string values
+//    (bytewise), other pairs never match; a record without the attribute matches no predicate
+//    on it except '!='. Names match [a-z][a-z0-9_.-]{0,63}. A bare value that reads as a number
+//    (-12, 1.5, 1e3) is a number, a quoted one a string; '~' always takes the value as text.
 //  - 'a != v' is exactly '!(a = v)' for every attribute.
-// Values are words (letters, digits and . _ - / * ? [ ] : + @ %) or "double-quoted strings"
-// with \" and \\ escapes.
+// Values are words (letters, digits, bytes >= 0x80 and . _ - / * ? [ ] : + @ %, and '!' or '^'
+// right after '[' for globs) or "double-quoted strings" with \" and \\ escapes.
+// Limits: 64 KiB of text, 64 levels of nesting ('(' and '!'), 1024 predicates.
 #ifndef PROPELLER_COMMON_QUERY_QUERY_H_
 #define PROPELLER_COMMON_QUERY_QUERY_H_
 
@@ -64,7 +69,8 @@ struct Predicate {
   std::string user_attr;  // kUser only
   CmpOp op = CmpOp::kEq;
   // The value after resolution: integers for the numeric built-ins (times already absolute,
-  // mode masked, ages flipped into op), the letter for type, lowercased text for ext/keyword.
+  // mode masked, ages flipped into op), the letter for type (a one-byte string: "f"),
+  // lowercased text for ext/keyword; int64, double or string for user attributes.
   AttrValue value;
   size_t pos = 0;  // 1-based position of the attribute in the query text, for messages
 };

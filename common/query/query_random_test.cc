@@ -412,7 +412,7 @@ void PullToBoundaries(Random& rng, const ONode& n, FileRecord* r) {
       break;
     case OAttr::kUser:
       if (const auto* i = std::get_if<int64_t>(&p.want)) {
-        const __int128 w = *i + static_cast<int>(rng.Uniform(3)) - 1;
+        const __int128 w = static_cast<__int128>(*i) + static_cast<int>(rng.Uniform(3)) - 1;
         r->attrs[p.user] = static_cast<int64_t>(std::min(std::max(w, kI64Min), kI64Max));
       } else if (const auto* d = std::get_if<double>(&p.want)) {
         const double next[] = {std::nextafter(*d, -1e308), *d, std::nextafter(*d, 1e308)};

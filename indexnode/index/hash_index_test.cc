@@ -189,7 +189,7 @@ TEST(HashIndexTest, RandomStreamsAgainstModel) {
   EXPECT_EQ(index->name(), "keyword");
   Model model;
   std::vector<std::pair<AttrValue, FileId>> inserted;  // to pick removals that hit
-  size_t peak = 0;
+  size_t peak = 0;  // the longest id list seen
   for (int batch = 0; batch < 40; ++batch) {
     MDB_txn* txn = env.Begin();
     // Phases: grow, then shrink, so posting lists cross every form both ways.
@@ -228,10 +228,10 @@ TEST(HashIndexTest, RandomStreamsAgainstModel) {
         for (const AttrValue& v : pool) ASSERT_NO_FATAL_FAILURE(CheckLookup(*index, model, v));
       }
     }
-    peak = std::max(peak, ModelSize(model));
+    for (const auto& [k, ids] : model) peak = std::max(peak, ids.size());
     ASSERT_EQ(mdb_txn_commit(txn), 0);
   }
-  EXPECT_GT(peak, 2000u);  // lists reached the table form
+  EXPECT_GT(peak, 64u);  // some list reached the table form (more than 8 ids) and grew it
   for (const AttrValue& v : pool) ASSERT_NO_FATAL_FAILURE(CheckLookup(*index, model, v));
 
   index.reset();

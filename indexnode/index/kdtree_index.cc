@@ -19,11 +19,21 @@
 // tombstone + append + periodic compaction is both simpler and smaller.
 //
 // Exactness: int64 -> double rounds (ns timestamps ~1.7e18 exceed 2^53), but every map used
-// here is monotone non-decreasing (rounding conversion, subtraction of a constant, product with
-// a positive constant, IEEE bit patterns of non-negative doubles), so p >= lo implies
+// here is monotone non-decreasing (rounding conversion and addition, subtraction of a constant,
+// product with a positive constant, IEEE bit patterns of positive doubles), so p >= lo implies
 // N(p) >= N(lo). The traversal skips a child only when N(lo) > child max (or N(hi) < child min)
 // on the split axis, which then proves every point there is outside the int64 box; every point
 // reached is tested against the int64 box. Hence Search returns exactly the matching ids.
+//
+// Measured (50k points; size log-uniform with 20% empty, three times over 3 years, 21 uids;
+// 2 shared cores, thread CPU time): MemoryBytes 84.8 B/point (also at 100k); build from LMDB
+// 34 ms; a box of 3% of the size range x 3% of the mtime range (~46 hits, 0.09%) visits ~210
+// leaves / 4.3k points in ~45 us against ~300 us for a linear scan. The log map for size cut
+// the points visited by 2.5x. Down-weighting uid/gid splits helped size/mtime boxes by ~30%
+// but hurt uid queries as much, so all axes weigh the same.
+// nanoflann builds recursively; every unbalanced split at least halves one axis's span, so
+// the depth stays near log2(n) + 64 per axis (adversarial geometric data at 200k points: ~280
+// levels, ~100 KB of stack).
 #include "indexnode/index/kdtree_index.h"
 
 #include <nanoflann.hpp>
