@@ -19,7 +19,23 @@ namespace propeller {
 namespace {
 
 using IdSet = std::vector<FileId>;  // sorted, unique
-using Plan = std::optional<IdSet>;  // nullopt = every record
+
+// A candidate set, or "every record". (Not std::optional<IdSet>: GCC 12 reports a false
+// -Wmaybe-uninitialized on it in the sanitizer build.)
+class Plan {
+ public:
+  Plan() = default;  // every record
+  explicit Plan(IdSet ids) : all_(false), ids_(std::move(ids)) {}
+  explicit operator bool() const { return !all_; }
+  IdSet& operator*() { return ids_; }
+  const IdSet& operator*() const { return ids_; }
+  IdSet* operator->() { return &ids_; }
+  const IdSet* operator->() const { return &ids_; }
+
+ private:
+  bool all_ = true;
+  IdSet ids_;
+};
 
 // Below this many candidates, verifying is cheaper than probing another structure.
 constexpr size_t kSmallEnough = 64;
@@ -244,7 +260,7 @@ class AcgPlanner {
     Plan acc;  // nullopt = no restriction yet
     auto combine = [&](Plan p) {
       if (!p) return;
-      acc = acc ? Intersect(*acc, *p) : std::move(p);
+      acc = acc ? Plan(Intersect(*acc, *p)) : std::move(p);
     };
     // Cheapest first: hash probes, then the in-memory K-D box, then B-tree scans.
     for (const QueryNode* c : hashy) {
@@ -301,7 +317,7 @@ Status Acg::Search(const AcgSearchRequest& req, AcgSearchStats* stats) {
     q.value = req.scope;
     PROPELLER_RETURN_IF_ERROR(path->Search(txn, q, add));
     Normalise(&ids);
-    plan = std::move(ids);
+    plan = Plan(std::move(ids));
   }
 
   FileRecord rec;
