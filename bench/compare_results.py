@@ -62,13 +62,13 @@ def ratio(p, s):
 def metrics_for(bench):
     if bench == "UpdateLatency":
         return [
-            ("median latency µs", lambda b: b.get("p50_us"), "≤ 5 µs",
+            ("median latency µs", lambda b: b.get("p50_us"), "≤ 5 µs (default level)",
              lambda v, n: v <= 5),
             ("p99 latency µs", lambda b: b.get("p99_us"), None, None),
         ]
     if bench == "BatchUpdate":
         return [("updates/s (1000 per batch)", lambda b: b.get("items_per_second"),
-                 "≥ 500 k/s", lambda v, n: v >= 500e3)]
+                 "≥ 500 k/s (default level)", lambda v, n: v >= 500e3)]
     if bench == "SearchBigRecent":
         return [
             ("ms per search", lambda b: seconds(b) * 1e3, "≤ 20 ms at 10 M",
@@ -115,6 +115,9 @@ def main():
             pv = get(p) if p is not None and not p.get("error_occurred") else None
             sv = get(s) if s is not None and not s.get("error_occurred") else None
             verdict = ""
+            # The update budgets are for the default level; `sync` waits for the disk.
+            if level.startswith("sync"):
+                budget = None
             if budget is not None and pv is not None and check is not None:
                 ok = check(pv, files)
                 verdict = budget + ("" if ok is None else (" ✅" if ok else " ❌"))

@@ -53,7 +53,9 @@ struct EngineOptions {
   int64_t group_commit_interval_ns = 10'000'000;  // kDefault: fsync the log this often
   int64_t commit_timeout_ns = 5'000'000'000;      // commit an ACG's cache after this age
   size_t cache_bound_updates = 50'000;  // commit an ACG's cache beyond this many updates
-  size_t total_cache_bound_updates = 2'000'000;   // node-wide: commit the largest beyond this
+  // Node-wide: commit the largest caches beyond this. A cached update costs ~300-400 bytes of
+  // heap; 500k bounds that at ~200 MB and keeps ingest from fragmenting the heap further.
+  size_t total_cache_bound_updates = 500'000;
   int search_threads = 0;               // 0 = number of cores
   uint64_t wal_segment_bytes = 64ull << 20;
   uint64_t acg_map_size = 4ull << 30;   // initial LMDB map size per ACG (sparse; grows)

@@ -114,10 +114,34 @@ TEST_P(EngineRandomTest, MatchesBruteForceAcrossReopens) {
       req.query = text;
       req.scope = scope;
       req.now_ns = kNow;
+      if (rnd.OneIn(3)) {
+        // Sorted and limited: the exact order (ties broken by path) and the first N.
+        static const char* kKeys[] = {"size", "mtime", "ctime", "atime", "uid", "gid", "path",
+                                      "name"};
+        req.sort_by = kKeys[rnd.Uniform(std::size(kKeys))];
+        req.descending = rnd.OneIn(2);
+        req.limit = rnd.OneIn(2) ? 0 : 1 + rnd.Uniform(20);
+      } else if (rnd.OneIn(4)) {
+        req.limit = 1 + rnd.Uniform(5);  // unsorted: any `limit` of the matches
+      }
       auto hits = engine->SearchAll(req);
       ASSERT_TRUE(hits.ok()) << text << ": " << hits.status().ToString();
-      ASSERT_EQ(HitPaths(*hits), model.Search(*q, scope))
-          << "step " << step << " query '" << text << "' scope " << scope;
+      if (req.sort_by.empty() && req.limit != 0) {
+        std::vector<std::string> all = model.Search(*q, scope), got = HitPaths(*hits);
+        ASSERT_EQ(got.size(), std::min<size_t>(req.limit, all.size())) << text;
+        ASSERT_TRUE(std::includes(all.begin(), all.end(), got.begin(), got.end())) << text;
+      } else if (req.sort_by.empty()) {
+        ASSERT_EQ(HitPaths(*hits), model.Search(*q, scope))
+            << "step " << step << " query '" << text << "' scope " << scope;
+      } else {
+        std::vector<std::string> expected =
+            model.SearchSorted(*q, scope, req.sort_by, req.descending, req.limit);
+        std::vector<std::string> got;
+        for (const SearchHit& h : *hits) got.push_back(h.path);
+        ASSERT_EQ(got, expected) << "step " << step << " query '" << text << "' sorted by "
+                                 << req.sort_by << (req.descending ? " desc" : "")
+                                 << " limit " << req.limit;
+      }
       ++queries;
     }
     if (rnd.OneIn(200)) {

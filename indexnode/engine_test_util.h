@@ -65,6 +65,44 @@ struct Model {
     return out;
   }
 
+  // Like Search, ordered by `key` (ties by path, ascending) and cut to `limit` (0 = all).
+  std::vector<std::string> SearchSorted(const Query& q, const std::string& scope,
+                                        const std::string& key, bool desc, size_t limit) const {
+    std::vector<std::pair<const FileRecord*, std::string>> hits;
+    for (const auto& [id, rec] : files) {
+      for (const std::string& p : rec.paths) {
+        if (PathInScope(p, scope)) {
+          if (q.Matches(rec)) hits.emplace_back(&rec, p);
+          break;
+        }
+      }
+    }
+    auto num = [&](const FileRecord& r) -> int64_t {
+      if (key == "size") return static_cast<int64_t>(r.size);
+      if (key == "mtime") return r.mtime;
+      if (key == "ctime") return r.ctime;
+      if (key == "atime") return r.atime;
+      if (key == "uid") return r.uid;
+      return r.gid;
+    };
+    std::stable_sort(hits.begin(), hits.end(), [&](const auto& a, const auto& b) {
+      if (key == "path" || key == "name") {
+        std::string ka = key == "path" ? a.second : std::string(PathBaseName(a.second));
+        std::string kb = key == "path" ? b.second : std::string(PathBaseName(b.second));
+        if (ka != kb) return desc ? ka > kb : ka < kb;
+      } else if (num(*a.first) != num(*b.first)) {
+        return desc ? num(*a.first) > num(*b.first) : num(*a.first) < num(*b.first);
+      }
+      return a.second < b.second;
+    });
+    std::vector<std::string> out;
+    for (const auto& h : hits) {
+      if (limit != 0 && out.size() == limit) break;
+      out.push_back(h.second);
+    }
+    return out;
+  }
+
   void Apply(const Update& u) {
     switch (u.op) {
       case UpdateOp::kPut:

@@ -2,7 +2,7 @@
 // most 511 bytes; signed and composite keys must be big-endian with the sign bit flipped).
 //
 // Every encoding here compares with memcmp in the same order as the values it encodes. The
-// layouts are byte tables in keys.cc; golden bytes are pinned in schemas_test.cc. Version:
+// layouts are byte tables in keys.cc; golden bytes are pinned in keys_test.cc. Version:
 // these layouts are part of the ACG on-disk format version (kAcgFormatVersion below); changing
 // one requires a new version and a migration.
 // All functions are thread-safe and never throw.

@@ -6,7 +6,7 @@
 // older one it knows; fields are only ever appended at the end, and a reader ignores trailing
 // fields it does not know. A version newer than the reader's is Corruption ("unsupported
 // version N"). The field tables are in record_format.cc next to the code, and golden bytes
-// are pinned in schemas_test.cc.
+// are pinned in record_format_test.cc.
 //
 // Decoders take untrusted bytes: they never throw, never crash, and never allocate more than
 // a small multiple of the input size (unpack limits); garbage gives Corruption.
