@@ -246,7 +246,6 @@ Status Acg::BuildIndex(MDB_txn* txn, Index* index) {
 void Acg::AddToCache(uint64_t lsn, const Update& update, int64_t now_mono_ns) {
   std::lock_guard<std::mutex> lock(cache_mu_);
   if (cache_.empty()) oldest_cached_time_ns_ = now_mono_ns;
-  if (update.op == UpdateOp::kPut) summary_.Add(update.record);
   cache_.push_back(CachedUpdate{lsn, update});
 }
 
@@ -266,7 +265,11 @@ int64_t Acg::oldest_cached_time_ns() const {
 }
 
 bool Acg::MayMatch(const QueryNode& node) const {
-  std::lock_guard<std::mutex> lock(cache_mu_);
+  {
+    std::lock_guard<std::mutex> lock(cache_mu_);
+    if (!cache_.empty() || summary_pending_ > 0) return true;
+  }
+  std::lock_guard<std::mutex> lock(summary_mu_);
   return summary_.MayMatch(node);
 }
 
@@ -287,8 +290,19 @@ Status Acg::Commit(uint64_t up_to_lsn) {
       }
       cache_.swap(rest);
     }
+    if (!batch.empty()) ++summary_pending_;
   }
   if (batch.empty()) return Status::OK();
+  {
+    std::lock_guard<std::mutex> sl(summary_mu_);
+    for (const CachedUpdate& cu : batch) {
+      if (cu.update.op == UpdateOp::kPut) summary_.Add(cu.update.record);
+    }
+  }
+  {
+    std::lock_guard<std::mutex> cl(cache_mu_);
+    --summary_pending_;
+  }
   Status s = CommitOnce(batch);
   for (int attempt = 0; s.code() == StatusCode::kResourceExhausted && attempt < 8; ++attempt) {
     // MDB_MAP_FULL (PITFALLS: may come from commit too): grow the map with no live
@@ -344,7 +358,7 @@ Status Acg::CommitOnce(const std::vector<CachedUpdate>& batch) {
   if (rc != 0) return LmdbStatus(rc, "writing applied_lsn");
   std::string summary;
   {
-    std::lock_guard<std::mutex> cl(cache_mu_);
+    std::lock_guard<std::mutex> sl(summary_mu_);
     summary_.EncodeTo(&summary);
   }
   k = Val("summary");

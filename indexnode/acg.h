@@ -76,7 +76,7 @@ class Acg {
   const std::string& dir() const { return dir_; }
   uint64_t applied_lsn() const { return applied_lsn_.load(); }
 
-  // Adds a logged update to the write cache and widens the summary. Thread-safe.
+  // Adds a logged update to the write cache. Thread-safe.
   void AddToCache(uint64_t lsn, const Update& update, int64_t now_mono_ns);
   size_t cached() const;
   uint64_t oldest_cached_lsn() const;        // 0 when the cache is empty
@@ -140,7 +140,13 @@ class Acg {
   mutable std::mutex cache_mu_;
   std::vector<CachedUpdate> cache_;    // Under cache_mu_. In LSN order.
   int64_t oldest_cached_time_ns_ = 0;  // Under cache_mu_.
-  AcgSummary summary_;                 // Under cache_mu_.
+  // Commits whose records are out of the cache but not yet in the summary. The summary is
+  // widened by the commit, not on the acknowledgement path (it cost ~8% of Apply): while the
+  // cache is non-empty or this is non-zero, MayMatch says yes and the search commits first.
+  int summary_pending_ = 0;            // Under cache_mu_.
+
+  mutable std::mutex summary_mu_;      // Lock order: after rw_, never with cache_mu_ held.
+  AcgSummary summary_;                 // Under summary_mu_.
 };
 
 }  // namespace propeller
