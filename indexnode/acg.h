@@ -52,8 +52,9 @@ struct AcgSearchRequest {
   const Query* query = nullptr;
   std::string scope = "/";
   std::optional<uint32_t> volume;
-  // Called for each match with the first path in scope; return false to stop.
-  std::function<bool(const std::string& path, const FileRecord& record)> on_match;
+  // Called for each match with the first path in scope; return false to stop. The record is
+  // a scratch object the callee may move from (each match is decoded afresh).
+  std::function<bool(const std::string& path, FileRecord& record)> on_match;
   const std::atomic<bool>* stop = nullptr;  // polled between candidates; may be null
 };
 

@@ -334,7 +334,8 @@ Status Acg::Search(const AcgSearchRequest& req, AcgSearchStats* stats) {
     }
     if (!in_scope || !req.query->Matches(rec)) return true;
     if (stats) ++stats->matches;
-    return req.on_match(*in_scope, rec);
+    const std::string path = *in_scope;  // on_match may move rec (and its paths) away
+    return req.on_match(path, rec);
   };
 
   if (plan) {

@@ -107,7 +107,7 @@ class Engine::Impl {
 
   ~Impl() {
     StopCommitter();
-    if (!crashed_) {
+    if (!crashed_ && wal_) {  // no log: Open failed before anything could be cached
       Status s = CommitAll();
       if (!s.ok()) Log(LogLevel::kError, "engine close: %s", s.ToString().c_str());
     }
@@ -117,6 +117,15 @@ class Engine::Impl {
   Status Open() {
     Env* env = options_.env;
     if (options_.data_dir.empty()) return Status::InvalidArgument("no data directory given");
+    if (options_.group_commit_interval_ns <= 0 || options_.commit_timeout_ns < 0) {
+      return Status::InvalidArgument("group commit interval must be > 0 and commit timeout >= 0");
+    }
+    if (options_.wal_segment_bytes < 4096 || options_.acg_map_size < (1u << 20)) {
+      return Status::InvalidArgument("log segments must be >= 4 KiB and the ACG map >= 1 MiB");
+    }
+    if (options_.cache_bound_updates == 0 || options_.total_cache_bound_updates == 0) {
+      return Status::InvalidArgument("cache bounds must be > 0");
+    }
     PROPELLER_RETURN_IF_ERROR(env->CreateDirs(JoinPath(options_.data_dir, "acg")));
     catalogue_path_ = JoinPath(options_.data_dir, "indexes");
     if (env->FileExists(catalogue_path_)) {
@@ -331,7 +340,8 @@ class Engine::Impl {
     if (committer_.joinable()) committer_.join();
   }
 
-  Status Search(const SearchRequest& req, const std::function<bool(const SearchHit&)>& on_hit,
+  // `on_hit` may move from the hit it is given.
+  Status Search(const SearchRequest& req, const std::function<bool(SearchHit&)>& on_hit,
                 SearchStats* stats_out) {
     if (crashed_) return Status::Aborted("engine crashed");
     ParseOptions po;
@@ -383,11 +393,11 @@ class Engine::Impl {
       ar.scope = req.scope;
       ar.volume = req.volume;
       ar.stop = &stop;
-      ar.on_match = [&](const std::string& path, const FileRecord& rec) {
+      ar.on_match = [&](const std::string& path, FileRecord& rec) {
         if (req.creds && !dir_table_.Visible(rec.id.volume, path, *req.creds)) return true;
         std::lock_guard<std::mutex> lock(out_mu);
         if (stop.load()) return false;
-        SearchHit hit{path, rec, acg->id()};
+        SearchHit hit{path, std::move(rec), acg->id()};
         if (sorted) {
           collected.push_back(std::move(hit));
           return true;
@@ -408,7 +418,7 @@ class Engine::Impl {
     if (sorted) {
       SortHits(req.sort_by, req.descending, &collected);
       if (req.limit != 0 && collected.size() > req.limit) collected.resize(req.limit);
-      for (const SearchHit& h : collected) {
+      for (SearchHit& h : collected) {
         ++delivered;
         if (!on_hit(h)) break;
       }
@@ -602,7 +612,7 @@ Status Engine::Apply(std::span<const Update> updates) { return impl_->Apply(upda
 
 Status Engine::Search(const SearchRequest& request,
                       const std::function<bool(const SearchHit&)>& on_hit, SearchStats* stats) {
-  return impl_->Search(request, on_hit, stats);
+  return impl_->Search(request, [&](SearchHit& h) { return on_hit(h); }, stats);
 }
 
 Result<std::vector<SearchHit>> Engine::SearchAll(const SearchRequest& request,
@@ -610,8 +620,8 @@ Result<std::vector<SearchHit>> Engine::SearchAll(const SearchRequest& request,
   std::vector<SearchHit> hits;
   PROPELLER_RETURN_IF_ERROR(impl_->Search(
       request,
-      [&](const SearchHit& h) {
-        hits.push_back(h);
+      [&](SearchHit& h) {
+        hits.push_back(std::move(h));
         return true;
       },
       stats));
