@@ -14,7 +14,7 @@
 set -euo pipefail
 
 if [[ $# -lt 1 ]]; then
-  sed -n '6,15p' "$0" >&2
+  sed -n '6,13p' "$0" >&2
   exit 2
 fi
 files="$1"
