@@ -142,8 +142,9 @@ class Acg {
   std::vector<CachedUpdate> cache_;    // Under cache_mu_. In LSN order.
   int64_t oldest_cached_time_ns_ = 0;  // Under cache_mu_.
   // Commits whose records are out of the cache but not yet in the summary. The summary is
-  // widened by the commit, not on the acknowledgement path (it cost ~8% of Apply): while the
-  // cache is non-empty or this is non-zero, MayMatch says yes and the search commits first.
+  // widened by the commit, not on the acknowledgement path (it was ~8% of Apply in a perf
+  // profile): while the cache is non-empty or this is non-zero, MayMatch says yes and the search
+  // commits first.
   int summary_pending_ = 0;            // Under cache_mu_.
 
   mutable std::mutex summary_mu_;      // Lock order: after rw_, never with cache_mu_ held.

@@ -45,18 +45,6 @@ std::string_view View(const MDB_val& v) {
   return std::string_view(static_cast<const char*>(v.mv_data), v.mv_size);
 }
 
-int AxisOf(Attr attr) {
-  switch (attr) {
-    case Attr::kSize: return 0;
-    case Attr::kMtime: return 1;
-    case Attr::kCtime: return 2;
-    case Attr::kAtime: return 3;
-    case Attr::kUid: return 4;
-    case Attr::kGid: return 5;
-    default: return -1;
-  }
-}
-
 bool IsGlobChar(char c) { return c == '*' || c == '?' || c == '['; }
 
 // The literal prefix of a glob ("/src/*.c" -> "/src/"); nullopt when the pattern is a
@@ -82,7 +70,7 @@ IdSet Intersect(const IdSet& a, const IdSet& b) {
 
 // Adds an axis predicate to a box; false when the predicate cannot use the box.
 bool AddToBox(const Predicate& p, IndexQuery* box, bool* empty) {
-  int axis = AxisOf(p.attr);
+  int axis = InodeAxis(p.attr);
   const int64_t* v = std::get_if<int64_t>(&p.value);
   if (axis < 0 || v == nullptr) return false;
   auto tighten_lo = [&](int64_t lo) {
@@ -190,7 +178,7 @@ class AcgPlanner {
   }
 
   Result<Plan> PlanPred(const Predicate& p) {
-    if (AxisOf(p.attr) >= 0) {
+    if (InodeAxis(p.attr) >= 0) {
       IndexQuery box;
       box.kind = IndexQuery::Kind::kBox;
       bool empty = false;

@@ -229,8 +229,7 @@ class Engine::Impl {
         dir_table_.Apply(updates[i]);
       }
     };
-    PROPELLER_ASSIGN_OR_RETURN(uint64_t lsn, wal_->Append(payload, on_logged));
-    (void)lsn;
+    PROPELLER_RETURN_IF_ERROR(wal_->Append(payload, on_logged).status());
     uint64_t total = total_cached_.fetch_add(updates.size()) + updates.size();
     // Enforce the cache bounds.
     bool over = total > options_.total_cache_bound_updates;
@@ -259,12 +258,10 @@ class Engine::Impl {
     PROPELLER_RETURN_IF_ERROR(wal_->Sync());
     const uint64_t durable = wal_->synced_lsn();
     Status first_error;
-    uint64_t total = 0;
     std::vector<std::pair<size_t, Acg*>> sizes;
     for (Acg* acg : acgs) {
       size_t n = acg->cached();
       if (n == 0) continue;
-      total += n;
       bool due = force_all || n > options_.cache_bound_updates ||
                  now - acg->oldest_cached_time_ns() >= options_.commit_timeout_ns;
       if (due) {

@@ -31,18 +31,6 @@ int64_t GetI64(const char* p) {
   return static_cast<int64_t>(u);
 }
 
-int AxisOf(Attr attr) {
-  switch (attr) {
-    case Attr::kSize: return 0;
-    case Attr::kMtime: return 1;
-    case Attr::kCtime: return 2;
-    case Attr::kAtime: return 3;
-    case Attr::kUid: return 4;
-    case Attr::kGid: return 5;
-    default: return -1;
-  }
-}
-
 }  // namespace
 
 AcgSummary::AcgSummary() : bloom_(kBloomBytes, 0) {}
@@ -63,44 +51,8 @@ void AcgSummary::Add(const FileRecord& record) {
       max_[i] = std::max(max_[i], p[i]);
     }
   }
-  // The same tokens as PathKeywords (ASCII letters and digits lowercased, bytes >= 0x80 kept),
-  // cut in place: this runs for every acknowledged update, and PathKeywords' allocations were
-  // ~10% of Apply's time. Duplicates only set the same bits again.
-  char token[256];
   for (const std::string& path : record.paths) {
-    size_t len = 0;
-    bool long_token = false;
-    std::string long_buf;
-    auto finish = [&] {
-      if (long_token) {
-        BloomAdd(long_buf);
-      } else if (len > 0) {
-        BloomAdd(std::string_view(token, len));
-      }
-      len = 0;
-      long_token = false;
-      long_buf.clear();
-    };
-    for (char ch : path) {
-      const auto c = static_cast<unsigned char>(ch);
-      const bool alnum = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') ||
-                         (c >= 'A' && c <= 'Z') || c >= 0x80;
-      if (!alnum) {
-        finish();
-        continue;
-      }
-      const char lower = (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : ch;
-      if (!long_token && len == sizeof(token)) {
-        long_token = true;
-        long_buf.assign(token, len);
-      }
-      if (long_token) {
-        long_buf.push_back(lower);
-      } else {
-        token[len++] = lower;
-      }
-    }
-    finish();
+    for (const std::string& token : PathKeywords(path)) BloomAdd(token);
   }
   BloomAdd(UidKey(record.uid));
 }
@@ -140,7 +92,7 @@ bool AcgSummary::BloomMayContain(std::string_view key) const {
 }
 
 bool AcgSummary::PredMayMatch(const Predicate& pred) const {
-  int axis = AxisOf(pred.attr);
+  int axis = InodeAxis(pred.attr);
   if (axis >= 0) {
     const int64_t* v = std::get_if<int64_t>(&pred.value);
     if (v == nullptr) return true;

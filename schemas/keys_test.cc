@@ -1,6 +1,6 @@
 // Property tests of the order-preserving key encodings (schemas/keys.h) against independent
 // oracles (exact numeric comparison, unsigned byte-string comparison), plus golden bytes.
-// Randomised tests use a fixed seed, overridable with PROPELLER_TEST_SEED, printed on failure.
+// Randomised tests use a fixed seed, overridable with PROPELLER_SEED, printed on failure.
 #include "schemas/keys.h"
 
 #include <gtest/gtest.h>
@@ -14,17 +14,14 @@
 #include <string>
 #include <vector>
 
+#include "common/random.h"
+
 // GCC 12 reports a false -Wmaybe-uninitialized inside std::vector<std::variant<..., std::string>>
 // reallocation (GCC bug 107138 family); the test builds such vectors.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
 namespace propeller {
 namespace {
-
-uint64_t TestSeed() {
-  const char* env = std::getenv("PROPELLER_TEST_SEED");
-  return env != nullptr ? std::strtoull(env, nullptr, 10) : 20240501;
-}
 
 std::string Hex(std::string_view bytes) {
   static const char kDigits[] = "0123456789abcdef";

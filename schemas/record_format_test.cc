@@ -1,7 +1,7 @@
 // Tests of the FileRecord and Update-batch encodings (schemas/record_format.h): seeded round
 // trips, golden bytes, compatibility rules, field validation, and a garbage/mutation sweep
 // (decoders must return OK or Corruption on anything, never crash or throw).
-// Randomised tests use a fixed seed, overridable with PROPELLER_TEST_SEED, printed on failure.
+// Randomised tests use a fixed seed, overridable with PROPELLER_SEED, printed on failure.
 #include "schemas/record_format.h"
 
 #include <gtest/gtest.h>
@@ -14,6 +14,8 @@
 #include <random>
 #include <string>
 #include <vector>
+
+#include "common/random.h"
 
 namespace propeller {
 
@@ -33,11 +35,6 @@ void PrintTo(const FileRecord& r, std::ostream* os) {
 }
 
 namespace {
-
-uint64_t TestSeed() {
-  const char* env = std::getenv("PROPELLER_TEST_SEED");
-  return env != nullptr ? std::strtoull(env, nullptr, 10) : 20240501;
-}
 
 std::string Hex(std::string_view bytes) {
   static const char kDigits[] = "0123456789abcdef";

@@ -57,6 +57,10 @@ enum class Attr : uint8_t {
   kUser,  // a user attribute; the name is in Predicate::user_attr
 };
 inline constexpr int kNumInodeAxes = 6;  // kSize..kGid
+// The axis of `attr` in the `inode` K-D tree (0..5), or -1 when it is not one of the six.
+inline int InodeAxis(Attr attr) {
+  return attr <= Attr::kGid ? static_cast<int>(attr) : -1;
+}
 
 enum class CmpOp : uint8_t { kEq, kNe, kLt, kLe, kGt, kGe, kMatch };
 

@@ -2,7 +2,7 @@
 // exact numeric and bytewise string comparisons, never through the key encoding) on seeded
 // random operation streams, before and after reopening the LMDB environment; plus targeted
 // cases and the shared index.h helpers (names, types, LMDB error mapping).
-// Seed: PROPELLER_TEST_SEED (default fixed), printed on failure.
+// Seed: PROPELLER_SEED (default fixed), printed on failure.
 #include "indexnode/index/btree_index.h"
 
 #include <gtest/gtest.h>
@@ -20,6 +20,8 @@
 #include <string>
 #include <vector>
 
+#include "common/random.h"
+#include "indexnode/index/lmdb_test_env.h"
 #include "schemas/keys.h"
 
 // GCC 12 reports a false -Wmaybe-uninitialized inside std::vector<std::variant<..., std::string>>
@@ -29,53 +31,7 @@
 namespace propeller {
 namespace {
 
-uint64_t TestSeed() {
-  const char* env = std::getenv("PROPELLER_TEST_SEED");
-  return env != nullptr ? std::strtoull(env, nullptr, 10) : 20240501;
-}
-
-// A scratch LMDB environment in a fresh temporary directory, removed at the end.
-class TempEnv {
- public:
-  TempEnv() {
-    char tmpl[] = "/tmp/btree_index_test.XXXXXX";
-    const char* dir = mkdtemp(tmpl);
-    if (dir == nullptr) {
-      ADD_FAILURE() << "mkdtemp failed";
-      return;
-    }
-    dir_ = dir;
-    Open();
-  }
-  ~TempEnv() {
-    Close();
-    if (!dir_.empty()) {
-      unlink((dir_ + "/data.mdb").c_str());
-      unlink((dir_ + "/lock.mdb").c_str());
-      rmdir(dir_.c_str());
-    }
-  }
-  void Open() {
-    ASSERT_EQ(mdb_env_create(&env_), 0);
-    ASSERT_EQ(mdb_env_set_maxdbs(env_, 64), 0);
-    ASSERT_EQ(mdb_env_set_mapsize(env_, size_t{1} << 30), 0);
-    ASSERT_EQ(mdb_env_open(env_, dir_.c_str(), MDB_NOSYNC, 0644), 0);
-  }
-  void Close() {
-    if (env_ != nullptr) mdb_env_close(env_);
-    env_ = nullptr;
-  }
-  MDB_txn* Begin(bool read_only = false) {
-    MDB_txn* txn = nullptr;
-    EXPECT_EQ(mdb_txn_begin(env_, nullptr, read_only ? MDB_RDONLY : 0, &txn), 0);
-    return txn;
-  }
-  MDB_env* env() { return env_; }
-
- private:
-  std::string dir_;
-  MDB_env* env_ = nullptr;
-};
+using index_test::TempEnv;
 
 // ---- The model: exact comparisons, independent of the key encoding. ----
 

@@ -3,7 +3,7 @@
 // points, INT64 extremes, timestamps 1 ns apart (finer than a double can tell at 1.7e18),
 // reopen from LMDB, the persisted byte layout, corrupt data, concurrent searches.
 //
-// Seeds: PROPELLER_TEST_SEED overrides the fixed default; every randomized test prints its
+// Seeds: PROPELLER_SEED overrides the fixed default; every randomized test prints its
 // seed on failure (SCOPED_TRACE).
 #include "indexnode/index/kdtree_index.h"
 
@@ -23,6 +23,8 @@
 #include <utility>
 #include <vector>
 
+#include "common/random.h"
+#include "indexnode/index/lmdb_test_env.h"
 #include "schemas/keys.h"
 
 namespace propeller {
@@ -32,44 +34,7 @@ constexpr int64_t kI64Min = std::numeric_limits<int64_t>::min();
 constexpr int64_t kI64Max = std::numeric_limits<int64_t>::max();
 constexpr int64_t kNowNs = 1'700'000'000'123'456'789;  // 2023-11; doubles step by 256 here
 
-uint64_t BaseSeed() {
-  const char* s = std::getenv("PROPELLER_TEST_SEED");
-  return s != nullptr ? std::strtoull(s, nullptr, 10) : 20240501;
-}
-
-// A temporary LMDB environment in a mkdtemp directory, removed on destruction.
-class TempEnv {
- public:
-  TempEnv() {
-    char tmpl[] = "/tmp/kdtree_index_test.XXXXXX";
-    const char* dir = mkdtemp(tmpl);
-    if (dir == nullptr) std::abort();
-    dir_ = dir;
-    Open();
-  }
-  ~TempEnv() {
-    Close();
-    unlink((dir_ + "/data.mdb").c_str());
-    unlink((dir_ + "/lock.mdb").c_str());
-    rmdir(dir_.c_str());
-  }
-  void Open() {
-    if (mdb_env_create(&env_) != 0 || mdb_env_set_maxdbs(env_, 64) != 0 ||
-        mdb_env_set_mapsize(env_, size_t{1} << 30) != 0 ||
-        mdb_env_open(env_, dir_.c_str(), MDB_NOSYNC, 0644) != 0) {
-      std::abort();
-    }
-  }
-  void Close() {
-    if (env_ != nullptr) mdb_env_close(env_);
-    env_ = nullptr;
-  }
-  MDB_env* env() const { return env_; }
-
- private:
-  std::string dir_;
-  MDB_env* env_ = nullptr;
-};
+using index_test::TempEnv;
 
 MDB_txn* BeginWrite(MDB_env* env) {
   MDB_txn* txn = nullptr;
@@ -325,7 +290,7 @@ class Harness {
 };
 
 TEST(KdTreeIndexTest, InterfaceBasics) {
-  Harness h(BaseSeed());
+  Harness h(TestSeed());
   EXPECT_EQ(h.index().type(), IndexType::kKdTree);
   EXPECT_EQ(h.index().name(), "inode");
   EXPECT_EQ(h.index().Size(), 0u);
@@ -359,7 +324,7 @@ class KdTreeStreamTest : public ::testing::TestWithParam<StreamCase> {};
 
 TEST_P(KdTreeStreamTest, MatchesBruteForceAndSurvivesReopen) {
   const StreamCase& c = GetParam();
-  const uint64_t seed = BaseSeed() + c.initial * 7 + static_cast<uint64_t>(c.profile);
+  const uint64_t seed = TestSeed() + c.initial * 7 + static_cast<uint64_t>(c.profile);
   SCOPED_TRACE("seed=" + std::to_string(seed));
   Harness h(seed, c.profile);
   const uint64_t id_pool = static_cast<uint64_t>(c.initial) * 5 / 4 + 4;
@@ -392,7 +357,7 @@ INSTANTIATE_TEST_SUITE_P(
 // duplicates, with queries between the changes.
 TEST(KdTreeIndexTest, FrequentRebuildsTinyLeaves) {
   for (size_t leaf : {size_t{1}, size_t{2}, size_t{5}}) {
-    const uint64_t seed = BaseSeed() + leaf;
+    const uint64_t seed = TestSeed() + leaf;
     SCOPED_TRACE("seed=" + std::to_string(seed) + " leaf=" + std::to_string(leaf));
     KdTreeOptions options;
     options.leaf_size = leaf;
@@ -407,7 +372,7 @@ TEST(KdTreeIndexTest, FrequentRebuildsTinyLeaves) {
 
 // Many updates and removals with no search between them: the eager compaction path.
 TEST(KdTreeIndexTest, UpdatesWithoutSearchesCompact) {
-  const uint64_t seed = BaseSeed() + 99;
+  const uint64_t seed = TestSeed() + 99;
   SCOPED_TRACE("seed=" + std::to_string(seed));
   KdTreeOptions options;
   options.rebuild_slack = 8;
@@ -423,7 +388,7 @@ TEST(KdTreeIndexTest, UpdatesWithoutSearchesCompact) {
 
 // Timestamps 1 ns apart at 1.7e18 map to the same double; the answer must still be exact.
 TEST(KdTreeIndexTest, NanosecondTimestampsAreExact) {
-  Harness h(BaseSeed());
+  Harness h(TestSeed());
   constexpr int kN = 1000;
   for (int i = 0; i < kN; ++i) {
     h.Insert(FileId{1, static_cast<uint64_t>(i + 1)},
@@ -448,7 +413,7 @@ TEST(KdTreeIndexTest, NanosecondTimestampsAreExact) {
 
 // 3000 identical points (the tree cannot split them by value) plus a few neighbours.
 TEST(KdTreeIndexTest, DuplicatePointsAndBoundsOnThePoint) {
-  Harness h(BaseSeed());
+  Harness h(TestSeed());
   const KdPoint p{100, kNowNs, kNowNs, kNowNs, 0, 0};
   for (uint64_t i = 1; i <= 3000; ++i) h.Insert(FileId{1, i}, p);
   KdPoint above = p;
@@ -471,7 +436,7 @@ TEST(KdTreeIndexTest, DuplicatePointsAndBoundsOnThePoint) {
 }
 
 TEST(KdTreeIndexTest, Int64Extremes) {
-  Harness h(BaseSeed());
+  Harness h(TestSeed());
   const int64_t values[] = {kI64Min, kI64Min + 1, -1, 0, 1, kI64Max - 1, kI64Max};
   uint64_t ino = 1;
   for (int64_t v : values) {
@@ -495,7 +460,7 @@ TEST(KdTreeIndexTest, Int64Extremes) {
 }
 
 TEST(KdTreeIndexTest, CallbackStopsEarly) {
-  Harness h(BaseSeed());
+  Harness h(TestSeed());
   for (uint64_t i = 1; i <= 500; ++i) h.Insert(FileId{1, i}, KdPoint{int64_t(i), 0, 0, 0, 0, 0});
   for (int stop_after : {1, 7, 100}) {
     int calls = 0;
@@ -508,7 +473,7 @@ TEST(KdTreeIndexTest, CallbackStopsEarly) {
 // The persisted layout of schemas/keys.h, written out by hand: key = volume u32 BE ‖ ino u64 BE,
 // value = 6 × (int64 big-endian with the sign bit flipped).
 TEST(KdTreeIndexTest, PersistedLayout) {
-  Harness h(BaseSeed());
+  Harness h(TestSeed());
   const FileId id{0x01020304, 0x05060708090A0B0Cull};
   h.Insert(id, KdPoint{1, -1, 0, kI64Min, kI64Max, 0x0123456789ABCDEF});
   h.CommitAndBegin();
@@ -573,7 +538,7 @@ TEST(KdTreeIndexTest, CorruptDataIsReported) {
 }
 
 TEST(KdTreeIndexTest, DropDeletesData) {
-  Harness h(BaseSeed());
+  Harness h(TestSeed());
   for (uint64_t i = 1; i <= 10; ++i) h.Insert(FileId{1, i}, KdPoint{int64_t(i), 0, 0, 0, 0, 0});
   h.CommitAndBegin();
   MDB_txn* txn = h.txn();
@@ -589,7 +554,7 @@ TEST(KdTreeIndexTest, DropDeletesData) {
 // Searches from several threads right after changes: the first one rebuilds lazily while the
 // others wait; all must see the same exact answers.
 TEST(KdTreeIndexTest, ConcurrentSearchesAfterChanges) {
-  const uint64_t seed = BaseSeed() + 5;
+  const uint64_t seed = TestSeed() + 5;
   SCOPED_TRACE("seed=" + std::to_string(seed));
   KdTreeOptions options;
   options.rebuild_slack = 0;
@@ -627,7 +592,7 @@ TEST(KdTreeIndexTest, ConcurrentSearchesAfterChanges) {
 
 // DESIGN §11 budget: ≤ 200 B per file for the whole node; this structure gets at most ~100.
 TEST(KdTreeIndexTest, MemoryPerPoint) {
-  Harness h(BaseSeed(), Profile::kRealistic);
+  Harness h(TestSeed(), Profile::kRealistic);
   constexpr uint64_t kN = 50000;
   for (uint64_t i = 1; i <= kN; ++i) h.Insert(FileId{1, i}, h.gen().Point());
   (void)Collect(h.index(), h.txn(), BoxQuery());  // builds the tree
