@@ -13,6 +13,8 @@
 #include <variant>
 #include <vector>
 
+#include "common/status.h"
+
 namespace propeller {
 
 // A file is (volume, inode number of the backing file system). Hard links share one id;
@@ -80,6 +82,13 @@ std::vector<std::string> PathKeywords(std::string_view path);
 // NUL, no trailing slash (except the root), at most 4096 bytes. Empty string when valid,
 // otherwise the reason.
 std::string ValidatePath(std::string_view path);
+
+// The three index structures (DESIGN §3). The numbers are stable: they are stored in ACG
+// metadata and sent on the wire.
+enum class IndexType : uint8_t { kBTree = 1, kHash = 2, kKdTree = 3 };
+const char* IndexTypeName(IndexType type);  // "btree", "hash", "kdtree"
+// Parses "btree" / "hash" / "kdtree"; InvalidArgument otherwise.
+Result<IndexType> ParseIndexType(std::string_view name);
 
 // One change to the index, as logged in the WAL and applied to an ACG (DESIGN §4, §6).
 enum class UpdateOp : uint8_t {

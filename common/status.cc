@@ -19,6 +19,7 @@ const char* StatusCodeName(StatusCode code) {
     case StatusCode::kPermissionDenied: return "permission denied";
     case StatusCode::kAborted: return "aborted";
     case StatusCode::kInternal: return "internal error";
+    case StatusCode::kRedirect: return "redirect";
   }
   return "unknown status code";
 }

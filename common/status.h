@@ -30,6 +30,7 @@ enum class StatusCode : int {
   kPermissionDenied = 10,// the caller's credentials do not allow it
   kAborted = 11,         // stopped on purpose (shutdown, simulated crash)
   kInternal = 12,        // an invariant broke: a bug
+  kRedirect = 13,        // the peer does not own what was asked for; the reply says who does
 };
 
 // Returns a constant, lowercase name such as "not found"; never null.
@@ -65,6 +66,7 @@ class [[nodiscard]] Status {
   }
   static Status Aborted(std::string_view msg) { return Status(StatusCode::kAborted, msg); }
   static Status Internal(std::string_view msg) { return Status(StatusCode::kInternal, msg); }
+  static Status Redirect(std::string_view msg) { return Status(StatusCode::kRedirect, msg); }
 
   bool ok() const { return state_ == nullptr; }
   StatusCode code() const { return state_ ? state_->code : StatusCode::kOk; }

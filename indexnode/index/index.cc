@@ -11,26 +11,6 @@
 
 namespace propeller {
 
-const char* IndexTypeName(IndexType type) {
-  switch (type) {
-    case IndexType::kBTree:
-      return "btree";
-    case IndexType::kHash:
-      return "hash";
-    case IndexType::kKdTree:
-      return "kdtree";
-  }
-  return "unknown";
-}
-
-Result<IndexType> ParseIndexType(std::string_view name) {
-  for (IndexType t : {IndexType::kBTree, IndexType::kHash, IndexType::kKdTree}) {
-    if (name == IndexTypeName(t)) return t;
-  }
-  return Status::InvalidArgument("unknown index type '" + std::string(name) +
-                                 "' (expected btree, hash or kdtree)");
-}
-
 std::string ValidateIndexName(std::string_view name) {
   constexpr size_t kMaxLength = 64;
   if (name.empty() || name.size() > kMaxLength) {

@@ -37,10 +37,7 @@
 
 namespace propeller {
 
-enum class IndexType : uint8_t { kBTree = 1, kHash = 2, kKdTree = 3 };
-const char* IndexTypeName(IndexType type);  // "btree", "hash", "kdtree"
-// Parses "btree" / "hash" / "kdtree"; InvalidArgument otherwise.
-Result<IndexType> ParseIndexType(std::string_view name);
+// IndexType, IndexTypeName and ParseIndexType live in common/record.h (the wire needs them).
 
 // Index names: 1-64 bytes of [a-z0-9_.-], starting with a letter, not a built-in attribute
 // name other than the built-in indexes themselves. Empty string when valid, else the reason.
