@@ -2,6 +2,9 @@
 // UTF-8, so any byte sequence is handled without error.
 #include "common/record.h"
 
+#include <algorithm>
+#include <cstdint>
+
 namespace propeller {
 namespace {
 
@@ -113,6 +116,43 @@ Result<IndexType> ParseIndexType(std::string_view name) {
   }
   return Status::InvalidArgument("unknown index type '" + std::string(name) +
                                  "' (expected btree, hash or kdtree)");
+}
+
+Status CheckSortKey(std::string_view key) {
+  static constexpr std::string_view kKeys[] = {"", "size", "mtime", "ctime", "atime",
+                                               "uid", "gid", "path", "name"};
+  for (std::string_view k : kKeys) {
+    if (k == key) return Status::OK();
+  }
+  return Status::InvalidArgument("cannot sort by '" + std::string(key) +
+                                 "' (use size, mtime, ctime, atime, uid, gid, path or name)");
+}
+
+namespace {
+
+int64_t SortNumber(std::string_view key, const FileRecord& r) {
+  if (key == "size") return static_cast<int64_t>(std::min<uint64_t>(r.size, INT64_MAX));
+  if (key == "mtime") return r.mtime;
+  if (key == "ctime") return r.ctime;
+  if (key == "atime") return r.atime;
+  if (key == "uid") return r.uid;
+  if (key == "gid") return r.gid;
+  return 0;
+}
+
+}  // namespace
+
+bool SortsBefore(std::string_view key, bool descending, std::string_view path_a,
+                 const FileRecord& a, std::string_view path_b, const FileRecord& b) {
+  if (key == "path" || key == "name") {
+    std::string_view ka = key == "path" ? path_a : PathBaseName(path_a);
+    std::string_view kb = key == "path" ? path_b : PathBaseName(path_b);
+    if (ka != kb) return descending ? ka > kb : ka < kb;
+  } else if (!key.empty()) {
+    int64_t na = SortNumber(key, a), nb = SortNumber(key, b);
+    if (na != nb) return descending ? na > nb : na < nb;
+  }
+  return path_a < path_b;
 }
 
 }  // namespace propeller

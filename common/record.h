@@ -83,6 +83,14 @@ std::vector<std::string> PathKeywords(std::string_view path);
 // otherwise the reason.
 std::string ValidatePath(std::string_view path);
 
+// Search result order (DESIGN §9 `--sort`). Keys: "" (unordered), size, mtime, ctime, atime,
+// uid, gid, path, name. CheckSortKey: InvalidArgument naming the valid keys otherwise.
+Status CheckSortKey(std::string_view key);
+// True when the hit (path_a, a) comes before (path_b, b) in the order of `key`; ties (and the
+// empty key) order by path, so every node and the merging client agree on one total order.
+bool SortsBefore(std::string_view key, bool descending, std::string_view path_a,
+                 const FileRecord& a, std::string_view path_b, const FileRecord& b);
+
 // The three index structures (DESIGN §3). The numbers are stable: they are stored in ACG
 // metadata and sent on the wire.
 enum class IndexType : uint8_t { kBTree = 1, kHash = 2, kKdTree = 3 };

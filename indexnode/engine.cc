@@ -353,13 +353,7 @@ class Engine::Impl {
     PROPELLER_ASSIGN_OR_RETURN(Query query, Query::Parse(req.query, po));
     std::string why = ValidatePath(req.scope);
     if (!why.empty()) return Status::InvalidArgument("bad scope '" + req.scope + "': " + why);
-    static const char* const kSortKeys[] = {"", "size", "mtime", "ctime", "atime",
-                                            "uid", "gid", "path", "name"};
-    if (std::find_if(std::begin(kSortKeys), std::end(kSortKeys),
-                     [&](const char* k) { return req.sort_by == k; }) == std::end(kSortKeys)) {
-      return Status::InvalidArgument("cannot sort by '" + req.sort_by +
-                                     "' (use size, mtime, ctime, atime, uid, gid, path or name)");
-    }
+    PROPELLER_RETURN_IF_ERROR(CheckSortKey(req.sort_by));
 
     std::vector<Acg*> acgs = AllAcgs();
     SearchStats stats;
@@ -435,28 +429,9 @@ class Engine::Impl {
   }
 
   static void SortHits(const std::string& key, bool desc, std::vector<SearchHit>* hits) {
-    auto num = [&](const SearchHit& h) -> int64_t {
-      const FileRecord& r = h.record;
-      if (key == "size") return static_cast<int64_t>(std::min<uint64_t>(r.size, INT64_MAX));
-      if (key == "mtime") return r.mtime;
-      if (key == "ctime") return r.ctime;
-      if (key == "atime") return r.atime;
-      if (key == "uid") return r.uid;
-      return r.gid;
-    };
-    const bool by_text = key == "path" || key == "name";
-    auto less = [&](const SearchHit& a, const SearchHit& b) {
-      if (by_text) {
-        std::string_view ka = key == "path" ? std::string_view(a.path) : PathBaseName(a.path);
-        std::string_view kb = key == "path" ? std::string_view(b.path) : PathBaseName(b.path);
-        if (ka != kb) return desc ? ka > kb : ka < kb;
-      } else {
-        int64_t na = num(a), nb = num(b);
-        if (na != nb) return desc ? na > nb : na < nb;
-      }
-      return a.path < b.path;  // deterministic ties
-    };
-    std::sort(hits->begin(), hits->end(), less);
+    std::sort(hits->begin(), hits->end(), [&](const SearchHit& a, const SearchHit& b) {
+      return SortsBefore(key, desc, a.path, a.record, b.path, b.record);
+    });
   }
 
   Result<FileRecord> Get(uint64_t acg_id, FileId id) {

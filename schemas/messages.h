@@ -289,7 +289,7 @@ template <typename T>
 std::string EncodeRequest(MsgType type, const T& msg) {
   std::string body;
   Encode(msg, &body);
-  return EncodeRequest(type, body);
+  return EncodeRequest(type, std::string_view(body));
 }
 // Corruption for a malformed envelope; NotSupported for another major protocol version (the
 // envelope is still filled in so the caller can answer).

@@ -1,0 +1,234 @@
+// propeller index create|list|drop, propeller attr set|get|rm, propeller status.
+#include <cerrno>
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+
+#include "client/cli/args.h"
+#include "client/cli/commands.h"
+
+namespace propeller::cli {
+namespace {
+
+constexpr const char* kIndexHelp = R"(usage: propeller index create NAME [--type btree|hash|kdtree]
+       propeller index list [--json]
+       propeller index drop NAME
+
+User-defined indexes (DESIGN §3) are fed by the user attribute of the same name, set with
+`propeller attr set` or as a user.NAME extended attribute (read by `propeller import`):
+  propeller index create project --type hash
+  propeller attr set /data/run42/a.parquet project alpha
+  propeller search 'project=alpha'
+Types: btree (ranges, prefixes; the default), hash (equality), kdtree (numeric ranges).
+)";
+
+constexpr const char* kAttrHelp = R"(usage: propeller attr set PATH NAME VALUE [--string]
+       propeller attr get PATH [NAME] [--json]
+       propeller attr rm PATH NAME
+
+Sets, shows or removes a user attribute of an indexed file. VALUE is stored as an integer or a
+floating-point number when it reads as one, else as a string (--string forces a string).
+)";
+
+constexpr const char* kStatusHelp = R"(usage: propeller status [--json]
+
+Shows the master, every index node (up or down, partitions, files, cached updates, disk),
+the volumes and the user-defined indexes.
+)";
+
+bool WantsHelp(const std::vector<std::string>& argv) {
+  for (const std::string& a : argv) {
+    if (a == "--help" || a == "-h") return true;
+  }
+  return false;
+}
+
+AttrValue ParseValue(const std::string& v, bool force_string) {
+  if (!force_string && !v.empty()) {
+    char* end = nullptr;
+    errno = 0;
+    long long i = std::strtoll(v.c_str(), &end, 10);
+    if (*end == '\0' && errno == 0) return static_cast<int64_t>(i);
+    double d = std::strtod(v.c_str(), &end);
+    if (*end == '\0') return d;
+  }
+  return v;
+}
+
+std::string ValueText(const AttrValue& v) {
+  if (const auto* i = std::get_if<int64_t>(&v)) return std::to_string(*i);
+  if (const auto* d = std::get_if<double>(&v)) {
+    char buf[64];
+    std::snprintf(buf, sizeof(buf), "%.17g", *d);
+    return buf;
+  }
+  return std::get<std::string>(v);
+}
+
+}  // namespace
+
+int RunIndex(const GlobalOptions& global, const std::vector<std::string>& argv) {
+  if (WantsHelp(argv) || argv.empty()) {
+    std::fputs(kIndexHelp, argv.empty() ? stderr : stdout);
+    return argv.empty() ? kExitUsage : kExitOk;
+  }
+  auto args = Args::Parse(argv, {"--type"}, {"--json"});
+  if (!args.ok()) return ReportError(args.status(), /*usage=*/true);
+  const auto& pos = args->positional();
+  const std::string& verb = pos[0];
+  if ((verb == "create" || verb == "drop") && pos.size() != 2) {
+    std::fprintf(stderr, "propeller: index %s takes one NAME (see --help)\n", verb.c_str());
+    return kExitUsage;
+  }
+  if (verb != "create" && verb != "drop" && verb != "list") {
+    std::fprintf(stderr, "propeller: unknown index command '%s' (create, list, drop)\n",
+                 verb.c_str());
+    return kExitUsage;
+  }
+  IndexType type = IndexType::kBTree;
+  if (auto t = args->Get("--type")) {
+    auto parsed = ParseIndexType(*t);
+    if (!parsed.ok()) return ReportError(parsed.status(), /*usage=*/true);
+    type = *parsed;
+  }
+  auto client = ConnectOrReport(global);
+  if (!client) return kExitError;
+  if (verb == "create") {
+    Status st = client->CreateIndex(pos[1], type);
+    if (!st.ok()) return ReportError(st);
+    std::printf("created %s index '%s'\n", IndexTypeName(type), pos[1].c_str());
+  } else if (verb == "drop") {
+    Status st = client->DropIndex(pos[1]);
+    if (!st.ok()) return ReportError(st);
+    std::printf("dropped index '%s'\n", pos[1].c_str());
+  } else {
+    auto list = client->ListIndexes();
+    if (!list.ok()) return ReportError(list.status());
+    for (const wire::IndexDef& d : *list) {
+      if (args->Has("--json")) {
+        std::printf("{\"name\":%s,\"type\":\"%s\"}\n", JsonString(d.name).c_str(),
+                    IndexTypeName(d.type));
+      } else {
+        std::printf("%-32s %s\n", d.name.c_str(), IndexTypeName(d.type));
+      }
+    }
+  }
+  return kExitOk;
+}
+
+int RunAttr(const GlobalOptions& global, const std::vector<std::string>& argv) {
+  if (WantsHelp(argv) || argv.empty()) {
+    std::fputs(kAttrHelp, argv.empty() ? stderr : stdout);
+    return argv.empty() ? kExitUsage : kExitOk;
+  }
+  auto args = Args::Parse(argv, {}, {"--string", "--json"});
+  if (!args.ok()) return ReportError(args.status(), /*usage=*/true);
+  const auto& pos = args->positional();
+  const std::string& verb = pos[0];
+  const size_t want = verb == "set" ? 4 : verb == "rm" ? 3 : 0;
+  if ((want != 0 && pos.size() != want) || (verb == "get" && (pos.size() < 2 || pos.size() > 3))) {
+    std::fprintf(stderr, "propeller: wrong arguments for attr %s (see --help)\n", verb.c_str());
+    return kExitUsage;
+  }
+  if (verb != "set" && verb != "get" && verb != "rm") {
+    std::fprintf(stderr, "propeller: unknown attr command '%s' (set, get, rm)\n", verb.c_str());
+    return kExitUsage;
+  }
+  auto client = ConnectOrReport(global);
+  if (!client) return kExitError;
+  auto id = client->FileIdOf(pos[1]);
+  if (!id.ok()) return ReportError(id.status());
+  if (verb == "set") {
+    Status st = client->SetAttr(*id, pos[2], ParseValue(pos[3], args->Has("--string")));
+    return st.ok() ? kExitOk : ReportError(st);
+  }
+  if (verb == "rm") {
+    Status st = client->RemoveAttr(*id, pos[2]);
+    return st.ok() ? kExitOk : ReportError(st);
+  }
+  auto record = client->Get(*id);
+  if (!record.ok()) return ReportError(record.status());
+  if (args->Has("--json")) {
+    std::printf("%s\n", RecordJson(pos[1], *record).c_str());
+    return kExitOk;
+  }
+  for (const auto& [name, value] : record->attrs) {
+    if (pos.size() == 3 && name != pos[2]) continue;
+    std::printf(pos.size() == 3 ? "%s%s\n" : "%s=%s\n", pos.size() == 3 ? "" : name.c_str(),
+                ValueText(value).c_str());
+  }
+  if (pos.size() == 3 && record->attrs.count(pos[2]) == 0) {
+    return ReportError(Status::NotFound(pos[1] + " has no attribute '" + pos[2] + "'"));
+  }
+  return kExitOk;
+}
+
+int RunStatus(const GlobalOptions& global, const std::vector<std::string>& argv) {
+  if (WantsHelp(argv)) {
+    std::fputs(kStatusHelp, stdout);
+    return kExitOk;
+  }
+  auto args = Args::Parse(argv, {}, {"--json"});
+  if (!args.ok()) return ReportError(args.status(), /*usage=*/true);
+  auto client = ConnectOrReport(global);
+  if (!client) return kExitError;
+  auto status = client->GetStatus();
+  if (!status.ok()) return ReportError(status.status());
+  const ClusterStatus& s = *status;
+  if (args->Has("--json")) {
+    std::string out = "{\"master\":" + JsonString(s.master_endpoint) +
+                      ",\"acgs\":" + std::to_string(s.acgs) +
+                      ",\"files\":" + std::to_string(s.files) + ",\"nodes\":[";
+    for (size_t i = 0; i < s.nodes.size(); ++i) {
+      const NodeStatus& n = s.nodes[i];
+      out += (i ? "," : "") + std::string("{\"id\":") + std::to_string(n.info.node_id) +
+             ",\"endpoint\":" + JsonString(n.info.endpoint) +
+             ",\"up\":" + (n.info.up ? "true" : "false") +
+             ",\"acgs\":" + std::to_string(n.info.acgs) +
+             ",\"files\":" + std::to_string(n.info.files);
+      if (n.node) {
+        out += ",\"cached_updates\":" + std::to_string(n.node->cached_updates) +
+               ",\"disk_bytes\":" + std::to_string(n.node->disk_bytes) +
+               ",\"wal_bytes\":" + std::to_string(n.node->wal_bytes);
+      } else {
+        out += ",\"error\":" + JsonString(n.error);
+      }
+      out += "}";
+    }
+    out += "],\"volumes\":[";
+    for (size_t i = 0; i < s.volumes.size(); ++i) {
+      out += (i ? "," : "") + std::string("{\"id\":") + std::to_string(s.volumes[i].volume) +
+             ",\"root\":" + JsonString(s.volumes[i].root) + "}";
+    }
+    out += "],\"indexes\":[";
+    for (size_t i = 0; i < s.indexes.size(); ++i) {
+      out += (i ? "," : "") + std::string("{\"name\":") + JsonString(s.indexes[i].name) +
+             ",\"type\":\"" + IndexTypeName(s.indexes[i].type) + "\"}";
+    }
+    std::printf("%s]}\n", out.c_str());
+    return kExitOk;
+  }
+  std::printf("master   %s\n", s.master_endpoint.c_str());
+  std::printf("files    %" PRIu64 " in %" PRIu64 " partitions (ACGs)\n", s.files, s.acgs);
+  std::printf("nodes    %zu\n", s.nodes.size());
+  for (const NodeStatus& n : s.nodes) {
+    std::printf("  node %-4u %-28s %-5s %6" PRIu64 " ACGs %10" PRIu64 " files",
+                n.info.node_id, n.info.endpoint.c_str(), n.info.up ? "up" : "DOWN", n.info.acgs,
+                n.info.files);
+    if (n.node) {
+      std::printf("  %" PRIu64 " cached updates, %.1f MB on disk\n", n.node->cached_updates,
+                  static_cast<double>(n.node->disk_bytes) / 1e6);
+    } else {
+      std::printf("  (%s)\n", n.error.c_str());
+    }
+  }
+  std::printf("volumes  %zu\n", s.volumes.size());
+  for (const wire::VolumeInfo& v : s.volumes) std::printf("  %-4u %s\n", v.volume, v.root.c_str());
+  std::printf("indexes  %zu user-defined (built in: inode, path, keyword)\n", s.indexes.size());
+  for (const wire::IndexDef& d : s.indexes) {
+    std::printf("  %-32s %s\n", d.name.c_str(), IndexTypeName(d.type));
+  }
+  return kExitOk;
+}
+
+}  // namespace propeller::cli

@@ -1,0 +1,107 @@
+// propeller search QUERY [--scope DIR] [--json] [-0] [--limit N] [--sort ATTR] [--desc] [--long]
+#include <unistd.h>
+
+#include <chrono>
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+
+#include "client/cli/args.h"
+#include "client/cli/commands.h"
+
+namespace propeller::cli {
+namespace {
+
+constexpr const char* kSearchHelp = R"(usage: propeller search QUERY [options]
+
+Prints the indexed files matching QUERY, one path per line (DESIGN §8 query language):
+  propeller search 'size>1g & mtime<1d'
+  propeller search 'keyword=firefox & mtime<1w' --scope /home/ann --sort size --desc
+  propeller search 'ext=parquet' -0 | xargs -0 ls -l
+
+Options:
+  --scope DIR     only files under DIR (default: every indexed volume)
+  --limit N       at most N results (default: all)
+  --sort ATTR     order by size, mtime, ctime, atime, uid, gid, path or name
+  --desc          descending order (with --sort)
+  --long          size, mtime and path per line
+  --json          one JSON object per line (path, volume, ino, type, size, times, owner, mode, attrs)
+  -0              NUL-separated paths, for xargs -0
+  --stats         print nodes, partitions searched and skipped, and time on stderr
+Results contain only files you could find by walking the tree with your permissions.
+Exit status: 0 (also with no matches), 1 error (bad query, cluster unreachable), 2 usage.
+)";
+
+}  // namespace
+
+int RunSearch(const GlobalOptions& global, const std::vector<std::string>& argv) {
+  auto args = Args::Parse(argv, {"--scope", "--limit", "--sort"},
+                          {"--json", "-0", "--desc", "--long", "--stats", "--help", "-h"});
+  if (!args.ok()) return ReportError(args.status(), /*usage=*/true);
+  if (args->Has("--help") || args->Has("-h")) {
+    std::fputs(kSearchHelp, stdout);
+    return kExitOk;
+  }
+  if (args->positional().size() != 1) {
+    std::fputs("propeller: search takes exactly one QUERY (quote it; see --help)\n", stderr);
+    return kExitUsage;
+  }
+  auto limit = args->GetUint("--limit", 0);
+  if (!limit.ok()) return ReportError(limit.status(), /*usage=*/true);
+  ClientSearchOptions options;
+  options.limit = *limit;
+  options.sort_by = args->GetOr("--sort", "");
+  options.descending = args->Has("--desc");
+  if (auto scope = args->Get("--scope")) {
+    char resolved[PATH_MAX];
+    // A real directory is resolved like the volume roots were at import (symlinks, ".."); a
+    // path that does not exist here is taken as written.
+    options.scope = ::realpath(scope->c_str(), resolved) != nullptr ? resolved : *scope;
+    if (options.scope.empty() || options.scope[0] != '/') {
+      char cwd[PATH_MAX];
+      if (::getcwd(cwd, sizeof(cwd)) != nullptr) options.scope = std::string(cwd) + "/" + *scope;
+    }
+  }
+  auto client = ConnectOrReport(global);
+  if (!client) return kExitError;
+
+  const bool json = args->Has("--json"), nul = args->Has("-0"), lng = args->Has("--long");
+  ClientSearchStats stats;
+  const auto start = std::chrono::steady_clock::now();
+  Status st = client->Search(
+      args->positional()[0], options,
+      [&](const ClientHit& hit) {
+        if (json) {
+          std::string line = RecordJson(hit.path, hit.record);
+          std::fprintf(stdout, "%s\n", line.c_str());
+        } else if (nul) {
+          std::fwrite(hit.path.data(), 1, hit.path.size(), stdout);
+          std::fputc('\0', stdout);
+        } else if (lng) {
+          std::fprintf(stdout, "%12llu  %s  %s\n",
+                       static_cast<unsigned long long>(hit.record.size),
+                       FormatTime(hit.record.mtime).c_str(), hit.path.c_str());
+        } else {
+          std::fprintf(stdout, "%s\n", hit.path.c_str());
+        }
+        return !std::ferror(stdout);  // a closed pipe (| head) ends the search
+      },
+      &stats);
+  std::fflush(stdout);
+  if (!st.ok()) return ReportError(st);
+  if (args->Has("--stats")) {
+    const double ms = std::chrono::duration<double, std::milli>(
+                          std::chrono::steady_clock::now() - start).count();
+    std::fprintf(stderr,
+                 "%llu hits from %llu nodes; %llu partitions, %llu skipped by summaries; "
+                 "%llu candidates verified; %.2f ms\n",
+                 static_cast<unsigned long long>(stats.hits),
+                 static_cast<unsigned long long>(stats.nodes),
+                 static_cast<unsigned long long>(stats.acgs_total),
+                 static_cast<unsigned long long>(stats.acgs_skipped),
+                 static_cast<unsigned long long>(stats.candidates), ms);
+  }
+  return kExitOk;
+}
+
+}  // namespace propeller::cli

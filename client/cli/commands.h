@@ -1,0 +1,46 @@
+// The propeller CLI's commands (DESIGN §9). Each takes its arguments after the command name and
+// returns the process exit code: 0 success, 1 runtime error (printed as one line on stderr:
+// "propeller: <what went wrong>"), 2 usage error.
+#ifndef PROPELLER_CLIENT_CLI_COMMANDS_H_
+#define PROPELLER_CLIENT_CLI_COMMANDS_H_
+
+#include <string>
+#include <vector>
+
+#include "client/lib/propeller.h"
+#include "common/status.h"
+
+namespace propeller::cli {
+
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitError = 1;
+inline constexpr int kExitUsage = 2;
+
+// Options shared by every command that talks to a cluster.
+struct GlobalOptions {
+  ClientOptions client;
+};
+
+int RunSearch(const GlobalOptions& global, const std::vector<std::string>& args);
+int RunIndex(const GlobalOptions& global, const std::vector<std::string>& args);
+int RunAttr(const GlobalOptions& global, const std::vector<std::string>& args);
+int RunStatus(const GlobalOptions& global, const std::vector<std::string>& args);
+int RunImport(const GlobalOptions& global, const std::vector<std::string>& args);
+int RunUp(const GlobalOptions& global, const std::vector<std::string>& args);
+
+// Prints "propeller: <status message>" and returns kExitError (kExitUsage for
+// InvalidArgument raised by argument parsing — callers pass usage=true).
+int ReportError(const Status& status, bool usage = false);
+// Connects or reports; null on failure (already reported).
+std::unique_ptr<Client> ConnectOrReport(const GlobalOptions& global);
+// JSON string literal of arbitrary bytes (invalid UTF-8 bytes become \u00XX escapes of the
+// byte, so output is always valid JSON).
+std::string JsonString(std::string_view s);
+// "2024-05-01T12:00:00Z" (UTC) for nanoseconds since the epoch.
+std::string FormatTime(int64_t ns);
+// A record as one JSON object (path first).
+std::string RecordJson(const std::string& path, const FileRecord& r);
+
+}  // namespace propeller::cli
+
+#endif  // PROPELLER_CLIENT_CLI_COMMANDS_H_

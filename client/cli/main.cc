@@ -1,0 +1,98 @@
+// propeller: the command-line client of a Propeller cluster (DESIGN §9).
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "client/cli/args.h"
+#include "client/cli/commands.h"
+
+namespace {
+
+constexpr const char* kHelp = R"(usage: propeller [global options] COMMAND [args]
+
+Real-time file-metadata search. Commands:
+  up                 run Propeller here: master + one index node in this process (the
+                     embedded default; keeps running until Ctrl-C)
+  import DIR         index an existing directory tree (resumable, with progress)
+  search QUERY       find indexed files: propeller search 'size>1g & mtime<1d'
+  index create|list|drop   user-defined indexes
+  attr set|get|rm    user attributes of a file
+  status             master, index nodes, volumes, indexes
+Run `propeller COMMAND --help` for a command's options.
+
+Global options (before the command):
+  --master ENDPOINT  the master (default $PROPELLER_MASTER, else tcp://127.0.0.1:7470)
+  --timeout-ms N     per-request timeout (default 5000)
+  --curve-key FILE   this client's CURVE key pair (with --server-key)
+  --server-key FILE  the cluster's CURVE public key
+  --help, --version
+Exit status: 0 success, 1 error (message on stderr), 2 usage error.
+
+Quick start:
+  propeller up --data /var/lib/propeller &
+  propeller import /usr/share
+  propeller search 'size>10m' --sort size --desc --limit 10
+)";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace propeller::cli;
+  std::signal(SIGPIPE, SIG_IGN);  // a closed pipe (| head) becomes a write error, not a kill
+  std::vector<std::string> all(argv + 1, argv + argc);
+  // Global options come before the command.
+  size_t i = 0;
+  GlobalOptions global;
+  for (; i < all.size(); ++i) {
+    const std::string& a = all[i];
+    if (a.empty() || a[0] != '-') break;
+    if (a == "--help" || a == "-h") {
+      std::fputs(kHelp, stdout);
+      return kExitOk;
+    }
+    if (a == "--version") {
+      std::puts("propeller 0.1 (protocol 1.0)");
+      return kExitOk;
+    }
+    const bool takes_value = a == "--master" || a == "--timeout-ms" || a == "--curve-key" ||
+                             a == "--server-key";
+    if (!takes_value) {
+      std::fprintf(stderr, "propeller: unknown option %s (see --help)\n", a.c_str());
+      return kExitUsage;
+    }
+    if (i + 1 >= all.size()) {
+      std::fprintf(stderr, "propeller: %s needs a value\n", a.c_str());
+      return kExitUsage;
+    }
+    const std::string& v = all[++i];
+    if (a == "--master") global.client.master_endpoint = v;
+    if (a == "--curve-key") global.client.curve_key_file = v;
+    if (a == "--server-key") global.client.server_key_file = v;
+    if (a == "--timeout-ms") {
+      char* end = nullptr;
+      long long ms = std::strtoll(v.c_str(), &end, 10);
+      if (v.empty() || *end != '\0' || ms <= 0) {
+        std::fprintf(stderr, "propeller: --timeout-ms takes a positive integer\n");
+        return kExitUsage;
+      }
+      global.client.timeout_ms = ms;
+    }
+  }
+  if (i == all.size()) {
+    std::fputs(kHelp, stderr);
+    return kExitUsage;
+  }
+  const std::string command = all[i];
+  const std::vector<std::string> rest(all.begin() + static_cast<long>(i) + 1, all.end());
+  if (command == "search") return RunSearch(global, rest);
+  if (command == "import") return RunImport(global, rest);
+  if (command == "index") return RunIndex(global, rest);
+  if (command == "attr") return RunAttr(global, rest);
+  if (command == "status") return RunStatus(global, rest);
+  if (command == "up") return RunUp(global, rest);
+  std::fprintf(stderr, "propeller: unknown command '%s' (see propeller --help)\n",
+               command.c_str());
+  return kExitUsage;
+}

@@ -1,0 +1,110 @@
+// Shared output helpers of the CLI: errors, JSON, times.
+#include <cinttypes>
+#include <cstdio>
+#include <ctime>
+
+#include "client/cli/commands.h"
+
+namespace propeller::cli {
+
+int ReportError(const Status& status, bool usage) {
+  std::fprintf(stderr, "propeller: %s\n", status.message().empty() ? status.ToString().c_str()
+                                                                   : status.message().c_str());
+  return usage ? kExitUsage : kExitError;
+}
+
+std::unique_ptr<Client> ConnectOrReport(const GlobalOptions& global) {
+  auto client = Client::Connect(global.client);
+  if (!client.ok()) {
+    ReportError(client.status());
+    return nullptr;
+  }
+  return std::move(client).value();
+}
+
+namespace {
+
+// Length of the valid UTF-8 sequence at s[i], or 0.
+size_t Utf8Length(std::string_view s, size_t i) {
+  const auto c = static_cast<unsigned char>(s[i]);
+  size_t n = c >= 0xF0 && c <= 0xF4 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 && c <= 0xDF ? 2 : 0;
+  if (n == 0 || i + n > s.size()) return 0;
+  for (size_t k = 1; k < n; ++k) {
+    if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) return 0;
+  }
+  return n;
+}
+
+}  // namespace
+
+std::string JsonString(std::string_view s) {
+  std::string out = "\"";
+  for (size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+      ++i;
+    } else if (c < 0x20 || c == 0x7F) {
+      char buf[8];
+      std::snprintf(buf, sizeof(buf), "\\u%04x", c);
+      out += buf;
+      ++i;
+    } else if (c < 0x80) {
+      out += static_cast<char>(c);
+      ++i;
+    } else if (size_t n = Utf8Length(s, i); n != 0) {
+      out.append(s.substr(i, n));
+      i += n;
+    } else {
+      char buf[8];
+      std::snprintf(buf, sizeof(buf), "\\u%04x", c);
+      out += buf;
+      ++i;
+    }
+  }
+  return out + "\"";
+}
+
+std::string FormatTime(int64_t ns) {
+  time_t secs = static_cast<time_t>(ns / 1'000'000'000);
+  if (ns < 0 && ns % 1'000'000'000 != 0) --secs;
+  struct tm tm;
+  gmtime_r(&secs, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+std::string RecordJson(const std::string& path, const FileRecord& r) {
+  std::string out = "{\"path\":" + JsonString(path);
+  char buf[256];
+  std::snprintf(buf, sizeof(buf),
+                ",\"volume\":%" PRIu32 ",\"ino\":%" PRIu64 ",\"type\":\"%c\",\"size\":%" PRIu64
+                ",\"mtime\":%" PRId64 ",\"ctime\":%" PRId64 ",\"atime\":%" PRId64
+                ",\"uid\":%" PRIu32 ",\"gid\":%" PRIu32 ",\"mode\":\"%04o\",\"nlink\":%" PRIu32,
+                r.id.volume, r.id.ino, static_cast<char>(r.type), r.size, r.mtime, r.ctime,
+                r.atime, r.uid, r.gid, r.mode & 07777, r.nlink);
+  out += buf;
+  if (!r.attrs.empty()) {
+    out += ",\"attrs\":{";
+    bool first = true;
+    for (const auto& [name, value] : r.attrs) {
+      if (!first) out += ",";
+      first = false;
+      out += JsonString(name) + ":";
+      if (const auto* i = std::get_if<int64_t>(&value)) {
+        out += std::to_string(*i);
+      } else if (const auto* d = std::get_if<double>(&value)) {
+        std::snprintf(buf, sizeof(buf), "%.17g", *d);
+        out += buf;
+      } else {
+        out += JsonString(std::get<std::string>(value));
+      }
+    }
+    out += "}";
+  }
+  return out + "}";
+}
+
+}  // namespace propeller::cli

@@ -1,0 +1,754 @@
+// The Client of propeller.h: routing, placement requests, fan-out and merge.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdlib>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+#include <unordered_map>
+
+#include "client/lib/propeller.h"
+#include "client/lib/routing_cache.h"
+#include "common/query/query.h"
+#include "common/rpc/rpc.h"
+#include "schemas/wire_call.h"
+
+namespace propeller {
+namespace {
+
+// Attempts for an update group whose owner keeps changing (each redirect refreshes the route).
+constexpr int kMaxRouteAttempts = 4;
+
+int64_t WallNanos() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// "/a/./b//c/../d" -> "/a/b/d". REQUIRES: path is absolute.
+std::string NormalisePath(const std::string& path) {
+  std::vector<std::string> parts;
+  size_t i = 0;
+  while (i < path.size()) {
+    size_t j = path.find('/', i);
+    if (j == std::string::npos) j = path.size();
+    std::string part = path.substr(i, j - i);
+    if (part == "..") {
+      if (!parts.empty()) parts.pop_back();
+    } else if (!part.empty() && part != ".") {
+      parts.push_back(std::move(part));
+    }
+    i = j + 1;
+  }
+  std::string out;
+  for (const std::string& p : parts) out += "/" + p;
+  return out.empty() ? "/" : out;
+}
+
+// The host path of in-volume `path` under `root`.
+std::string HostPath(const std::string& root, const std::string& path) {
+  if (root == "/") return path;
+  if (path == "/") return root;
+  return root + path;
+}
+
+bool IsIdempotent(std::span<const Update> updates) {
+  return std::none_of(updates.begin(), updates.end(),
+                      [](const Update& u) { return u.op == UpdateOp::kAddEdge; });
+}
+
+std::string FileName(FileId id) {
+  return "file (volume " + std::to_string(id.volume) + ", inode " + std::to_string(id.ino) + ")";
+}
+
+}  // namespace
+
+class Client::Impl {
+ public:
+  explicit Impl(ClientOptions options) : options_(std::move(options)) {}
+
+  Status Init() {
+    if (options_.master_endpoint.empty()) {
+      const char* env = std::getenv("PROPELLER_MASTER");
+      options_.master_endpoint = env != nullptr && *env != '\0' ? env : kDefaultMasterEndpoint;
+    }
+    if (options_.timeout_ms <= 0) return Status::InvalidArgument("timeout_ms must be positive");
+    if (!options_.curve_key_file.empty() || !options_.server_key_file.empty()) {
+      if (options_.curve_key_file.empty() || options_.server_key_file.empty()) {
+        return Status::InvalidArgument(
+            "CURVE needs both this client's key file and the servers' public key file");
+      }
+      PROPELLER_ASSIGN_OR_RETURN(keys_, rpc::ReadKeyFile(options_.curve_key_file));
+      if (keys_->secret_key.empty()) {
+        return Status::InvalidArgument(options_.curve_key_file + " has no secret key");
+      }
+      PROPELLER_ASSIGN_OR_RETURN(rpc::CurveKeys server, rpc::ReadKeyFile(options_.server_key_file));
+      server_key_ = server.public_key;
+    }
+    PROPELLER_ASSIGN_OR_RETURN(master_, NewChannel(options_.master_endpoint));
+    return Status::OK();
+  }
+
+  const std::string& master_endpoint() const { return options_.master_endpoint; }
+
+  // ---- plumbing ---------------------------------------------------------------------------
+
+  Result<std::unique_ptr<rpc::Channel>> NewChannel(const std::string& endpoint) {
+    rpc::ChannelOptions co;
+    co.endpoint = endpoint;
+    if (keys_) {
+      co.curve = *keys_;
+      co.server_public_key = server_key_;
+    }
+    return rpc::Channel::Connect(co);
+  }
+
+  rpc::CallOptions CallOpts(bool idempotent) const {
+    rpc::CallOptions o;
+    o.timeout_ms = options_.timeout_ms;
+    o.idempotent = idempotent;
+    return o;
+  }
+
+  template <typename Req, typename Rep>
+  Status MasterCall(wire::MsgType type, const Req& req, Rep* rep, bool idempotent = true) {
+    return wire::WireCall(*master_, type, req, rep, CallOpts(idempotent));
+  }
+
+  Result<rpc::Channel*> NodeChannel(const std::string& endpoint) {
+    if (endpoint.empty()) return Status::Unavailable("index node has no known endpoint");
+    std::lock_guard<std::mutex> lock(channels_mu_);
+    auto it = channels_.find(endpoint);
+    if (it != channels_.end()) return it->second.get();
+    PROPELLER_ASSIGN_OR_RETURN(std::unique_ptr<rpc::Channel> ch, NewChannel(endpoint));
+    rpc::Channel* raw = ch.get();
+    channels_.emplace(endpoint, std::move(ch));
+    return raw;
+  }
+
+  // ---- volumes ----------------------------------------------------------------------------
+
+  Result<std::vector<wire::VolumeInfo>> ListVolumes() {
+    wire::VolumesReply rep;
+    PROPELLER_RETURN_IF_ERROR(MasterCall(wire::MsgType::kListVolumes, wire::Empty{}, &rep));
+    std::lock_guard<std::mutex> lock(volumes_mu_);
+    volumes_ = rep.volumes;
+    return rep.volumes;
+  }
+
+  Result<uint32_t> RegisterVolume(const std::string& root) {
+    if (root.empty() || root[0] != '/') {
+      return Status::InvalidArgument("volume root '" + root + "' must be an absolute path");
+    }
+    wire::RegisterVolumeRequest req;
+    req.root = NormalisePath(root);
+    wire::VolumeInfo rep;
+    PROPELLER_RETURN_IF_ERROR(MasterCall(wire::MsgType::kRegisterVolume, req, &rep));
+    std::lock_guard<std::mutex> lock(volumes_mu_);
+    volumes_.erase(std::remove_if(volumes_.begin(), volumes_.end(),
+                                  [&](const wire::VolumeInfo& v) { return v.volume == rep.volume; }),
+                   volumes_.end());
+    volumes_.push_back(rep);
+    return rep.volume;
+  }
+
+  // The root of `volume`, asking the master when unknown.
+  Result<std::string> VolumeRoot(uint32_t volume) {
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      {
+        std::lock_guard<std::mutex> lock(volumes_mu_);
+        for (const wire::VolumeInfo& v : volumes_) {
+          if (v.volume == volume) return v.root;
+        }
+      }
+      if (attempt == 0) PROPELLER_RETURN_IF_ERROR(ListVolumes().status());
+    }
+    return Status::NotFound("volume " + std::to_string(volume) + " is not registered");
+  }
+
+  Result<std::pair<uint32_t, std::string>> ResolvePath(const std::string& path) {
+    if (path.empty() || path[0] != '/') {
+      return Status::InvalidArgument("path '" + path + "' must be absolute");
+    }
+    const std::string norm = NormalisePath(path);
+    PROPELLER_ASSIGN_OR_RETURN(std::vector<wire::VolumeInfo> volumes, ListVolumes());
+    const wire::VolumeInfo* best = nullptr;
+    for (const wire::VolumeInfo& v : volumes) {
+      if (PathInScope(norm, v.root) && (best == nullptr || v.root.size() > best->root.size())) {
+        best = &v;
+      }
+    }
+    if (best == nullptr) {
+      return Status::NotFound(norm + " is not inside an indexed volume (`propeller status` " +
+                              "lists them; `propeller import DIR` adds one)");
+    }
+    std::string inner = best->root == "/" ? norm : norm.substr(best->root.size());
+    if (inner.empty()) inner = "/";
+    return std::make_pair(best->volume, inner);
+  }
+
+  // ---- search -----------------------------------------------------------------------------
+
+  Status Search(const std::string& query, const ClientSearchOptions& opts,
+                const std::function<bool(const ClientHit&)>& on_hit,
+                ClientSearchStats* stats_out) {
+    wire::SearchQuery q;
+    q.query = query;
+    q.now_ns = opts.now_ns != 0 ? opts.now_ns : WallNanos();
+    {
+      // Parse here too: a bad query is reported without a round trip, with its position.
+      ParseOptions po;
+      po.now_ns = q.now_ns;
+      PROPELLER_RETURN_IF_ERROR(Query::Parse(query, po).status());
+    }
+    PROPELLER_RETURN_IF_ERROR(CheckSortKey(opts.sort_by));
+    q.limit = opts.limit;
+    q.sort_by = opts.sort_by;
+    q.descending = opts.descending;
+    q.creds = OwnOrGivenCredentials(opts);
+    if (opts.volume) {
+      q.volume = *opts.volume;
+      q.scope = opts.scope;
+    } else if (NormalisePath(opts.scope.empty() ? "/" : opts.scope) != "/") {
+      PROPELLER_ASSIGN_OR_RETURN(auto resolved, ResolvePath(opts.scope));
+      q.volume = resolved.first;
+      q.scope = resolved.second;
+    }
+    PROPELLER_RETURN_IF_ERROR(ListVolumes().status());
+    PROPELLER_ASSIGN_OR_RETURN(std::vector<wire::NodeInfo> nodes, SearchTargets());
+
+    // Fan out: one thread per node decodes chunks into a queue; this thread delivers.
+    struct Shared {
+      std::mutex mu;
+      std::condition_variable cv;
+      std::deque<std::vector<ClientHit>> ready;
+      size_t running = 0;
+      Status error;
+      ClientSearchStats stats;
+    } shared;
+    std::atomic<bool> stop{false};
+    shared.running = nodes.size();
+    std::vector<std::thread> threads;
+    for (const wire::NodeInfo& node : nodes) {
+      threads.emplace_back([&, node] {
+        Status st = SearchNode(node, q, stop, [&](std::vector<ClientHit>&& hits) {
+          std::lock_guard<std::mutex> lock(shared.mu);
+          shared.ready.push_back(std::move(hits));
+          shared.cv.notify_one();
+        }, &shared.stats, &shared.mu);
+        std::lock_guard<std::mutex> lock(shared.mu);
+        if (!st.ok() && shared.error.ok() && !stop.load()) shared.error = st;
+        --shared.running;
+        shared.cv.notify_one();
+      });
+    }
+
+    const bool sorted = !opts.sort_by.empty();
+    std::vector<ClientHit> collected;
+    uint64_t delivered = 0;
+    bool stopped = false;
+    for (;;) {
+      std::vector<ClientHit> batch;
+      {
+        std::unique_lock<std::mutex> lock(shared.mu);
+        shared.cv.wait(lock, [&] { return !shared.ready.empty() || shared.running == 0; });
+        if (shared.ready.empty()) break;
+        batch = std::move(shared.ready.front());
+        shared.ready.pop_front();
+        if (!shared.error.ok()) stop = true;
+      }
+      if (stop.load()) continue;  // drain: an error or the caller ended the search
+      for (ClientHit& hit : batch) {
+        if (sorted) {
+          collected.push_back(std::move(hit));
+          continue;
+        }
+        ++delivered;
+        if (!on_hit(hit) || (opts.limit != 0 && delivered >= opts.limit)) {
+          stop = true;
+          stopped = true;
+          break;
+        }
+      }
+    }
+    for (std::thread& t : threads) t.join();
+    if (!shared.error.ok() && !stopped) return shared.error;
+    if (sorted) {
+      std::sort(collected.begin(), collected.end(), [&](const ClientHit& a, const ClientHit& b) {
+        return SortsBefore(opts.sort_by, opts.descending, a.path, a.record, b.path, b.record);
+      });
+      if (opts.limit != 0 && collected.size() > opts.limit) collected.resize(opts.limit);
+      for (const ClientHit& hit : collected) {
+        ++delivered;
+        if (!on_hit(hit)) break;
+      }
+    }
+    if (stats_out != nullptr) {
+      *stats_out = shared.stats;
+      stats_out->nodes = nodes.size();
+      stats_out->hits = delivered;
+    }
+    return Status::OK();
+  }
+
+  std::optional<wire::WireCredentials> OwnOrGivenCredentials(const ClientSearchOptions& opts) {
+    wire::WireCredentials c;
+    if (opts.creds) {
+      c.uid = opts.creds->uid;
+      c.gid = opts.creds->gid;
+      c.groups = opts.creds->groups;
+      return c;
+    }
+    c.uid = ::geteuid();
+    c.gid = ::getegid();
+    int n = ::getgroups(0, nullptr);
+    if (n > 0) {
+      std::vector<gid_t> groups(static_cast<size_t>(n));
+      n = ::getgroups(n, groups.data());
+      for (int i = 0; i < n; ++i) c.groups.push_back(groups[static_cast<size_t>(i)]);
+    }
+    return c;
+  }
+
+  // The nodes a search must reach: every up node. A down node that holds ACGs makes the
+  // answer incomplete, so that is an error.
+  Result<std::vector<wire::NodeInfo>> SearchTargets() {
+    wire::NodesReply rep;
+    PROPELLER_RETURN_IF_ERROR(MasterCall(wire::MsgType::kListNodes, wire::Empty{}, &rep));
+    std::vector<wire::NodeInfo> targets;
+    for (const wire::NodeInfo& n : rep.nodes) {
+      if (n.up) {
+        targets.push_back(n);
+      } else if (n.acgs > 0) {
+        return Status::Unavailable("index node " + std::to_string(n.node_id) + " (" + n.endpoint +
+                                   ") is down: search results would be incomplete");
+      }
+    }
+    return targets;
+  }
+
+  Status SearchNode(const wire::NodeInfo& node, const wire::SearchQuery& q,
+                    const std::atomic<bool>& stop,
+                    const std::function<void(std::vector<ClientHit>&&)>& emit,
+                    ClientSearchStats* stats, std::mutex* stats_mu) {
+    PROPELLER_ASSIGN_OR_RETURN(rpc::Channel * ch, NodeChannel(node.endpoint));
+    Status chunk_error;
+    auto on_chunk = [&](std::string_view bytes) -> bool {
+      if (stop.load()) return false;
+      wire::SearchHitsChunk chunk;
+      Status st = wire::Decode(bytes, &chunk);
+      if (!st.ok()) {
+        chunk_error = st.WithContext(node.endpoint + ": search results");
+        return false;
+      }
+      std::vector<ClientHit> hits;
+      hits.reserve(chunk.hits.size());
+      for (wire::WireHit& h : chunk.hits) {
+        Result<std::string> root = VolumeRoot(h.record.id.volume);
+        if (!root.ok()) {
+          chunk_error = root.status();
+          return false;
+        }
+        ClientHit hit;
+        hit.path = HostPath(*root, h.path);
+        hit.record = std::move(h.record);
+        hit.acg = h.acg;
+        hit.node_id = node.node_id;
+        hits.push_back(std::move(hit));
+      }
+      emit(std::move(hits));
+      return true;
+    };
+    wire::SearchDone done;
+    // A search has no side effects: retry it on a timeout (before any hit arrived).
+    Status st = wire::WireCall(*ch, wire::MsgType::kSearch, q, &done, CallOpts(true), nullptr,
+                               on_chunk);
+    if (!chunk_error.ok()) return chunk_error;
+    if (!st.ok()) return st;
+    std::lock_guard<std::mutex> lock(*stats_mu);
+    stats->acgs_total += done.acgs_total;
+    stats->acgs_skipped += done.acgs_skipped;
+    stats->candidates += done.candidates;
+    return Status::OK();
+  }
+
+  // ---- updates ----------------------------------------------------------------------------
+
+  // Fills acgs[i] for every update; 0 marks an update to drop (delete of an unknown file).
+  Status RouteFiles(std::span<const FileUpdate> updates, std::vector<uint64_t>* acgs) {
+    acgs->assign(updates.size(), 0);
+    wire::AssignFilesRequest assign;
+    wire::FilesRequest lookup;
+    std::set<FileId> asked;
+    for (size_t i = 0; i < updates.size(); ++i) {
+      const FileUpdate& u = updates[i];
+      if (auto acg = cache_.FileAcg(u.record.id)) {
+        (*acgs)[i] = *acg;
+        continue;
+      }
+      if (!asked.insert(u.record.id).second) continue;
+      if (u.op == UpdateOp::kPut || u.op == UpdateOp::kAddEdge) {
+        wire::AssignItem item;
+        item.file = u.record.id;
+        item.app = u.app;
+        item.producers = u.producers;
+        assign.items.push_back(std::move(item));
+      } else {
+        lookup.files.push_back(u.record.id);
+      }
+    }
+    std::map<FileId, uint64_t> found;
+    auto remember = [&](const std::vector<wire::FileLocation>& locations) {
+      for (const wire::FileLocation& loc : locations) {
+        if (loc.acg == 0) continue;
+        found[loc.file] = loc.acg;
+        cache_.PutFile(loc.file, loc.acg);
+        if (loc.node_id != 0) cache_.PutAcg(loc.acg, NodeAddress{loc.node_id, loc.endpoint});
+      }
+    };
+    if (!assign.items.empty()) {
+      wire::LocationsReply rep;
+      // Assigning twice gives the same answer (a mapped file keeps its ACG): retry is safe.
+      PROPELLER_RETURN_IF_ERROR(MasterCall(wire::MsgType::kAssignFiles, assign, &rep));
+      remember(rep.locations);
+    }
+    if (!lookup.files.empty()) {
+      wire::LocationsReply rep;
+      PROPELLER_RETURN_IF_ERROR(MasterCall(wire::MsgType::kLookupFiles, lookup, &rep));
+      remember(rep.locations);
+    }
+    for (size_t i = 0; i < updates.size(); ++i) {
+      if ((*acgs)[i] != 0) continue;
+      auto it = found.find(updates[i].record.id);
+      if (it != found.end()) {
+        (*acgs)[i] = it->second;
+      } else if (updates[i].op == UpdateOp::kSetAttrs || updates[i].op == UpdateOp::kRemoveAttrs) {
+        return Status::NotFound(FileName(updates[i].record.id) + " is not indexed");
+      } else if (updates[i].op != UpdateOp::kDelete) {
+        return Status::Internal("the master did not place " + FileName(updates[i].record.id));
+      }
+    }
+    return Status::OK();
+  }
+
+  // The node of every ACG in `acgs`, asking the master for the unknown ones.
+  Result<std::map<uint64_t, NodeAddress>> LocateAcgs(const std::set<uint64_t>& acgs) {
+    std::map<uint64_t, NodeAddress> out;
+    wire::LocateAcgsRequest req;
+    for (uint64_t acg : acgs) {
+      if (auto node = cache_.AcgNode(acg)) {
+        out[acg] = *node;
+      } else {
+        req.acgs.push_back(acg);
+      }
+    }
+    if (req.acgs.empty()) return out;
+    wire::AcgLocationsReply rep;
+    PROPELLER_RETURN_IF_ERROR(MasterCall(wire::MsgType::kLocateAcgs, req, &rep));
+    for (const wire::AcgLocation& loc : rep.locations) {
+      if (loc.node_id == 0) {
+        return Status::NotFound("the master knows no node for ACG " + std::to_string(loc.acg));
+      }
+      NodeAddress addr{loc.node_id, loc.endpoint};
+      cache_.PutAcg(loc.acg, addr);
+      out[loc.acg] = addr;
+    }
+    return out;
+  }
+
+  Status SendUpdates(std::span<const FileUpdate> updates) {
+    if (updates.empty()) return Status::OK();
+    std::vector<uint64_t> acgs;
+    PROPELLER_RETURN_IF_ERROR(RouteFiles(updates, &acgs));
+    std::vector<propeller::Update> pending;
+    std::vector<FileId> deleted;
+    pending.reserve(updates.size());
+    for (size_t i = 0; i < updates.size(); ++i) {
+      if (acgs[i] == 0) continue;  // delete of a file nobody indexed: nothing to do
+      propeller::Update u;
+      u.op = updates[i].op;
+      u.acg = acgs[i];
+      u.record = updates[i].record;
+      u.edge_dst = updates[i].edge_dst;
+      u.edge_weight = updates[i].edge_weight;
+      if (u.op == UpdateOp::kDelete) deleted.push_back(u.record.id);
+      pending.push_back(std::move(u));
+    }
+    for (int attempt = 0; !pending.empty(); ++attempt) {
+      if (attempt == kMaxRouteAttempts) {
+        return Status::Unavailable("updates for ACG " + std::to_string(pending[0].acg) +
+                                   " keep being redirected; the cluster is reconfiguring");
+      }
+      std::set<uint64_t> acg_set;
+      for (const propeller::Update& u : pending) acg_set.insert(u.acg);
+      PROPELLER_ASSIGN_OR_RETURN(auto owners, LocateAcgs(acg_set));
+      std::map<std::string, std::vector<propeller::Update>> groups;  // by node endpoint
+      for (propeller::Update& u : pending) groups[owners[u.acg].endpoint].push_back(std::move(u));
+      pending.clear();
+      std::vector<std::string> endpoints;
+      std::vector<std::vector<propeller::Update>*> batches;
+      for (auto& [endpoint, batch] : groups) {
+        endpoints.push_back(endpoint);
+        batches.push_back(&batch);
+      }
+      std::vector<Status> results(batches.size());
+      std::vector<std::vector<wire::AcgLocation>> redirects(batches.size());
+      auto send = [&](size_t g) {
+        Result<rpc::Channel*> ch = NodeChannel(endpoints[g]);
+        if (!ch.ok()) {
+          results[g] = ch.status();
+          return;
+        }
+        wire::ApplyRequest req;
+        req.updates = *batches[g];
+        wire::Empty rep;
+        results[g] = wire::WireCall(**ch, wire::MsgType::kApply, req, &rep,
+                                    CallOpts(IsIdempotent(req.updates)), &redirects[g]);
+      };
+      if (batches.size() == 1) {
+        send(0);
+      } else {
+        std::vector<std::thread> threads;
+        for (size_t g = 0; g < batches.size(); ++g) threads.emplace_back(send, g);
+        for (std::thread& t : threads) t.join();
+      }
+      for (size_t g = 0; g < batches.size(); ++g) {
+        if (results[g].ok()) continue;
+        // Unavailable = nothing was sent (no connection): the node may have moved to another
+        // endpoint (restart) — ask the master again. A Timeout may have been applied, so it is
+        // only the caller's to retry.
+        const bool moved = results[g].code() == StatusCode::kUnavailable;
+        if (results[g].code() != StatusCode::kRedirect && !moved) return results[g];
+        if (moved && attempt + 1 == kMaxRouteAttempts) return results[g];
+        // The node does not own some of these ACGs: forget the routes, learn what it told
+        // us, and resend the whole group (it applied none of it).
+        for (const propeller::Update& u : *batches[g]) cache_.ForgetAcg(u.acg);
+        for (const wire::AcgLocation& loc : redirects[g]) {
+          if (loc.node_id != 0) cache_.PutAcg(loc.acg, NodeAddress{loc.node_id, loc.endpoint});
+        }
+        for (propeller::Update& u : *batches[g]) pending.push_back(std::move(u));
+      }
+    }
+    if (!deleted.empty()) {
+      wire::FilesRequest req;
+      req.files = deleted;
+      wire::Empty rep;
+      // The records are gone; the master's map entries only steer placement. Forget them so
+      // ACG sizes stay right; a failure here is harmless and only logged by the caller.
+      PROPELLER_RETURN_IF_ERROR(MasterCall(wire::MsgType::kForgetFiles, req, &rep));
+      for (FileId id : deleted) cache_.ForgetFile(id);
+    }
+    return Status::OK();
+  }
+
+  Result<FileRecord> Get(FileId id) {
+    for (int attempt = 0; attempt < kMaxRouteAttempts; ++attempt) {
+      std::optional<uint64_t> acg = cache_.FileAcg(id);
+      if (!acg) {
+        wire::FilesRequest req;
+        req.files = {id};
+        wire::LocationsReply rep;
+        PROPELLER_RETURN_IF_ERROR(MasterCall(wire::MsgType::kLookupFiles, req, &rep));
+        if (rep.locations.size() != 1 || rep.locations[0].acg == 0) {
+          return Status::NotFound(FileName(id) + " is not indexed");
+        }
+        const wire::FileLocation& loc = rep.locations[0];
+        cache_.PutFile(id, loc.acg);
+        if (loc.node_id != 0) cache_.PutAcg(loc.acg, NodeAddress{loc.node_id, loc.endpoint});
+        acg = loc.acg;
+      }
+      PROPELLER_ASSIGN_OR_RETURN(auto owners, LocateAcgs({*acg}));
+      PROPELLER_ASSIGN_OR_RETURN(rpc::Channel * ch, NodeChannel(owners[*acg].endpoint));
+      wire::GetRecordRequest req;
+      req.acg = *acg;
+      req.file = id;
+      wire::RecordReply rep;
+      std::vector<wire::AcgLocation> redirects;
+      Status st = wire::WireCall(*ch, wire::MsgType::kGetRecord, req, &rep, CallOpts(true),
+                                 &redirects);
+      if (st.ok()) return std::move(rep.record);
+      if (st.code() != StatusCode::kRedirect) return st;
+      cache_.ForgetAcg(*acg);
+      cache_.ForgetFile(id);
+    }
+    return Status::Unavailable(FileName(id) + ": its ACG keeps being redirected");
+  }
+
+  Status AttrUpdate(UpdateOp op, FileId id, const std::string& name, const AttrValue& value) {
+    FileUpdate u;
+    u.op = op;
+    u.record.id = id;
+    u.record.attrs[name] = value;
+    return SendUpdates(std::span<const FileUpdate>(&u, 1));
+  }
+
+  // ---- indexes and status -----------------------------------------------------------------
+
+  // Runs `call` against every up node in parallel; the first error wins.
+  Status ForEachUpNode(const std::function<Status(rpc::Channel&)>& call) {
+    wire::NodesReply nodes;
+    PROPELLER_RETURN_IF_ERROR(MasterCall(wire::MsgType::kListNodes, wire::Empty{}, &nodes));
+    std::vector<Status> results(nodes.nodes.size());
+    std::vector<std::thread> threads;
+    for (size_t i = 0; i < nodes.nodes.size(); ++i) {
+      if (!nodes.nodes[i].up) continue;
+      threads.emplace_back([&, i] {
+        Result<rpc::Channel*> ch = NodeChannel(nodes.nodes[i].endpoint);
+        results[i] = ch.ok() ? call(**ch) : ch.status();
+      });
+    }
+    for (std::thread& t : threads) t.join();
+    for (const Status& st : results) PROPELLER_RETURN_IF_ERROR(st);
+    return Status::OK();
+  }
+
+  Status CreateIndex(const std::string& name, IndexType type) {
+    wire::IndexDef def;
+    def.name = name;
+    def.type = type;
+    wire::Empty rep;
+    PROPELLER_RETURN_IF_ERROR(MasterCall(wire::MsgType::kCreateIndex, def, &rep, false));
+    // Build it everywhere now, so attributes set next are indexed at once (a node that misses
+    // this gets it from its next heartbeat).
+    return ForEachUpNode([&](rpc::Channel& ch) {
+      wire::Empty r;
+      Status st = wire::WireCall(ch, wire::MsgType::kCreateIndex, def, &r, CallOpts(true));
+      return st.code() == StatusCode::kAlreadyExists ? Status::OK() : st;
+    });
+  }
+
+  Status DropIndex(const std::string& name) {
+    wire::IndexName req;
+    req.name = name;
+    wire::Empty rep;
+    PROPELLER_RETURN_IF_ERROR(MasterCall(wire::MsgType::kDropIndex, req, &rep, false));
+    return ForEachUpNode([&](rpc::Channel& ch) {
+      wire::Empty r;
+      Status st = wire::WireCall(ch, wire::MsgType::kDropIndex, req, &r, CallOpts(true));
+      return st.IsNotFound() ? Status::OK() : st;
+    });
+  }
+
+  Result<std::vector<wire::IndexDef>> ListIndexes() {
+    wire::IndexesReply rep;
+    PROPELLER_RETURN_IF_ERROR(MasterCall(wire::MsgType::kListIndexes, wire::Empty{}, &rep));
+    return std::move(rep.indexes);
+  }
+
+  Result<ClusterStatus> GetStatus() {
+    wire::ClusterStatusReply rep;
+    PROPELLER_RETURN_IF_ERROR(MasterCall(wire::MsgType::kClusterStatus, wire::Empty{}, &rep));
+    ClusterStatus out;
+    out.master_endpoint = options_.master_endpoint;
+    out.acgs = rep.acgs;
+    out.files = rep.files;
+    out.indexes = std::move(rep.indexes);
+    out.volumes = std::move(rep.volumes);
+    out.nodes.resize(rep.nodes.size());
+    std::vector<std::thread> threads;
+    for (size_t i = 0; i < rep.nodes.size(); ++i) {
+      out.nodes[i].info = rep.nodes[i];
+      if (!rep.nodes[i].up) {
+        out.nodes[i].error = "down (missed heartbeats)";
+        continue;
+      }
+      threads.emplace_back([&, i] {
+        NodeStatus& ns = out.nodes[i];
+        Result<rpc::Channel*> ch = NodeChannel(ns.info.endpoint);
+        wire::NodeStatusReply r;
+        Status st = ch.ok() ? wire::WireCall(**ch, wire::MsgType::kNodeStatus, wire::Empty{}, &r,
+                                             CallOpts(true))
+                            : ch.status();
+        if (st.ok()) {
+          ns.node = std::move(r);
+        } else {
+          ns.error = st.ToString();
+        }
+      });
+    }
+    for (std::thread& t : threads) t.join();
+    return out;
+  }
+
+ private:
+  ClientOptions options_;
+  std::optional<rpc::CurveKeys> keys_;  // Constant after Init.
+  std::string server_key_;              // Constant after Init.
+  std::unique_ptr<rpc::Channel> master_;  // Constant after Init; thread-safe.
+  RoutingCache cache_;
+
+  std::mutex channels_mu_;
+  std::unordered_map<std::string, std::unique_ptr<rpc::Channel>> channels_;  // Under channels_mu_.
+
+  std::mutex volumes_mu_;
+  std::vector<wire::VolumeInfo> volumes_;  // Under volumes_mu_.
+};
+
+Result<std::unique_ptr<Client>> Client::Connect(const ClientOptions& options) {
+  auto impl = std::make_unique<Impl>(options);
+  PROPELLER_RETURN_IF_ERROR(impl->Init());
+  return std::unique_ptr<Client>(new Client(std::move(impl)));
+}
+
+Client::Client(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Client::~Client() = default;
+
+Status Client::Search(const std::string& query, const ClientSearchOptions& options,
+                      const std::function<bool(const ClientHit&)>& on_hit,
+                      ClientSearchStats* stats) {
+  return impl_->Search(query, options, on_hit, stats);
+}
+
+Result<std::vector<ClientHit>> Client::SearchAll(const std::string& query,
+                                                 const ClientSearchOptions& options,
+                                                 ClientSearchStats* stats) {
+  std::vector<ClientHit> hits;
+  PROPELLER_RETURN_IF_ERROR(impl_->Search(
+      query, options,
+      [&](const ClientHit& h) {
+        hits.push_back(h);
+        return true;
+      },
+      stats));
+  return hits;
+}
+
+Result<uint32_t> Client::RegisterVolume(const std::string& root) {
+  return impl_->RegisterVolume(root);
+}
+Result<std::vector<wire::VolumeInfo>> Client::ListVolumes() { return impl_->ListVolumes(); }
+Result<std::pair<uint32_t, std::string>> Client::ResolvePath(const std::string& path) {
+  return impl_->ResolvePath(path);
+}
+Result<FileId> Client::FileIdOf(const std::string& path) {
+  PROPELLER_ASSIGN_OR_RETURN(auto resolved, impl_->ResolvePath(path));
+  struct stat st;
+  if (::lstat(path.c_str(), &st) != 0) return Status::IOError("stat " + path, errno);
+  return FileId{resolved.first, static_cast<uint64_t>(st.st_ino)};
+}
+Status Client::Update(std::span<const FileUpdate> updates) { return impl_->SendUpdates(updates); }
+Result<FileRecord> Client::Get(FileId id) { return impl_->Get(id); }
+Status Client::SetAttr(FileId id, const std::string& name, const AttrValue& value) {
+  return impl_->AttrUpdate(UpdateOp::kSetAttrs, id, name, value);
+}
+Status Client::RemoveAttr(FileId id, const std::string& name) {
+  return impl_->AttrUpdate(UpdateOp::kRemoveAttrs, id, name, int64_t{0});
+}
+Status Client::CreateIndex(const std::string& name, IndexType type) {
+  return impl_->CreateIndex(name, type);
+}
+Status Client::DropIndex(const std::string& name) { return impl_->DropIndex(name); }
+Result<std::vector<wire::IndexDef>> Client::ListIndexes() { return impl_->ListIndexes(); }
+Result<ClusterStatus> Client::GetStatus() { return impl_->GetStatus(); }
+const std::string& Client::master_endpoint() const { return impl_->master_endpoint(); }
+
+}  // namespace propeller

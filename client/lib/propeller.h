@@ -1,0 +1,174 @@
+// libpropeller: the C++ client API of a Propeller cluster (DESIGN §9). A Client talks to the
+// master for routing and placement and to the index nodes for updates and searches; it needs
+// nothing but an endpoint of the master. (C callers: client/lib/propeller_c.h.)
+//
+//   auto client = propeller::Client::Connect({});          // PROPELLER_MASTER or the default
+//   (*client)->Search("size>1m & ext=parquet", {.scope = "/data/run42"},
+//                     [](const propeller::ClientHit& hit) { puts(hit.path.c_str()); return true; });
+//
+// Routing: the client caches file -> (ACG, node) and ACG -> node. Entries may go stale (a node
+// restarted elsewhere, an ACG moved): an index node answers a request for an ACG it does not own
+// with a redirect, and the client drops what it knew, asks the master again and retries, so a
+// stale cache costs one round trip and never a wrong answer.
+//
+// Searches go to every up index node in parallel; each node filters, sorts and limits, and the
+// client merges (one total order: SortsBefore in common/record.h) and limits again. If a node
+// that should answer is down, the search fails with Unavailable naming it: results are never
+// silently incomplete.
+//
+// Paths: a hit's `path` is the volume's root followed by the in-volume path
+// ("/data" + "/run42/a.parquet"); `scope` is given the same way (a host path inside a volume) or,
+// with `volume` set, as an in-volume path.
+//
+// Threading: every method may be called from any number of threads at once.
+#ifndef PROPELLER_CLIENT_LIB_PROPELLER_H_
+#define PROPELLER_CLIENT_LIB_PROPELLER_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "common/record.h"
+#include "common/status.h"
+#include "schemas/messages.h"
+
+namespace propeller {
+
+inline constexpr const char* kDefaultMasterEndpoint = "tcp://127.0.0.1:7470";
+
+struct ClientOptions {
+  // "" = $PROPELLER_MASTER, else kDefaultMasterEndpoint.
+  std::string master_endpoint;
+  // CURVE (optional): this client's key pair file and the files with the master's and the
+  // index nodes' public keys (one key for the whole cluster is the simple setup).
+  std::string curve_key_file;
+  std::string server_key_file;
+  int64_t timeout_ms = 5000;  // per request
+};
+
+struct ClientCredentials {
+  uint32_t uid = 0;
+  uint32_t gid = 0;
+  std::vector<uint32_t> groups;
+};
+
+struct ClientSearchOptions {
+  std::string scope = "/";  // a host path inside a volume, or in-volume when `volume` is set
+  std::optional<uint32_t> volume;
+  // Filter by what this user may see (DESIGN §10). Unset = the calling process's own
+  // credentials (geteuid/getegid/getgroups); uid 0 sees every file.
+  std::optional<ClientCredentials> creds;
+  size_t limit = 0;        // 0 = none
+  std::string sort_by;     // "" or size, mtime, ctime, atime, uid, gid, path, name
+  bool descending = false;
+  int64_t now_ns = 0;      // instant for ages; 0 = this host's clock
+};
+
+struct ClientHit {
+  std::string path;  // volume root + in-volume path
+  FileRecord record;
+  uint64_t acg = 0;
+  uint32_t node_id = 0;
+};
+
+struct ClientSearchStats {
+  uint64_t nodes = 0;
+  uint64_t acgs_total = 0;
+  uint64_t acgs_skipped = 0;
+  uint64_t candidates = 0;
+  uint64_t hits = 0;
+};
+
+// One file-indexing change. For kPut the record is the file's whole new state; kDelete needs
+// record.id only; kSetAttrs/kRemoveAttrs use record.id and record.attrs; kAddEdge adds the ACG
+// edge record.id -> edge_dst. `app` and `producers` steer the placement of files the master has
+// not seen yet (DESIGN §5).
+struct FileUpdate {
+  UpdateOp op = UpdateOp::kPut;
+  FileRecord record;
+  std::string app;
+  std::vector<FileId> producers;
+  FileId edge_dst;
+  uint32_t edge_weight = 1;
+};
+
+struct NodeStatus {
+  wire::NodeInfo info;                    // as the master sees the node
+  std::optional<wire::NodeStatusReply> node;  // from the node itself; unset when unreachable
+  std::string error;                      // why `node` is unset
+};
+struct ClusterStatus {
+  std::string master_endpoint;
+  uint64_t acgs = 0;
+  uint64_t files = 0;
+  std::vector<NodeStatus> nodes;
+  std::vector<wire::IndexDef> indexes;
+  std::vector<wire::VolumeInfo> volumes;
+};
+
+class Client {
+ public:
+  // Creates a client for the master at options.master_endpoint. Does not contact it yet
+  // (the first call does). InvalidArgument for bad options, NotFound/InvalidArgument for
+  // unreadable key files.
+  static Result<std::unique_ptr<Client>> Connect(const ClientOptions& options);
+  ~Client();
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
+
+  // Streams the matches of `query` to `on_hit` (always on the calling thread; return false to
+  // stop). With sort_by the hits arrive in order after all nodes answered; otherwise as they
+  // come, and a limit ends the search once reached. Errors: InvalidArgument (bad query, scope
+  // or sort key, with the parser's position), Unavailable (master or a node down), Timeout.
+  Status Search(const std::string& query, const ClientSearchOptions& options,
+                const std::function<bool(const ClientHit&)>& on_hit,
+                ClientSearchStats* stats = nullptr);
+  Result<std::vector<ClientHit>> SearchAll(const std::string& query,
+                                           const ClientSearchOptions& options,
+                                           ClientSearchStats* stats = nullptr);
+
+  // Volumes: RegisterVolume is idempotent (same root, same id). `root` must be absolute.
+  Result<uint32_t> RegisterVolume(const std::string& root);
+  Result<std::vector<wire::VolumeInfo>> ListVolumes();
+  // The volume containing host path `path` and the in-volume path; NotFound if none does
+  // (the longest registered root wins).
+  Result<std::pair<uint32_t, std::string>> ResolvePath(const std::string& path);
+  // The FileId of the file at host path `path`: its volume (ResolvePath) and inode (lstat).
+  Result<FileId> FileIdOf(const std::string& path);
+
+  // Sends the changes and returns once every index node concerned acknowledged them (they are
+  // in its log). Updates are grouped per node and sent in parallel; a redirect refreshes the
+  // routing and resends that group. Files seen for the first time are placed by the master.
+  // Not atomic across nodes: on error some groups may have been applied.
+  Status Update(std::span<const FileUpdate> updates);
+
+  // The current record of `id`. NotFound when the file is not indexed.
+  Result<FileRecord> Get(FileId id);
+  // User attributes (DESIGN §3): set or remove one attribute of an indexed file.
+  Status SetAttr(FileId id, const std::string& name, const AttrValue& value);
+  Status RemoveAttr(FileId id, const std::string& name);
+
+  // User-defined indexes: recorded by the master, then built on every up node at once.
+  Status CreateIndex(const std::string& name, IndexType type);
+  Status DropIndex(const std::string& name);
+  Result<std::vector<wire::IndexDef>> ListIndexes();
+
+  // The master's view (nodes, ACGs, files, indexes, volumes) plus each up node's own status,
+  // asked in parallel; an unreachable node is reported, not an error.
+  Result<ClusterStatus> GetStatus();
+
+  const std::string& master_endpoint() const;
+
+ private:
+  class Impl;
+  explicit Client(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace propeller
+
+#endif  // PROPELLER_CLIENT_LIB_PROPELLER_H_

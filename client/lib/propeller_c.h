@@ -1,0 +1,65 @@
+/* libpropeller C ABI: search and attribute calls for other languages (DESIGN §9).
+ *
+ * A thin, stable wrapper over the C++ Client (client/lib/propeller.h). Every function returns
+ * 0 on success or a StatusCode number (common/status.h: 1 not found, 2 invalid argument,
+ * 8 unavailable, 9 timeout, ...) and, when `error` is not NULL, stores a malloc'd one-line
+ * message there that the caller frees with propeller_free(). Strings passed in are
+ * NUL-terminated UTF-8 (or any bytes); strings handed to callbacks live until the callback
+ * returns. A propeller_client may be used from several threads at once.
+ */
+#ifndef PROPELLER_CLIENT_LIB_PROPELLER_C_H_
+#define PROPELLER_CLIENT_LIB_PROPELLER_C_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct propeller_client propeller_client;
+
+/* One search hit. Valid only during the callback. */
+typedef struct propeller_hit {
+  const char* path; /* host path: volume root + in-volume path */
+  uint32_t volume;
+  uint64_t ino;
+  char type; /* 'f', 'd', 'l', 'o' */
+  uint64_t size;
+  int64_t mtime_ns;
+  int64_t ctime_ns;
+  int64_t atime_ns;
+  uint32_t uid;
+  uint32_t gid;
+  uint32_t mode;
+  uint32_t nlink;
+} propeller_hit;
+
+/* Return non-zero to continue, 0 to stop the search. */
+typedef int (*propeller_hit_fn)(void* ctx, const propeller_hit* hit);
+
+/* master_endpoint NULL or "" = $PROPELLER_MASTER, else tcp://127.0.0.1:7470. */
+int propeller_connect(const char* master_endpoint, propeller_client** out, char** error);
+void propeller_close(propeller_client* client);
+
+/* scope NULL = everything; limit 0 = none; sort_by NULL or "" = unordered. Results are
+ * filtered by the calling process's credentials. */
+int propeller_search(propeller_client* client, const char* query, const char* scope,
+                     size_t limit, const char* sort_by, int descending, propeller_hit_fn fn,
+                     void* ctx, char** error);
+
+/* User attributes of the file at host path `path` (stat'ed here to find its inode). */
+int propeller_set_attr_int(propeller_client* client, const char* path, const char* name,
+                           int64_t value, char** error);
+int propeller_set_attr_string(propeller_client* client, const char* path, const char* name,
+                              const char* value, char** error);
+int propeller_remove_attr(propeller_client* client, const char* path, const char* name,
+                          char** error);
+
+void propeller_free(void* p);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PROPELLER_CLIENT_LIB_PROPELLER_C_H_ */

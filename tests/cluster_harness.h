@@ -1,0 +1,199 @@
+// A real multi-process Propeller cluster on loopback for tests: propeller-master and
+// propeller-indexnode started as child processes (fork + exec of the built binaries), each with
+// its own data directory, killed with SIGKILL or stopped with SIGTERM, restarted on the same
+// data and the same port. Test-only.
+//
+// Threading: one test thread drives a LocalCluster; Client objects may be used from any thread.
+#ifndef PROPELLER_TESTS_CLUSTER_HARNESS_H_
+#define PROPELLER_TESTS_CLUSTER_HARNESS_H_
+
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "client/lib/propeller.h"
+#include "indexnode/engine_test_util.h"
+
+namespace propeller::testing {
+
+// A TCP port that was free a moment ago (bind to port 0, read it, close). The tiny race with
+// other processes is acceptable in tests.
+inline int FreePort() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  socklen_t len = sizeof(addr);
+  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    if (fd >= 0) ::close(fd);
+    return 0;
+  }
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
+// One child process; stdout and stderr go to `log_path`.
+class ChildProcess {
+ public:
+  ChildProcess(std::vector<std::string> argv, std::string log_path)
+      : argv_(std::move(argv)), log_path_(std::move(log_path)) {}
+  ~ChildProcess() { Kill(); }
+
+  bool Start() {
+    pid_ = ::fork();
+    if (pid_ < 0) return false;
+    if (pid_ == 0) {
+      FILE* log = std::fopen(log_path_.c_str(), "a");
+      if (log != nullptr) {
+        ::dup2(fileno(log), 1);
+        ::dup2(fileno(log), 2);
+      }
+      std::vector<char*> args;
+      for (std::string& a : argv_) args.push_back(a.data());
+      args.push_back(nullptr);
+      ::execv(args[0], args.data());
+      ::_exit(127);
+    }
+    return true;
+  }
+  // SIGKILL: the process dies wherever it is, as in a crash.
+  void Kill() { Signal(SIGKILL); }
+  // SIGTERM and wait: a clean stop. Returns the exit status (-1 if not running).
+  int Terminate() { return Signal(SIGTERM); }
+  bool running() const { return pid_ > 0; }
+
+ private:
+  int Signal(int sig) {
+    if (pid_ <= 0) return -1;
+    ::kill(pid_, sig);
+    int status = 0;
+    ::waitpid(pid_, &status, 0);
+    pid_ = -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  }
+
+  std::vector<std::string> argv_;
+  std::string log_path_;
+  pid_t pid_ = -1;
+};
+
+struct ClusterConfig {
+  int nodes = 3;
+  uint64_t acg_threshold = 50'000;
+  std::vector<std::string> master_extra;  // extra propeller-master flags
+  std::vector<std::string> node_extra;    // extra propeller-indexnode flags
+};
+
+// master + N index nodes, each on a fixed loopback port chosen at construction.
+class LocalCluster {
+ public:
+  explicit LocalCluster(ClusterConfig config) : config_(std::move(config)) {
+    master_port_ = FreePort();
+    for (int i = 0; i < config_.nodes; ++i) node_ports_.push_back(FreePort());
+    nodes_.resize(static_cast<size_t>(config_.nodes));
+  }
+  ~LocalCluster() {
+    for (auto& n : nodes_) {
+      if (n) n->Terminate();
+    }
+    if (master_) master_->Terminate();
+  }
+
+  std::string master_endpoint() const {
+    return "tcp://127.0.0.1:" + std::to_string(master_port_);
+  }
+  std::string node_endpoint(int i) const {
+    return "tcp://127.0.0.1:" + std::to_string(node_ports_[static_cast<size_t>(i)]);
+  }
+  const std::string& dir() const { return dir_.path(); }
+
+  bool StartMaster() {
+    std::vector<std::string> argv = {PROPELLER_MASTER_BIN, "--data", dir() + "/master",
+                                     "--listen", master_endpoint(), "--acg-threshold",
+                                     std::to_string(config_.acg_threshold),
+                                     "--node-timeout-ms", "3000"};
+    argv.insert(argv.end(), config_.master_extra.begin(), config_.master_extra.end());
+    master_ = std::make_unique<ChildProcess>(argv, dir() + "/master.log");
+    return master_->Start();
+  }
+  bool StartNode(int i) {
+    std::vector<std::string> argv = {PROPELLER_INDEXNODE_BIN, "--data",
+                                     dir() + "/node" + std::to_string(i), "--listen",
+                                     node_endpoint(i), "--master", master_endpoint()};
+    argv.insert(argv.end(), config_.node_extra.begin(), config_.node_extra.end());
+    auto& slot = nodes_[static_cast<size_t>(i)];
+    slot = std::make_unique<ChildProcess>(argv, dir() + "/node" + std::to_string(i) + ".log");
+    return slot->Start();
+  }
+  bool Start() {
+    if (!StartMaster()) return false;
+    for (int i = 0; i < config_.nodes; ++i) {
+      if (!StartNode(i)) return false;
+    }
+    return true;
+  }
+  ChildProcess& master() { return *master_; }
+  ChildProcess& node(int i) { return *nodes_[static_cast<size_t>(i)]; }
+
+  ClientOptions client_options(int64_t timeout_ms = 2000) const {
+    ClientOptions o;
+    o.master_endpoint = master_endpoint();
+    o.timeout_ms = timeout_ms;
+    return o;
+  }
+
+  // Waits until the master reports `n` up nodes. False after `seconds`.
+  bool WaitNodesUp(Client& client, size_t n, int seconds = 30) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+    while (std::chrono::steady_clock::now() < deadline) {
+      auto status = client.GetStatus();
+      if (status.ok()) {
+        size_t up = 0;
+        for (const NodeStatus& ns : status->nodes) up += ns.info.up && ns.node.has_value();
+        if (up >= n) return true;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return false;
+  }
+
+  // The logs of every process, for failure messages.
+  std::string Logs() const {
+    std::string out;
+    std::vector<std::string> names = {"master.log"};
+    for (int i = 0; i < config_.nodes; ++i) names.push_back("node" + std::to_string(i) + ".log");
+    for (const std::string& n : names) {
+      FILE* f = std::fopen((dir() + "/" + n).c_str(), "r");
+      if (f == nullptr) continue;
+      out += "---- " + n + "\n";
+      char buf[4096];
+      size_t got;
+      while ((got = std::fread(buf, 1, sizeof(buf), f)) > 0) out.append(buf, got);
+      std::fclose(f);
+    }
+    return out;
+  }
+
+ private:
+  ClusterConfig config_;
+  TempDir dir_;
+  int master_port_ = 0;
+  std::vector<int> node_ports_;
+  std::unique_ptr<ChildProcess> master_;
+  std::vector<std::unique_ptr<ChildProcess>> nodes_;
+};
+
+}  // namespace propeller::testing
+
+#endif  // PROPELLER_TESTS_CLUSTER_HARNESS_H_

@@ -1,0 +1,200 @@
+// A real cluster (propeller-master + 3 propeller-indexnode processes on loopback) against the
+// single-node engine: for a seeded random stream of updates and queries, every search through
+// the client library gives exactly the results of an in-process Engine fed the same updates.
+//
+// PROPELLER_SEED picks the stream (default fixed); the seed is printed on failure.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "client/lib/propeller.h"
+#include "common/random.h"
+#include "indexnode/engine.h"
+#include "indexnode/engine_test_util.h"
+#include "tests/cluster_harness.h"
+
+namespace propeller::testing {
+namespace {
+
+constexpr const char* kRoot = "/vol";
+
+// The in-volume path of a client hit ("/vol/src/a.c" -> "/src/a.c").
+std::string InVolume(const std::string& host) {
+  std::string p = host.substr(std::string(kRoot).size());
+  return p.empty() ? "/" : p;
+}
+
+struct Row {
+  std::string path;
+  FileRecord record;
+  bool operator<(const Row& o) const {
+    return path != o.path ? path < o.path : record.id < o.record.id;
+  }
+  bool operator==(const Row& o) const { return path == o.path && record == o.record; }
+};
+
+std::string Describe(const std::vector<Row>& rows) {
+  std::string out;
+  for (size_t i = 0; i < rows.size() && i < 20; ++i) {
+    out += "  " + rows[i].path + " ino " + std::to_string(rows[i].record.id.ino) + " size " +
+           std::to_string(rows[i].record.size) + "\n";
+  }
+  if (rows.size() > 20) out += "  ... " + std::to_string(rows.size()) + " rows\n";
+  return out;
+}
+
+TEST(ClusterTest, RandomStreamMatchesSingleNodeEngine) {
+  const uint64_t seed = TestSeed();
+  SCOPED_TRACE("PROPELLER_SEED=" + std::to_string(seed));
+  ClusterConfig config;
+  config.nodes = 3;
+  config.acg_threshold = 40;  // many small partitions, spread over the three nodes
+  LocalCluster cluster(config);
+  ASSERT_TRUE(cluster.Start());
+  auto client_or = Client::Connect(cluster.client_options(5000));
+  ASSERT_TRUE(client_or.ok()) << client_or.status().ToString();
+  Client& client = **client_or;
+  ASSERT_TRUE(cluster.WaitNodesUp(client, 3)) << cluster.Logs();
+  auto volume = client.RegisterVolume(kRoot);
+  ASSERT_TRUE(volume.ok()) << volume.status().ToString();
+  ASSERT_TRUE(client.CreateIndex("proj", IndexType::kHash).ok());
+  ASSERT_TRUE(client.CreateIndex("prio", IndexType::kBTree).ok());
+
+  TempDir ref_dir;
+  EngineOptions eo;
+  eo.data_dir = ref_dir.path() + "/engine";
+  eo.background_commit = false;
+  auto engine_or = Engine::Open(eo);
+  ASSERT_TRUE(engine_or.ok()) << engine_or.status().ToString();
+  Engine& engine = **engine_or;
+  ASSERT_TRUE(engine.CreateIndex("proj", IndexType::kHash).ok());
+  ASSERT_TRUE(engine.CreateIndex("prio", IndexType::kBTree).ok());
+
+  RecordGen gen(seed);
+  Random& rnd = gen.rnd();
+  std::map<uint64_t, FileRecord> live;  // by inode
+  uint64_t next_ino = 100;
+  static const char* kApps[] = {"cc", "ld", "python3", "make", ""};
+  int searches = 0, nonempty = 0;
+
+  for (int step = 0; step < 1200; ++step) {
+    const uint64_t roll = rnd.Uniform(100);
+    if (roll < 85) {
+      // A batch of updates, as many closes at once would send.
+      std::vector<FileUpdate> batch;
+      std::vector<Update> ref;
+      const size_t n = 1 + rnd.Uniform(rnd.OneIn(10) ? 200 : 8);
+      std::set<uint64_t> touched;  // one update per file per batch keeps the order trivial
+      for (size_t k = 0; k < n; ++k) {
+        FileUpdate u;
+        const uint64_t kind = rnd.Uniform(100);
+        if (live.empty() || kind < 50) {
+          const uint64_t ino = next_ino++;
+          u.op = UpdateOp::kPut;
+          u.record = gen.NewRecord(FileId{*volume, ino});
+          // Unique paths: ties in sorted results are then ordered the same way everywhere.
+          u.record.paths = {gen.RandomDir() + "/" + std::to_string(ino) + "-" + gen.RandomName()};
+          u.app = kApps[rnd.Uniform(std::size(kApps))];
+          if (!live.empty() && rnd.OneIn(2)) {
+            auto it = live.lower_bound(rnd.Uniform(next_ino));
+            if (it == live.end()) it = live.begin();
+            u.producers = {it->second.id};
+          }
+        } else {
+          auto it = live.lower_bound(100 + rnd.Uniform(next_ino - 100));
+          if (it == live.end()) it = live.begin();
+          if (!touched.insert(it->first).second) continue;
+          u.record = it->second;
+          if (kind < 75) {
+            u.op = UpdateOp::kPut;  // attributes change, sometimes a rename
+            gen.RandomizeAttrs(&u.record);
+            if (rnd.OneIn(3)) {
+              u.record.paths = {gen.RandomDir() + "/" + std::to_string(it->first) + "-r" +
+                                gen.RandomName()};
+            }
+          } else if (kind < 85) {
+            u.op = UpdateOp::kDelete;
+          } else if (kind < 95) {
+            u.op = UpdateOp::kSetAttrs;
+            u.record.attrs.clear();
+            u.record.attrs["proj"] = std::string(rnd.OneIn(2) ? "alpha" : "gamma");
+            if (rnd.OneIn(2)) u.record.attrs["prio"] = static_cast<int64_t>(rnd.Uniform(10));
+          } else {
+            u.op = UpdateOp::kRemoveAttrs;
+            u.record.attrs.clear();
+            u.record.attrs["proj"] = int64_t{0};
+          }
+        }
+        touched.insert(u.record.id.ino);
+        Update r;
+        r.op = u.op;
+        r.acg = 1;
+        r.record = u.record;
+        ref.push_back(r);
+        // Keep our own view of the live records for choosing the next updates.
+        if (u.op == UpdateOp::kPut) {
+          live[u.record.id.ino] = u.record;
+        } else if (u.op == UpdateOp::kDelete) {
+          live.erase(u.record.id.ino);
+        } else if (u.op == UpdateOp::kSetAttrs) {
+          for (const auto& [k, v] : u.record.attrs) live[u.record.id.ino].attrs[k] = v;
+        } else {
+          for (const auto& [k, v] : u.record.attrs) live[u.record.id.ino].attrs.erase(k);
+        }
+        batch.push_back(std::move(u));
+      }
+      Status st = client.Update(batch);
+      ASSERT_TRUE(st.ok()) << "step " << step << ": " << st.ToString() << "\n" << cluster.Logs();
+      ASSERT_TRUE(engine.Apply(ref).ok());
+      continue;
+    }
+    // A query, sometimes scoped, sorted or limited.
+    const std::string text = gen.RandomQuery();
+    ClientSearchOptions co;
+    SearchRequest req;
+    req.query = text;
+    req.now_ns = co.now_ns = kNow;
+    if (rnd.OneIn(3)) {
+      req.scope = gen.RandomDir();
+      co.scope = std::string(kRoot) + req.scope;
+    }
+    const bool sorted = rnd.OneIn(3);
+    if (sorted) {
+      static const char* kKeys[] = {"size", "mtime", "uid", "path", "name"};
+      req.sort_by = co.sort_by = kKeys[rnd.Uniform(std::size(kKeys))];
+      req.descending = co.descending = rnd.OneIn(2);
+      if (rnd.OneIn(2)) req.limit = co.limit = 1 + rnd.Uniform(20);
+    }
+    auto want_or = engine.SearchAll(req);
+    auto got_or = client.SearchAll(text, co);
+    ASSERT_EQ(want_or.ok(), got_or.ok())
+        << "query '" << text << "': engine " << want_or.status().ToString() << ", cluster "
+        << got_or.status().ToString();
+    if (!want_or.ok()) continue;
+    std::vector<Row> want, got;
+    for (const SearchHit& h : *want_or) want.push_back({h.path, h.record});
+    for (const ClientHit& h : *got_or) got.push_back({InVolume(h.path), h.record});
+    if (!sorted) {
+      std::sort(want.begin(), want.end());
+      std::sort(got.begin(), got.end());
+    }
+    ++searches;
+    nonempty += !want.empty();
+    ASSERT_TRUE(want == got) << "step " << step << " query '" << text << "' scope '" << co.scope
+                             << "' sort '" << co.sort_by << "' limit " << co.limit
+                             << "\nengine:\n" << Describe(want) << "cluster:\n" << Describe(got);
+  }
+  // The stream must have exercised the fan-out for real.
+  EXPECT_GT(searches, 100);
+  EXPECT_GT(nonempty, searches / 4);
+  auto status = client.GetStatus();
+  ASSERT_TRUE(status.ok());
+  size_t nodes_with_acgs = 0;
+  for (const NodeStatus& ns : status->nodes) nodes_with_acgs += ns.info.acgs > 0;
+  EXPECT_EQ(nodes_with_acgs, 3u) << "placement should spread partitions over every node";
+}
+
+}  // namespace
+}  // namespace propeller::testing
