@@ -100,7 +100,7 @@ class Progress {
  public:
   explicit Progress(bool quiet) : quiet_(quiet), tty_(::isatty(2) != 0) {}
   void Update(uint64_t done, bool final = false) {
-    if (quiet_) return;
+    if (quiet_ || (final && !tty_)) return;  // the summary line follows
     const auto now = std::chrono::steady_clock::now();
     const double since_print = std::chrono::duration<double>(now - last_print_).count();
     if (!final && since_print < (tty_ ? 0.5 : 10.0)) return;

@@ -1,0 +1,322 @@
+// The propeller CLI end to end on the embedded default: `propeller up` (master + index node in
+// one process), `propeller import` of a real directory tree built here, and `propeller search`
+// in every output form, compared with a brute-force walk of the same tree (the oracle).
+// Also: user indexes fed by user.* xattrs, attr set/get, a resumed import after kill -9, and
+// the exit codes and one-line errors.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "common/random.h"
+#include "indexnode/engine_test_util.h"
+#include "tests/cluster_harness.h"
+
+namespace propeller::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct CliResult {
+  int code = -1;
+  std::string out;
+  std::string err;
+};
+
+// Runs the propeller CLI with `args`, capturing stdout and stderr.
+CliResult RunCli(const std::vector<std::string>& args, const std::string& master) {
+  TempDir tmp;
+  const std::string out_path = tmp.path() + "/out", err_path = tmp.path() + "/err";
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    int out = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    int err = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    ::dup2(out, 1);
+    ::dup2(err, 2);
+    std::vector<std::string> argv = {PROPELLER_CLI_BIN, "--master", master, "--timeout-ms",
+                                     "5000"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    std::vector<char*> raw;
+    for (std::string& a : argv) raw.push_back(a.data());
+    raw.push_back(nullptr);
+    ::execv(raw[0], raw.data());
+    ::_exit(127);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  CliResult r;
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  std::ifstream o(out_path), e(err_path);
+  std::stringstream so, se;
+  so << o.rdbuf();
+  se << e.rdbuf();
+  r.out = so.str();
+  r.err = se.str();
+  return r;
+}
+
+std::vector<std::string> Lines(const std::string& text, char sep = '\n') {
+  std::vector<std::string> out;
+  std::string cur;
+  for (char c : text) {
+    if (c == sep) {
+      out.push_back(cur);
+      cur.clear();
+    } else {
+      cur += c;
+    }
+  }
+  if (!cur.empty()) out.push_back(cur);
+  return out;
+}
+
+std::vector<std::string> Sorted(std::vector<std::string> v) {
+  std::sort(v.begin(), v.end());
+  return v;
+}
+
+// One entry of the oracle: what lstat and the xattrs say.
+struct Entry {
+  std::string path;
+  struct stat st;
+  std::string project;  // user.project, "" when absent
+};
+
+// A tree with directories, sizes from 0 to 64 MiB (sparse), ages from minutes to years,
+// extensions, user.project xattrs and a hard link.
+void BuildTree(const std::string& root, uint64_t seed, int files) {
+  Random rnd(seed);
+  const char* kDirs[] = {"src", "src/lib", "data", "data/run42", "docs", "logs", "a b"};
+  for (const char* d : kDirs) fs::create_directories(root + "/" + d);
+  const char* kExts[] = {".c", ".h", ".txt", ".log", ".parquet", ".png", ""};
+  const auto now = std::chrono::system_clock::now();
+  std::string first;
+  for (int i = 0; i < files; ++i) {
+    std::string path = root + "/" + kDirs[rnd.Uniform(std::size(kDirs))] + "/f" +
+                       std::to_string(i) + kExts[rnd.Uniform(std::size(kExts))];
+    int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ASSERT_GE(fd, 0) << path;
+    if (first.empty()) first = path;
+    static const off_t kSizes[] = {0, 10, 4096, 100'000, 2 << 20, 20 << 20, 64 << 20};
+    ASSERT_EQ(::ftruncate(fd, kSizes[rnd.Uniform(std::size(kSizes))] + rnd.Uniform(100)), 0);
+    const auto age = std::chrono::seconds(rnd.Uniform(4) == 0 ? rnd.Uniform(3600)
+                                                              : rnd.Uniform(400 * 86400));
+    const int64_t t = std::chrono::duration_cast<std::chrono::seconds>(
+                          (now - age).time_since_epoch()).count();
+    struct timespec times[2] = {{t, 0}, {t, 0}};
+    ASSERT_EQ(::futimens(fd, times), 0);
+    if (rnd.OneIn(3)) {
+      const char* v = rnd.OneIn(2) ? "alpha" : "beta";
+      ASSERT_EQ(::fsetxattr(fd, "user.project", v, std::strlen(v), 0), 0);
+    }
+    ::close(fd);
+  }
+  // A second name that sorts after the first, so the record's first path is the original.
+  fs::create_directories(root + "/zlinks");
+  ASSERT_EQ(::link(first.c_str(), (root + "/zlinks/hardlink").c_str()), 0);
+  ASSERT_EQ(::symlink("../src", (root + "/docs/to-src").c_str()), 0);
+}
+
+std::vector<Entry> WalkOracle(const std::string& root) {
+  std::vector<Entry> out;
+  auto add = [&](const std::string& p) {
+    Entry e;
+    e.path = p;
+    ::lstat(p.c_str(), &e.st);
+    char buf[64];
+    ssize_t n = ::lgetxattr(p.c_str(), "user.project", buf, sizeof(buf));
+    if (n > 0) e.project.assign(buf, static_cast<size_t>(n));
+    out.push_back(e);
+  };
+  add(root);
+  for (const auto& de : fs::recursive_directory_iterator(root)) add(de.path().string());
+  return out;
+}
+
+class CliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    master_ = "tcp://127.0.0.1:" + std::to_string(FreePort());
+    node_ = "tcp://127.0.0.1:" + std::to_string(FreePort());
+    up_ = std::make_unique<ChildProcess>(
+        std::vector<std::string>{PROPELLER_CLI_BIN, "up", "--data", dir_.path() + "/data",
+                                 "--listen", master_, "--node-listen", node_, "--ready-file",
+                                 dir_.path() + "/ready", "--log-level", "warning"},
+        dir_.path() + "/up.log");
+    ASSERT_TRUE(up_->Start());
+    for (int i = 0; i < 300 && !fs::exists(dir_.path() + "/ready"); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    ASSERT_TRUE(fs::exists(dir_.path() + "/ready")) << "propeller up did not start";
+    tree_ = dir_.path() + "/tree";
+  }
+  void TearDown() override { EXPECT_EQ(up_->Terminate(), 0) << "propeller up did not stop cleanly"; }
+
+  CliResult Cli(const std::vector<std::string>& args) { return RunCli(args, master_); }
+
+  // The paths of `propeller search QUERY [extra]`, asserting success.
+  std::vector<std::string> Search(const std::string& query, std::vector<std::string> extra = {}) {
+    std::vector<std::string> args = {"search", query};
+    args.insert(args.end(), extra.begin(), extra.end());
+    CliResult r = Cli(args);
+    EXPECT_EQ(r.code, 0) << query << ": " << r.err;
+    return Lines(r.out);
+  }
+
+  TempDir dir_;
+  std::string master_, node_, tree_;
+  std::unique_ptr<ChildProcess> up_;
+};
+
+TEST_F(CliTest, ImportThenSearchMatchesTheTree) {
+  BuildTree(tree_, TestSeed(), 1500);
+  ASSERT_EQ(Cli({"index", "create", "project", "--type", "hash"}).code, 0);
+  CliResult imp = Cli({"import", tree_, "--state", dir_.path() + "/import.state"});
+  ASSERT_EQ(imp.code, 0) << imp.err;
+  EXPECT_NE(imp.out.find("imported"), std::string::npos);
+
+  const std::vector<Entry> oracle = WalkOracle(tree_);
+  const int64_t now = ::time(nullptr);
+  auto expect = [&](const std::function<bool(const Entry&)>& pred) {
+    std::vector<std::string> out;
+    for (const Entry& e : oracle) {
+      if (pred(e)) out.push_back(e.path);
+    }
+    return Sorted(out);
+  };
+  auto ext_is = [](const Entry& e, const std::string& x) {
+    return fs::path(e.path).extension() == x && !S_ISDIR(e.st.st_mode);
+  };
+  // Hard links: a record has one first path; the oracle lists both names, so the link's other
+  // name is expected only for queries that the record's first path already satisfies.
+  // Each query against the oracle; every expectation is non-empty, so none passes vacuously.
+  auto check = [&](const std::string& query, std::vector<std::string> extra,
+                   const std::function<bool(const Entry&)>& pred) {
+    const std::vector<std::string> want = expect(pred);
+    EXPECT_FALSE(want.empty()) << query;
+    EXPECT_EQ(Sorted(Search(query, extra)), want) << query;
+  };
+  auto first_name = [](const Entry& e) {
+    return e.path.find("/zlinks/hardlink") == std::string::npos;
+  };
+  check("size>1m & type=f", {}, [&](const Entry& e) {
+    return S_ISREG(e.st.st_mode) && e.st.st_size > (1 << 20) && first_name(e);
+  });
+  check("ext=parquet", {}, [&](const Entry& e) { return ext_is(e, ".parquet") && first_name(e); });
+  check("mtime<2h & type=f", {}, [&](const Entry& e) {
+    return S_ISREG(e.st.st_mode) && e.st.st_mtime > now - 7200 && first_name(e);
+  });
+  check("project=alpha", {}, [&](const Entry& e) { return e.project == "alpha" && first_name(e); });
+  check("type=d", {}, [](const Entry& e) { return S_ISDIR(e.st.st_mode); });
+  check("type=l", {}, [](const Entry& e) { return S_ISLNK(e.st.st_mode); });
+  // Scope: a directory, by its host path.
+  check("ext=c", {"--scope", tree_ + "/src"}, [&](const Entry& e) {
+    return ext_is(e, ".c") && e.path.rfind(tree_ + "/src/", 0) == 0;
+  });
+
+  // Sort and limit: the ten largest, in order.
+  std::vector<Entry> files;
+  for (const Entry& e : oracle) {
+    if (S_ISREG(e.st.st_mode) && e.path.find("/zlinks/hardlink") == std::string::npos) {
+      files.push_back(e);
+    }
+  }
+  std::sort(files.begin(), files.end(), [](const Entry& a, const Entry& b) {
+    return a.st.st_size != b.st.st_size ? a.st.st_size > b.st.st_size : a.path < b.path;
+  });
+  std::vector<std::string> top;
+  for (size_t i = 0; i < 10 && i < files.size(); ++i) top.push_back(files[i].path);
+  EXPECT_EQ(Search("type=f", {"--sort", "size", "--desc", "--limit", "10"}), top);
+
+  // Output forms: -0 and --json carry the same paths.
+  CliResult nul = Cli({"search", "ext=log", "-0"});
+  ASSERT_EQ(nul.code, 0);
+  const auto plain = Sorted(Search("ext=log"));
+  EXPECT_EQ(Sorted(Lines(nul.out, '\0')), plain);
+  CliResult json = Cli({"search", "ext=log", "--json"});
+  ASSERT_EQ(json.code, 0);
+  std::vector<std::string> json_lines = Lines(json.out);
+  ASSERT_EQ(json_lines.size(), plain.size());
+  for (const std::string& line : json_lines) {
+    EXPECT_EQ(line.front(), '{');
+    EXPECT_NE(line.find("\"size\":"), std::string::npos);
+  }
+
+  // attr set/get: the new value is searchable at once.
+  const std::string file = files.back().path;
+  ASSERT_EQ(Cli({"attr", "set", file, "project", "gamma"}).code, 0);
+  EXPECT_EQ(Search("project=gamma"), std::vector<std::string>{file});
+  CliResult get = Cli({"attr", "get", file, "project"});
+  EXPECT_EQ(get.code, 0);
+  EXPECT_EQ(get.out, "gamma\n");
+
+  CliResult status = Cli({"status", "--json"});
+  EXPECT_EQ(status.code, 0);
+  EXPECT_NE(status.out.find("\"files\":" + std::to_string(oracle.size() - 1)), std::string::npos)
+      << status.out;  // the hard link's two names are one file
+}
+
+TEST_F(CliTest, InterruptedImportResumes) {
+  BuildTree(tree_, TestSeed() + 1, 3000);
+  const std::string state = dir_.path() + "/import.state";
+  // Small batches, so the kill lands between checkpoints.
+  ChildProcess importer({PROPELLER_CLI_BIN, "--master", master_, "import", tree_, "--batch", "5",
+                         "--state", state, "--quiet"},
+                        dir_.path() + "/import.log");
+  ASSERT_TRUE(importer.Start());
+  for (int i = 0; i < 2000; ++i) {
+    std::ifstream in(state);
+    std::string text((std::istreambuf_iterator<char>(in)), {});
+    auto pos = text.find("count ");
+    if (pos != std::string::npos && std::stoull(text.substr(pos + 6)) >= 500) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  importer.Kill();
+  ASSERT_TRUE(fs::exists(state)) << "the import finished before it could be interrupted";
+  CliResult resumed = Cli({"import", tree_, "--state", state});
+  ASSERT_EQ(resumed.code, 0) << resumed.err;
+  EXPECT_NE(resumed.err.find("resuming after"), std::string::npos) << resumed.err;
+  EXPECT_FALSE(fs::exists(state)) << "a finished import removes its checkpoint";
+  std::vector<std::string> want;
+  for (const Entry& e : WalkOracle(tree_)) {
+    if (e.path.find("/zlinks/hardlink") == std::string::npos) want.push_back(e.path);
+  }
+  EXPECT_EQ(Sorted(Search("size>=0")), Sorted(want));
+}
+
+TEST_F(CliTest, ErrorsAreOneLineWithDocumentedExitCodes) {
+  CliResult bad_query = Cli({"search", "size>>1m"});
+  EXPECT_EQ(bad_query.code, 1);
+  EXPECT_NE(bad_query.err.find("error at"), std::string::npos) << bad_query.err;
+  EXPECT_EQ(Lines(bad_query.err).size(), 1u);
+  EXPECT_EQ(Cli({"frobnicate"}).code, 2);
+  EXPECT_EQ(Cli({"search"}).code, 2);
+  EXPECT_EQ(Cli({"search", "size>1", "--limit", "ten"}).code, 2);
+  EXPECT_EQ(Cli({"index", "create", "x", "--type", "trie"}).code, 2);
+  CliResult no_dir = Cli({"import", dir_.path() + "/does-not-exist"});
+  EXPECT_EQ(no_dir.code, 1);
+  EXPECT_NE(no_dir.err.find("does-not-exist"), std::string::npos);
+  CliResult outside = Cli({"search", "size>1", "--scope", "/definitely/not/indexed"});
+  EXPECT_EQ(outside.code, 1);
+  EXPECT_NE(outside.err.find("not inside an indexed volume"), std::string::npos) << outside.err;
+  // Nobody listening: a clear error after the timeout, not a hang.
+  CliResult down = RunCli({"--timeout-ms", "300", "status"},
+                          "tcp://127.0.0.1:" + std::to_string(FreePort()));
+  EXPECT_EQ(down.code, 1);
+  EXPECT_EQ(Lines(down.err).size(), 1u) << down.err;
+  EXPECT_EQ(Cli({"--help"}).code, 0);
+  EXPECT_EQ(Cli({"search", "--help"}).code, 0);
+}
+
+}  // namespace
+}  // namespace propeller::testing
