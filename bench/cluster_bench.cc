@@ -1,0 +1,288 @@
+// cluster_bench: the cluster's costs side by side in one run (issue 3's measurements).
+//
+//  1. The in-process Engine on the data set: search latency and acknowledged-update latency.
+//  2. A real cluster (propeller-master + N propeller-indexnode processes on loopback) with the
+//     same data set loaded through libpropeller, for each N in --nodes: the same searches and
+//     updates through the network path.
+// Phases run one after the other (each is torn down before the next), so memory holds one copy
+// of the index at a time. Prints a Markdown table and writes JSON (--out).
+//
+//   build/bench/cluster_bench --files=10m --nodes=1,3 --out=bench/results/cluster-10m.json
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "bench/dataset.h"
+#include "client/lib/propeller.h"
+#include "indexnode/engine.h"
+#include "tests/cluster_harness.h"
+
+namespace propeller::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Config {
+  uint64_t files = 1'000'000;
+  std::vector<int> nodes = {1, 3};
+  int search_runs = 21;
+  int update_samples = 2000;
+  int load_threads = 4;
+  std::string out;
+};
+
+struct Row {
+  std::string system;  // "engine (in-process)", "cluster, 1 node", ...
+  std::string metric;
+  double value = 0;
+};
+
+double Micros(Clock::duration d) { return std::chrono::duration<double, std::micro>(d).count(); }
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+double P99(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[std::min(v.size() - 1, v.size() * 99 / 100)];
+}
+
+uint64_t ParseCount(const std::string& s) {
+  char* end = nullptr;
+  double v = std::strtod(s.c_str(), &end);
+  std::string unit = end;
+  if (unit == "k") v *= 1e3;
+  if (unit == "m") v *= 1e6;
+  return static_cast<uint64_t>(v);
+}
+
+const char* const kQueries[] = {"size>1g & mtime<1d", "size>16m"};
+
+// Median search latency (ms) of `search`, after two warm-up runs; also reports the hit count.
+double TimeSearch(const std::function<uint64_t()>& search, int runs, uint64_t* hits) {
+  *hits = search();
+  search();
+  std::vector<double> ms;
+  for (int i = 0; i < runs; ++i) {
+    const auto t0 = Clock::now();
+    search();
+    ms.push_back(Micros(Clock::now() - t0) / 1000);
+  }
+  return Median(ms);
+}
+
+// The sample of files whose updates are timed: spread over the whole data set.
+std::vector<uint64_t> UpdateSample(const Config& c) {
+  std::vector<uint64_t> out;
+  for (int i = 0; i < c.update_samples; ++i) {
+    out.push_back((static_cast<uint64_t>(i) * 2654435761u) % c.files);
+  }
+  return out;
+}
+
+bool RunEngine(const Config& c, const Dataset& ds, std::vector<Row>* rows) {
+  testing::TempDir dir;
+  EngineOptions eo;
+  eo.data_dir = dir.path() + "/engine";
+  auto engine = Engine::Open(eo);
+  if (!engine.ok()) {
+    std::fprintf(stderr, "engine: %s\n", engine.status().ToString().c_str());
+    return false;
+  }
+  const auto t0 = Clock::now();
+  std::vector<Update> chunk;
+  for (uint64_t b = 0; b < c.files; b += 10'000) {
+    chunk.clear();
+    ds.AppendPuts(b, std::min(c.files, b + 10'000), &chunk);
+    if (!(*engine)->Apply(chunk).ok()) return false;
+  }
+  if (!(*engine)->CommitAll().ok()) return false;
+  const double load_s = Micros(Clock::now() - t0) / 1e6;
+  const std::string sys = "engine (in-process)";
+  rows->push_back({sys, "load files/s", c.files / load_s});
+  for (const char* q : kQueries) {
+    SearchRequest req;
+    req.query = q;
+    req.now_ns = ds.options().now_ns;
+    uint64_t hits = 0;
+    double ms = TimeSearch([&] {
+      auto r = (*engine)->SearchAll(req);
+      return r.ok() ? r->size() : 0;
+    }, c.search_runs, &hits);
+    rows->push_back({sys, std::string("search ms: ") + q, ms});
+    rows->push_back({sys, std::string("hits: ") + q, static_cast<double>(hits)});
+  }
+  std::vector<double> us;
+  uint64_t version = 1;
+  for (uint64_t i : UpdateSample(c)) {
+    Update u = ds.Put(i);
+    ds.Touch(version++, &u.record);
+    const auto t = Clock::now();
+    if (!(*engine)->Apply(std::span<const Update>(&u, 1)).ok()) return false;
+    us.push_back(Micros(Clock::now() - t));
+  }
+  rows->push_back({sys, "update median us", Median(us)});
+  rows->push_back({sys, "update p99 us", P99(us)});
+  return true;
+}
+
+bool RunCluster(const Config& c, const Dataset& ds, int nodes, std::vector<Row>* rows) {
+  testing::ClusterConfig cc;
+  cc.nodes = nodes;
+  cc.acg_threshold = ds.options().files_per_acg;
+  testing::LocalCluster cluster(cc);
+  if (!cluster.Start()) return false;
+  auto client_or = Client::Connect(cluster.client_options(60'000));
+  if (!client_or.ok()) return false;
+  Client& client = **client_or;
+  if (!cluster.WaitNodesUp(client, static_cast<size_t>(nodes))) {
+    std::fprintf(stderr, "%s", cluster.Logs().c_str());
+    return false;
+  }
+  auto volume = client.RegisterVolume("/");
+  if (!volume.ok() || *volume != ds.options().volume) {
+    std::fprintf(stderr, "volume: %s\n", volume.status().ToString().c_str());
+    return false;
+  }
+  // Load with several client threads, each sending batches of 1000 whole groups' files.
+  const auto t0 = Clock::now();
+  std::atomic<uint64_t> next{0};
+  std::atomic<bool> failed{false};
+  std::vector<std::thread> loaders;
+  for (int t = 0; t < c.load_threads; ++t) {
+    loaders.emplace_back([&] {
+      std::vector<FileUpdate> batch;
+      for (;;) {
+        const uint64_t b = next.fetch_add(1000);
+        if (b >= c.files || failed.load()) return;
+        batch.clear();
+        for (uint64_t i = b; i < std::min(c.files, b + 1000); ++i) {
+          FileUpdate u;
+          u.record = ds.Record(i);
+          u.app = "group-" + std::to_string(ds.AcgOf(i));
+          batch.push_back(std::move(u));
+        }
+        Status st = client.Update(batch);
+        if (!st.ok()) {
+          std::fprintf(stderr, "load: %s\n", st.ToString().c_str());
+          failed = true;
+        }
+      }
+    });
+  }
+  for (std::thread& t : loaders) t.join();
+  if (failed.load()) return false;
+  const double load_s = Micros(Clock::now() - t0) / 1e6;
+  const std::string sys = "cluster, " + std::to_string(nodes) + " node" + (nodes > 1 ? "s" : "");
+  rows->push_back({sys, "load files/s", c.files / load_s});
+  for (const char* q : kQueries) {
+    ClientSearchOptions o;
+    o.now_ns = ds.options().now_ns;
+    uint64_t hits = 0;
+    double ms = TimeSearch([&] {
+      auto r = client.SearchAll(q, o);
+      if (!r.ok()) std::fprintf(stderr, "search: %s\n", r.status().ToString().c_str());
+      return r.ok() ? r->size() : 0;
+    }, c.search_runs, &hits);
+    rows->push_back({sys, std::string("search ms: ") + q, ms});
+    rows->push_back({sys, std::string("hits: ") + q, static_cast<double>(hits)});
+  }
+  // Warm the routing cache for the sample (a client that has just written a file knows its
+  // route), then time single-file updates: client -> index node -> WAL -> ack.
+  const std::vector<uint64_t> sample = UpdateSample(c);
+  uint64_t version = 1;
+  for (uint64_t i : sample) {
+    FileUpdate u;
+    u.record = ds.Record(i);
+    if (!client.Update(std::span<const FileUpdate>(&u, 1)).ok()) return false;
+  }
+  std::vector<double> us;
+  for (uint64_t i : sample) {
+    FileUpdate u;
+    u.record = ds.Record(i);
+    ds.Touch(version++, &u.record);
+    const auto t = Clock::now();
+    if (!client.Update(std::span<const FileUpdate>(&u, 1)).ok()) return false;
+    us.push_back(Micros(Clock::now() - t));
+  }
+  rows->push_back({sys, "update median us", Median(us)});
+  rows->push_back({sys, "update p99 us", P99(us)});
+  return true;
+}
+
+}  // namespace
+}  // namespace propeller::bench
+
+int main(int argc, char** argv) {
+  using namespace propeller::bench;
+  Config c;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto value = [&](const char* flag) -> const char* {
+      const size_t n = std::strlen(flag);
+      return a.compare(0, n, flag) == 0 ? a.c_str() + n : nullptr;
+    };
+    if (const char* v = value("--files=")) {
+      c.files = ParseCount(v);
+    } else if (const char* v = value("--nodes=")) {
+      c.nodes.clear();
+      for (const char* p = v; *p != '\0';) {
+        c.nodes.push_back(std::atoi(p));
+        while (*p != '\0' && *p != ',') ++p;
+        if (*p == ',') ++p;
+      }
+    } else if (const char* v = value("--runs=")) {
+      c.search_runs = std::atoi(v);
+    } else if (const char* v = value("--out=")) {
+      c.out = v;
+    } else {
+      std::fprintf(stderr,
+                   "usage: cluster_bench [--files=N[k|m]] [--nodes=1,3] [--runs=21] "
+                   "[--out=FILE.json]\n");
+      return 2;
+    }
+  }
+  // Many LMDB environments and sockets per process.
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+    rl.rlim_cur = rl.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &rl);
+  }
+  DatasetOptions dso;
+  Dataset ds(dso);
+  std::vector<Row> rows;
+  std::fprintf(stderr, "cluster_bench: %" PRIu64 " files; engine phase\n", c.files);
+  if (!RunEngine(c, ds, &rows)) return 1;
+  for (int n : c.nodes) {
+    std::fprintf(stderr, "cluster_bench: cluster phase, %d node(s)\n", n);
+    if (!RunCluster(c, ds, n, &rows)) return 1;
+  }
+  std::printf("| system | metric | value |\n|---|---|---|\n");
+  for (const Row& r : rows) {
+    std::printf("| %s | %s | %.3f |\n", r.system.c_str(), r.metric.c_str(), r.value);
+  }
+  if (!c.out.empty()) {
+    FILE* f = std::fopen(c.out.c_str(), "w");
+    if (f == nullptr) return 1;
+    std::fprintf(f, "{\"files\": %" PRIu64 ", \"rows\": [\n", c.files);
+    for (size_t i = 0; i < rows.size(); ++i) {
+      std::fprintf(f, "  {\"system\": \"%s\", \"metric\": \"%s\", \"value\": %.6g}%s\n",
+                   rows[i].system.c_str(), rows[i].metric.c_str(), rows[i].value,
+                   i + 1 < rows.size() ? "," : "");
+    }
+    std::fprintf(f, "]}\n");
+    std::fclose(f);
+  }
+  return 0;
+}

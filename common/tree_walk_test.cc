@@ -1,0 +1,136 @@
+// WalkTree against std::filesystem and lstat (the oracle); WalkOrderLess against the walk's
+// own order and against a component-wise comparison.
+#include "common/tree_walk.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <vector>
+
+#include "common/random.h"
+
+namespace propeller {
+namespace {
+
+namespace fs = std::filesystem;
+
+class TempTree {
+ public:
+  TempTree() {
+    std::string tmpl = (fs::temp_directory_path() / "tree-walk-XXXXXX").string();
+    root_ = ::mkdtemp(tmpl.data()) ? tmpl : "";
+  }
+  ~TempTree() {
+    std::error_code ec;
+    fs::remove_all(root_, ec);
+  }
+  const std::string& root() const { return root_; }
+
+ private:
+  std::string root_;
+};
+
+void Touch(const std::string& path, off_t size) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0640);
+  ASSERT_GE(fd, 0) << path;
+  ASSERT_EQ(::ftruncate(fd, size), 0);
+  ::close(fd);
+}
+
+std::vector<std::string> Components(const std::string& p) {
+  std::vector<std::string> out;
+  for (const auto& part : fs::path(p)) {
+    if (part != "/") out.push_back(part.string());
+  }
+  return out;
+}
+
+TEST(TreeWalkTest, ReportsEveryEntryOnceInWalkOrder) {
+  TempTree t;
+  const std::string r = t.root();
+  fs::create_directories(r + "/a/b");
+  fs::create_directories(r + "/a-c");
+  fs::create_directories(r + "/ab");
+  Touch(r + "/a/b/x.txt", 10);
+  Touch(r + "/a/y", 4096);
+  Touch(r + "/a-c/z.tar.gz", 1 << 20);
+  Touch(r + "/ab/w", 0);
+  ASSERT_EQ(::link((r + "/a/y").c_str(), (r + "/ab/y-link").c_str()), 0);
+  ASSERT_EQ(::symlink("a/b", (r + "/sym").c_str()), 0);
+  ASSERT_EQ(::setxattr((r + "/a/y").c_str(), "user.level", "42", 2, 0), 0);
+  ASSERT_EQ(::setxattr((r + "/a/y").c_str(), "user.ratio", "0.5", 3, 0), 0);
+  ASSERT_EQ(::setxattr((r + "/a/y").c_str(), "user.owner", "ann", 3, 0), 0);
+
+  std::vector<FileRecord> got;
+  TreeWalkStats stats;
+  ASSERT_TRUE(WalkTree(r, {.volume = 7}, [&](FileRecord&& rec) {
+                got.push_back(std::move(rec));
+                return Status::OK();
+              }, &stats).ok());
+
+  // Oracle: every path below the root (not following the symlink), hard links merged.
+  std::map<uint64_t, std::vector<std::string>> by_ino;
+  struct stat st;
+  ASSERT_EQ(::lstat(r.c_str(), &st), 0);
+  by_ino[st.st_ino].push_back("/");
+  for (const auto& e : fs::recursive_directory_iterator(r)) {
+    ASSERT_EQ(::lstat(e.path().c_str(), &st), 0);
+    by_ino[st.st_ino].push_back(e.path().string().substr(r.size()));
+  }
+  ASSERT_EQ(got.size(), by_ino.size());
+  for (const FileRecord& rec : got) {
+    EXPECT_EQ(rec.id.volume, 7u);
+    std::vector<std::string> want = by_ino[rec.id.ino];
+    std::sort(want.begin(), want.end());
+    EXPECT_EQ(rec.paths, want);
+    ASSERT_EQ(::lstat((r + (rec.paths[0] == "/" ? "" : rec.paths[0])).c_str(), &st), 0);
+    EXPECT_EQ(rec.size, static_cast<uint64_t>(st.st_size)) << rec.paths[0];
+    EXPECT_EQ(rec.mode, st.st_mode);
+    EXPECT_EQ(rec.nlink, st.st_nlink);
+  }
+  EXPECT_EQ(stats.dirs, 5u);  // the root, a, a/b, a-c, ab
+  EXPECT_EQ(stats.files + stats.dirs, got.size());  // a hard-linked file counts once
+  // Single-name entries come in walk order (hard-linked files come at the end).
+  std::vector<std::string> order;
+  for (const FileRecord& rec : got) {
+    if (rec.paths.size() == 1) order.push_back(rec.paths[0]);
+  }
+  for (size_t i = 1; i < order.size(); ++i) {
+    EXPECT_TRUE(WalkOrderLess(order[i - 1], order[i])) << order[i - 1] << " then " << order[i];
+  }
+  // user.* attributes: integers, doubles and strings.
+  for (const FileRecord& rec : got) {
+    if (rec.paths[0] != "/a/y") continue;
+    EXPECT_EQ(std::get<int64_t>(rec.attrs.at("level")), 42);
+    EXPECT_EQ(std::get<double>(rec.attrs.at("ratio")), 0.5);
+    EXPECT_EQ(std::get<std::string>(rec.attrs.at("owner")), "ann");
+  }
+}
+
+TEST(TreeWalkTest, WalkOrderIsComponentWise) {
+  Random rnd(TestSeed());
+  const char* kParts[] = {"a", "a-c", "ab", "b", "a.b", "A", "\xc3\xa9"};
+  std::vector<std::string> paths = {"/"};
+  for (int i = 0; i < 300; ++i) {
+    std::string p;
+    const int depth = 1 + static_cast<int>(rnd.Uniform(4));
+    for (int d = 0; d < depth; ++d) p += std::string("/") + kParts[rnd.Uniform(std::size(kParts))];
+    paths.push_back(p);
+  }
+  for (const std::string& a : paths) {
+    for (const std::string& b : paths) {
+      const auto ca = Components(a), cb = Components(b);
+      const bool want = std::lexicographical_compare(ca.begin(), ca.end(), cb.begin(), cb.end());
+      ASSERT_EQ(WalkOrderLess(a, b), want) << a << " vs " << b;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace propeller
