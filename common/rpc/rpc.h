@@ -71,8 +71,9 @@ struct PeerInfo {
 class ReplyStream {
  public:
   virtual ~ReplyStream() = default;
-  // Queues `chunk` as a partial reply frame. Returns false when the server is stopping (the
-  // handler should then return quickly; its final reply is discarded).
+  // Queues `chunk` as a partial reply frame; blocks while 64 of this request's frames wait
+  // for a slow client. Returns false when the server is stopping or the client has gone away
+  // (the handler should then return quickly; its final reply is discarded).
   virtual bool Send(std::string_view chunk) = 0;
 };
 
