@@ -79,7 +79,7 @@ TEST(ClusterTest, RandomStreamMatchesSingleNodeEngine) {
   static const char* kApps[] = {"cc", "ld", "python3", "make", ""};
   int searches = 0, nonempty = 0;
 
-  for (int step = 0; step < 1200; ++step) {
+  for (int step = 0; step < 700; ++step) {
     const uint64_t roll = rnd.Uniform(100);
     if (roll < 85) {
       // A batch of updates, as many closes at once would send.
@@ -187,7 +187,7 @@ TEST(ClusterTest, RandomStreamMatchesSingleNodeEngine) {
                              << "\nengine:\n" << Describe(want) << "cluster:\n" << Describe(got);
   }
   // The stream must have exercised the fan-out for real.
-  EXPECT_GT(searches, 100);
+  EXPECT_GT(searches, 60);
   EXPECT_GT(nonempty, searches / 4);
   auto status = client.GetStatus();
   ASSERT_TRUE(status.ok());

@@ -1,0 +1,296 @@
+#include "master/master.h"
+
+#include <algorithm>
+#include <set>
+
+#include "common/query/query.h"
+#include "common/record.h"
+#include "master/placement.h"
+
+namespace propeller::master {
+
+std::string CheckIndexName(std::string_view name) {
+  if (name.empty() || name.size() > 64) return "index name must be 1-64 characters long";
+  if (name[0] < 'a' || name[0] > 'z') return "index name must start with a letter a-z";
+  for (char c : name) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '.' ||
+                    c == '-';
+    if (!ok) return "index name may contain only a-z, 0-9, '_', '.' and '-'";
+  }
+  // Built-in attributes are answered from the record itself; `path` and `keyword` are also
+  // (built-in) index names and are refused by the caller as existing.
+  for (int a = static_cast<int>(Attr::kSize); a <= static_cast<int>(Attr::kKeyword); ++a) {
+    const Attr attr = static_cast<Attr>(a);
+    if (attr == Attr::kPath || attr == Attr::kKeyword) continue;
+    if (name == AttrName(attr)) {
+      return "'" + std::string(name) + "' is a built-in attribute and cannot name an index";
+    }
+  }
+  return "";
+}
+
+bool IsBuiltinIndex(std::string_view name) {
+  return name == "path" || name == "keyword" || name == "inode";
+}
+
+Master::Master(const MasterConfig& config) : config_(config) {}
+
+Result<std::unique_ptr<Master>> Master::Open(const MasterConfig& config) {
+  if (config.data_dir.empty()) return Status::InvalidArgument("master data directory is empty");
+  if (config.node_timeout_ms <= 0) return Status::InvalidArgument("node timeout must be > 0");
+  if (config.acg_threshold == 0) return Status::InvalidArgument("ACG threshold must be >= 1");
+  MasterConfig c = config;
+  c.clock = CompleteClock(c.clock);
+  const int64_t cap = std::max<int64_t>(1, c.node_timeout_ms / 3);
+  if (c.heartbeat_interval_ms == 0 || c.heartbeat_interval_ms > cap) {
+    c.heartbeat_interval_ms = static_cast<uint32_t>(std::min<int64_t>(cap, UINT32_MAX));
+  }
+  std::unique_ptr<Master> m(new Master(c));
+  MasterStoreOptions so;
+  so.dir = c.data_dir;
+  so.sync = c.sync;
+  so.initial_map_bytes = c.initial_map_bytes;
+  PROPELLER_ASSIGN_OR_RETURN(m->store_, MasterStore::Open(so));
+  m->membership_ = std::make_unique<Membership>(m->store_.get(), c.node_timeout_ms, c.clock);
+  return m;
+}
+
+Status Master::RegisterNode(const wire::RegisterNodeRequest& req, wire::RegisterNodeReply* reply) {
+  PROPELLER_ASSIGN_OR_RETURN(const uint32_t id, membership_->Register(req.node_id, req.endpoint));
+  *reply = wire::RegisterNodeReply{};
+  reply->node_id = id;
+  reply->heartbeat_interval_ms = config_.heartbeat_interval_ms;
+  return Status::OK();
+}
+
+Status Master::Heartbeat(const wire::HeartbeatRequest& req, wire::HeartbeatReply* reply) {
+  *reply = wire::HeartbeatReply{};
+  if (!membership_->Heartbeat(req)) {
+    reply->reregister = true;
+    return Status::OK();
+  }
+  for (const auto& [name, type] : store_->Indexes()) {
+    reply->indexes.push_back(wire::IndexDef{name, type});
+  }
+  return Status::OK();
+}
+
+namespace {
+
+// Fills node_id and endpoint for an ACG from the committed tables, caching per request.
+class Locator {
+ public:
+  explicit Locator(MasterStore* store) : store_(store), nodes_(store->Nodes()) {}
+  void Locate(uint64_t acg, uint32_t* node_id, std::string* endpoint) {
+    *node_id = 0;
+    endpoint->clear();
+    if (acg == 0) return;
+    auto it = cache_.find(acg);
+    if (it == cache_.end()) {
+      std::optional<AcgRecord> rec = store_->GetAcg(acg);
+      it = cache_.emplace(acg, rec.has_value() ? rec->node_id : 0).first;
+    }
+    *node_id = it->second;
+    auto n = nodes_.find(it->second);
+    if (n != nodes_.end()) *endpoint = n->second;
+  }
+
+ private:
+  MasterStore* store_;
+  std::map<uint32_t, std::string> nodes_;
+  std::map<uint64_t, uint32_t> cache_;
+};
+
+}  // namespace
+
+Status Master::LookupFiles(const wire::FilesRequest& req, wire::LocationsReply* reply) {
+  *reply = wire::LocationsReply{};
+  std::vector<uint64_t> acgs;
+  PROPELLER_RETURN_IF_ERROR(store_->LookupFiles(req.files, &acgs));
+  Locator locator(store_.get());
+  reply->locations.resize(req.files.size());
+  for (size_t i = 0; i < req.files.size(); ++i) {
+    wire::FileLocation& loc = reply->locations[i];
+    loc.file = req.files[i];
+    loc.acg = acgs[i];
+    locator.Locate(loc.acg, &loc.node_id, &loc.endpoint);
+  }
+  return Status::OK();
+}
+
+Status Master::AssignFiles(const wire::AssignFilesRequest& req, wire::LocationsReply* reply) {
+  *reply = wire::LocationsReply{};
+  PlacementContext ctx;
+  ctx.acg_threshold = config_.acg_threshold;
+  membership_->FillPlacement(&ctx);
+  std::vector<uint64_t> acgs;
+  PROPELLER_RETURN_IF_ERROR(store_->Update([&](MasterStore::Txn& txn) -> Status {
+    for (const wire::AssignItem& item : req.items) {
+      if (!txn.HasVolume(item.file.volume)) {
+        return Status::InvalidArgument("volume " + std::to_string(item.file.volume) +
+                                       " is not registered");
+      }
+    }
+    return PlaceFiles(txn, ctx, req.items, &acgs);
+  }));
+  Locator locator(store_.get());
+  reply->locations.resize(req.items.size());
+  for (size_t i = 0; i < req.items.size(); ++i) {
+    wire::FileLocation& loc = reply->locations[i];
+    loc.file = req.items[i].file;
+    loc.acg = acgs[i];
+    locator.Locate(loc.acg, &loc.node_id, &loc.endpoint);
+  }
+  return Status::OK();
+}
+
+Status Master::ForgetFiles(const wire::FilesRequest& req) {
+  if (req.files.empty()) return Status::OK();
+  return store_->Update([&](MasterStore::Txn& txn) -> Status {
+    for (const FileId& f : req.files) PROPELLER_RETURN_IF_ERROR(txn.UnmapFile(f));
+    return Status::OK();
+  });
+}
+
+Status Master::LocateAcgs(const wire::LocateAcgsRequest& req, wire::AcgLocationsReply* reply) {
+  *reply = wire::AcgLocationsReply{};
+  Locator locator(store_.get());
+  reply->locations.resize(req.acgs.size());
+  for (size_t i = 0; i < req.acgs.size(); ++i) {
+    wire::AcgLocation& loc = reply->locations[i];
+    loc.acg = req.acgs[i];
+    locator.Locate(loc.acg, &loc.node_id, &loc.endpoint);
+  }
+  return Status::OK();
+}
+
+std::vector<wire::NodeInfo> Master::NodeInfos() {
+  const std::vector<NodeState> nodes = membership_->Nodes();
+  PlacementContext ctx;
+  for (const NodeState& n : nodes) {
+    ctx.up_nodes.insert(n.node_id);  // loads of every node, up or down, for display
+    if (!n.acgs.empty()) ctx.reported.emplace(n.node_id, n.acgs);
+  }
+  // The committed tables suffice for display; a pass inside Update would wait for writers.
+  const std::map<uint64_t, AcgRecord> acgs = store_->Acgs();
+  std::map<uint32_t, uint64_t> acg_counts;
+  for (const auto& [acg, rec] : acgs) ++acg_counts[rec.node_id];
+  std::map<uint32_t, uint64_t> loads = NodeLoads(
+      [&](const AcgVisitor& fn) {
+        for (const auto& [acg, rec] : acgs) fn(acg, rec);
+      },
+      ctx);
+  std::vector<wire::NodeInfo> out;
+  out.reserve(nodes.size());
+  for (const NodeState& n : nodes) {
+    wire::NodeInfo info;
+    info.node_id = n.node_id;
+    info.endpoint = n.endpoint;
+    info.up = n.up;
+    info.acgs = acg_counts[n.node_id];
+    info.files = loads[n.node_id];
+    info.free_disk_bytes = n.free_disk_bytes;
+    info.load = n.load;
+    info.last_heartbeat_ns = n.last_heartbeat_wall_ns;
+    out.push_back(std::move(info));
+  }
+  return out;
+}
+
+Status Master::ListNodes(wire::NodesReply* reply) {
+  *reply = wire::NodesReply{};
+  reply->nodes = NodeInfos();
+  return Status::OK();
+}
+
+Status Master::CreateIndex(const wire::IndexDef& req) {
+  const std::string why = CheckIndexName(req.name);
+  if (!why.empty()) return Status::InvalidArgument("bad index name: " + why);
+  if (req.type != IndexType::kBTree && req.type != IndexType::kHash &&
+      req.type != IndexType::kKdTree) {
+    return Status::InvalidArgument("unknown index type");
+  }
+  if (IsBuiltinIndex(req.name)) {
+    return Status::AlreadyExists("'" + req.name + "' is a built-in index");
+  }
+  return store_->Update([&](MasterStore::Txn& txn) -> Status {
+    if (txn.FindIndex(req.name).has_value()) {
+      return Status::AlreadyExists("index '" + req.name + "' exists");
+    }
+    return txn.PutIndex(req.name, req.type);
+  });
+}
+
+Status Master::DropIndex(const wire::IndexName& req) {
+  if (IsBuiltinIndex(req.name)) {
+    return Status::InvalidArgument("'" + req.name + "' is a built-in index and cannot be dropped");
+  }
+  return store_->Update([&](MasterStore::Txn& txn) -> Status {
+    if (!txn.FindIndex(req.name).has_value()) {
+      return Status::NotFound("no index named '" + req.name + "'");
+    }
+    return txn.DeleteIndex(req.name);
+  });
+}
+
+Status Master::ListIndexes(wire::IndexesReply* reply) {
+  *reply = wire::IndexesReply{};
+  for (const auto& [name, type] : store_->Indexes()) {
+    reply->indexes.push_back(wire::IndexDef{name, type});
+  }
+  return Status::OK();
+}
+
+Status Master::ClusterStatus(wire::ClusterStatusReply* reply) {
+  *reply = wire::ClusterStatusReply{};
+  reply->nodes = NodeInfos();
+  reply->acgs = store_->Acgs().size();
+  reply->files = store_->FileCount();
+  for (const auto& [name, type] : store_->Indexes()) {
+    reply->indexes.push_back(wire::IndexDef{name, type});
+  }
+  for (const auto& [id, root] : store_->Volumes()) {
+    reply->volumes.push_back(wire::VolumeInfo{id, root});
+  }
+  return Status::OK();
+}
+
+Status Master::RegisterVolume(const wire::RegisterVolumeRequest& req, wire::VolumeInfo* reply) {
+  *reply = wire::VolumeInfo{};
+  const std::string why = ValidatePath(req.root);
+  if (!why.empty()) return Status::InvalidArgument("bad volume root '" + req.root + "': " + why);
+  uint32_t id = 0;
+  PROPELLER_RETURN_IF_ERROR(store_->Update([&](MasterStore::Txn& txn) -> Status {
+    id = txn.FindVolume(req.root);
+    if (id != 0) return Status::OK();
+    PROPELLER_ASSIGN_OR_RETURN(id, txn.AddVolume(req.root));
+    return Status::OK();
+  }));
+  reply->volume = id;
+  reply->root = req.root;
+  return Status::OK();
+}
+
+Status Master::ListVolumes(wire::VolumesReply* reply) {
+  *reply = wire::VolumesReply{};
+  for (const auto& [id, root] : store_->Volumes()) {
+    reply->volumes.push_back(wire::VolumeInfo{id, root});
+  }
+  return Status::OK();
+}
+
+Status Master::IndexHolders(const wire::IndexName& req, wire::NodesReply* reply) {
+  *reply = wire::NodesReply{};
+  if (!IsBuiltinIndex(req.name)) {
+    const std::map<std::string, IndexType> catalogue = store_->Indexes();
+    if (catalogue.count(req.name) == 0) {
+      return Status::NotFound("no index named '" + req.name + "'");
+    }
+  }
+  for (wire::NodeInfo& n : NodeInfos()) {
+    if (n.up) reply->nodes.push_back(std::move(n));
+  }
+  return Status::OK();
+}
+
+}  // namespace propeller::master

@@ -1,0 +1,106 @@
+// Master: the master's request semantics (DESIGN §5, §7; cluster.md) on typed messages —
+// node registration and heartbeats, file lookup/assignment (placement.h), ACG location, the
+// index catalogue, volumes and cluster status — over a MasterStore and a Membership.
+// MasterService (service.h) puts the wire encoding around it; MasterServer (master_server.h)
+// puts the network around that. In-process users (tests, the embedded mode) may call it
+// directly.
+//
+// Every mutating call has committed its change to the store before it returns OK. Requests
+// are validated here; invalid input changes nothing and returns InvalidArgument.
+//
+// Threading: every method may be called from any thread at once. Mutations are serialised by
+// the store; lookups run concurrently with them.
+#ifndef PROPELLER_MASTER_MASTER_H_
+#define PROPELLER_MASTER_MASTER_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "common/status.h"
+#include "master/membership.h"
+#include "master/store.h"
+#include "schemas/messages.h"
+
+namespace propeller::master {
+
+struct MasterConfig {
+  std::string data_dir;            // REQUIRED: the store's directory (created if missing)
+  int64_t node_timeout_ms = 5000;  // a node silent this long is down; > 0
+  uint64_t acg_threshold = 50000;  // files in an app's ACG before a new one is opened; >= 1
+  // Told to nodes at registration; capped at node_timeout_ms / 3 so one lost heartbeat does
+  // not mark a node down.
+  uint32_t heartbeat_interval_ms = 1000;
+  bool sync = true;                          // MasterStoreOptions::sync
+  uint64_t initial_map_bytes = 1ull << 30;   // MasterStoreOptions::initial_map_bytes
+  MasterClock clock;                         // unset functions = the real clocks
+};
+
+// Index names the master accepts (the same rule as the index nodes'): 1-64 bytes of
+// [a-z0-9_.-] starting with a letter, not a built-in attribute name (size, mtime, ctime,
+// atime, uid, gid, mode, nlink, type, name, ext). Empty when valid, else the reason.
+std::string CheckIndexName(std::string_view name);
+// True for the indexes every node has from the start: path, keyword, inode.
+bool IsBuiltinIndex(std::string_view name);
+
+class Master {
+ public:
+  // Opens the store in config.data_dir. Errors: InvalidArgument (config), the store's.
+  static Result<std::unique_ptr<Master>> Open(const MasterConfig& config);
+  Master(const Master&) = delete;
+  Master& operator=(const Master&) = delete;
+
+  // Each method below answers one MsgType of schemas/messages.h; *reply is replaced.
+
+  // Errors: InvalidArgument (endpoint), store errors.
+  Status RegisterNode(const wire::RegisterNodeRequest& req, wire::RegisterNodeReply* reply);
+  // Never fails: an unknown node id gets reply->reregister = true. The reply carries the
+  // user-index catalogue.
+  Status Heartbeat(const wire::HeartbeatRequest& req, wire::HeartbeatReply* reply);
+  // One location per file in request order; acg 0 / node 0 / "" for an unmapped file.
+  Status LookupFiles(const wire::FilesRequest& req, wire::LocationsReply* reply);
+  // Maps every unmapped file by the placement rule (placement.h), all in one transaction.
+  // Errors: InvalidArgument (a file's volume is not registered, app tag too long),
+  // Unavailable (a new ACG is needed and no node is up; nothing is kept), store errors.
+  Status AssignFiles(const wire::AssignFilesRequest& req, wire::LocationsReply* reply);
+  // Unmaps the files (unmapped ones are ignored), in one transaction.
+  Status ForgetFiles(const wire::FilesRequest& req);
+  // Owner of each ACG in request order; node 0 and "" for an unknown ACG.
+  Status LocateAcgs(const wire::LocateAcgsRequest& req, wire::AcgLocationsReply* reply);
+  // Every known node (up or down) by id. NodeInfo.acgs and .files count what the store maps
+  // to the node, files combined with its heartbeat as in placement.h.
+  Status ListNodes(wire::NodesReply* reply);
+  // Adds a user index to the catalogue. Errors: InvalidArgument (name, type), AlreadyExists
+  // (a built-in or catalogued index of that name, whatever its type).
+  Status CreateIndex(const wire::IndexDef& req);
+  // Errors: InvalidArgument (a built-in index), NotFound.
+  Status DropIndex(const wire::IndexName& req);
+  // The user-index catalogue by name.
+  Status ListIndexes(wire::IndexesReply* reply);
+  Status ClusterStatus(wire::ClusterStatusReply* reply);
+  // Idempotent by root: the same root always gets the same id (ids from 1).
+  // Errors: InvalidArgument (root not an absolute, normalised path).
+  Status RegisterVolume(const wire::RegisterVolumeRequest& req, wire::VolumeInfo* reply);
+  Status ListVolumes(wire::VolumesReply* reply);
+  // The up nodes that serve the index: every up node for a built-in or catalogued index,
+  // since any node may own ACGs with data for it (a node builds a catalogued index within a
+  // heartbeat of learning it). Errors: NotFound (no such index).
+  Status IndexHolders(const wire::IndexName& req, wire::NodesReply* reply);
+
+  MasterStore& store() { return *store_; }
+  Membership& membership() { return *membership_; }
+  const MasterConfig& config() const { return config_; }
+
+ private:
+  explicit Master(const MasterConfig& config);
+  std::vector<wire::NodeInfo> NodeInfos();
+
+  const MasterConfig config_;
+  std::unique_ptr<MasterStore> store_;
+  std::unique_ptr<Membership> membership_;
+};
+
+}  // namespace propeller::master
+
+#endif  // PROPELLER_MASTER_MASTER_H_

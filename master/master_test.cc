@@ -1,0 +1,276 @@
+// Master's typed API: membership (register, re-register, heartbeats, timeouts, endpoint
+// validation), the index catalogue, volumes, lookups and status.
+#include "master/master.h"
+
+#include <gtest/gtest.h>
+
+#include "master/master_test_util.h"
+
+namespace propeller::master {
+namespace {
+
+using testing::FakeClock;
+using testing::TempDir;
+
+class MasterTest : public ::testing::Test {
+ protected:
+  void SetUp() override { Reopen(); }
+  void Reopen() {
+    master_.reset();
+    MasterConfig c;
+    c.data_dir = dir_.path();
+    c.sync = false;
+    c.node_timeout_ms = 5000;
+    c.clock = clock_.clock();
+    auto m = Master::Open(c);
+    ASSERT_TRUE(m.ok()) << m.status().ToString();
+    master_ = std::move(*m);
+  }
+  Result<uint32_t> Register(uint32_t id, const std::string& endpoint) {
+    wire::RegisterNodeReply r;
+    Status s = master_->RegisterNode({id, endpoint}, &r);
+    if (!s.ok()) return s;
+    return r.node_id;
+  }
+  bool Beat(uint32_t node, std::vector<std::string> indexes = {}) {
+    wire::HeartbeatRequest hb;
+    hb.node_id = node;
+    hb.free_disk_bytes = 1000 + node;
+    hb.load = 0.5;
+    hb.indexes = std::move(indexes);
+    wire::HeartbeatReply r;
+    EXPECT_TRUE(master_->Heartbeat(hb, &r).ok());
+    return !r.reregister;
+  }
+  std::vector<std::pair<uint32_t, bool>> UpStates() {
+    wire::NodesReply r;
+    EXPECT_TRUE(master_->ListNodes(&r).ok());
+    std::vector<std::pair<uint32_t, bool>> out;
+    for (const auto& n : r.nodes) out.emplace_back(n.node_id, n.up);
+    return out;
+  }
+
+  TempDir dir_;
+  FakeClock clock_;
+  std::unique_ptr<Master> master_;
+};
+
+TEST_F(MasterTest, RegistrationAndHeartbeats) {
+  EXPECT_EQ(*Register(0, "tcp://127.0.0.1:7471"), 1u);
+  EXPECT_EQ(*Register(0, "ipc:///run/propeller/n2.sock"), 2u);
+  EXPECT_EQ(UpStates(), (std::vector<std::pair<uint32_t, bool>>{{1, true}, {2, true}}));
+  // Unknown ids must register again.
+  EXPECT_FALSE(Beat(3));
+  EXPECT_FALSE(Beat(0));
+  // Timeout: node 2 keeps beating, node 1 goes silent.
+  clock_.Advance(4000);
+  EXPECT_TRUE(Beat(2));
+  clock_.Advance(1000);
+  EXPECT_EQ(UpStates(), (std::vector<std::pair<uint32_t, bool>>{{1, true}, {2, true}}));
+  clock_.Advance(1);  // 5001 ms since node 1's registration
+  EXPECT_EQ(UpStates(), (std::vector<std::pair<uint32_t, bool>>{{1, false}, {2, true}}));
+  // A down node that heartbeats is up again.
+  EXPECT_TRUE(Beat(1));
+  EXPECT_EQ(UpStates(), (std::vector<std::pair<uint32_t, bool>>{{1, true}, {2, true}}));
+  wire::NodesReply r;
+  ASSERT_TRUE(master_->ListNodes(&r).ok());
+  EXPECT_EQ(r.nodes[0].free_disk_bytes, 1001u);
+  EXPECT_EQ(r.nodes[0].last_heartbeat_ns, clock_.now());
+  EXPECT_EQ(r.nodes[1].endpoint, "ipc:///run/propeller/n2.sock");
+}
+
+TEST_F(MasterTest, ReRegistrationKeepsIdAndPersistsEndpoint) {
+  EXPECT_EQ(*Register(0, "tcp://127.0.0.1:7471"), 1u);
+  EXPECT_EQ(*Register(0, "tcp://127.0.0.1:7472"), 2u);
+  // Node 1 restarts on another port.
+  EXPECT_EQ(*Register(1, "tcp://127.0.0.1:9999"), 1u);
+  EXPECT_EQ(master_->store().Nodes().at(1), "tcp://127.0.0.1:9999");
+  // A restarted master knows the nodes but not that they are up.
+  Reopen();
+  EXPECT_EQ(UpStates(), (std::vector<std::pair<uint32_t, bool>>{{1, false}, {2, false}}));
+  EXPECT_TRUE(Beat(1));
+  EXPECT_TRUE(Beat(2));
+  EXPECT_EQ(UpStates(), (std::vector<std::pair<uint32_t, bool>>{{1, true}, {2, true}}));
+  wire::NodesReply r;
+  ASSERT_TRUE(master_->ListNodes(&r).ok());
+  EXPECT_EQ(r.nodes[0].endpoint, "tcp://127.0.0.1:9999");
+  // An id the master never handed out is adopted, and later ids are above it.
+  EXPECT_EQ(*Register(10, "tcp://127.0.0.1:7480"), 10u);
+  EXPECT_EQ(*Register(0, "tcp://127.0.0.1:7481"), 11u);
+  // A new node taking over an endpoint marks its previous holder down.
+  EXPECT_EQ(*Register(0, "tcp://127.0.0.1:7480"), 12u);
+  ASSERT_TRUE(master_->ListNodes(&r).ok());
+  for (const auto& n : r.nodes) {
+    if (n.node_id == 10) {
+      EXPECT_FALSE(n.up);
+    }
+    if (n.node_id == 12) {
+      EXPECT_TRUE(n.up);
+    }
+  }
+}
+
+TEST_F(MasterTest, EndpointValidation) {
+  for (const char* bad : {"", "tcp://", "tcp://host", "tcp://host:", "tcp://:80", "tcp://*:80",
+                          "tcp://h:0", "tcp://h:65536", "tcp://h:12a", "udp://h:1", "ipc://",
+                          "inproc://", "tcp://h :1", "tcp://h:1\n", "127.0.0.1:80"}) {
+    auto r = Register(0, bad);
+    EXPECT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << bad;
+  }
+  EXPECT_FALSE(Register(0, "tcp://h:1" + std::string(1100, 'x')).ok());
+  for (const char* good : {"tcp://127.0.0.1:1", "tcp://[::1]:65535", "tcp://node-7.local:7471",
+                           "ipc:///tmp/x.sock", "inproc://propeller-node"}) {
+    EXPECT_TRUE(Register(0, good).ok()) << good;
+  }
+  EXPECT_EQ(master_->store().Nodes().size(), 5u);  // nothing of the bad ones was stored
+}
+
+TEST_F(MasterTest, IndexCatalogue) {
+  ASSERT_TRUE(master_->CreateIndex({"project", IndexType::kHash}).ok());
+  ASSERT_TRUE(master_->CreateIndex({"score", IndexType::kBTree}).ok());
+  EXPECT_EQ(master_->CreateIndex({"project", IndexType::kBTree}).code(),
+            StatusCode::kAlreadyExists);
+  EXPECT_EQ(master_->CreateIndex({"path", IndexType::kBTree}).code(), StatusCode::kAlreadyExists);
+  for (const char* bad : {"", "Project", "9lives", "a b", "size", "mtime", "ext", "name",
+                          "x/y"}) {
+    EXPECT_EQ(master_->CreateIndex({bad, IndexType::kHash}).code(), StatusCode::kInvalidArgument)
+        << bad;
+  }
+  EXPECT_EQ(master_->CreateIndex({std::string(65, 'a'), IndexType::kHash}).code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(master_->CreateIndex({"ok", static_cast<IndexType>(9)}).code(),
+            StatusCode::kInvalidArgument);
+  wire::IndexesReply list;
+  ASSERT_TRUE(master_->ListIndexes(&list).ok());
+  ASSERT_EQ(list.indexes.size(), 2u);
+  EXPECT_EQ(list.indexes[0].name, "project");
+  EXPECT_EQ(list.indexes[0].type, IndexType::kHash);
+  EXPECT_EQ(list.indexes[1].name, "score");
+
+  // Heartbeats carry the catalogue.
+  const uint32_t n = *Register(0, "tcp://127.0.0.1:7471");
+  wire::HeartbeatRequest hb;
+  hb.node_id = n;
+  wire::HeartbeatReply hr;
+  ASSERT_TRUE(master_->Heartbeat(hb, &hr).ok());
+  ASSERT_EQ(hr.indexes.size(), 2u);
+  EXPECT_EQ(hr.indexes[1].name, "score");
+  EXPECT_EQ(hr.indexes[1].type, IndexType::kBTree);
+
+  // Holders: every up node, for built-in and catalogued indexes.
+  wire::NodesReply holders;
+  ASSERT_TRUE(master_->IndexHolders({"score"}, &holders).ok());
+  ASSERT_EQ(holders.nodes.size(), 1u);
+  EXPECT_EQ(holders.nodes[0].node_id, n);
+  ASSERT_TRUE(master_->IndexHolders({"inode"}, &holders).ok());
+  EXPECT_EQ(holders.nodes.size(), 1u);
+  EXPECT_EQ(master_->IndexHolders({"nope"}, &holders).code(), StatusCode::kNotFound);
+  clock_.Advance(6000);
+  ASSERT_TRUE(master_->IndexHolders({"score"}, &holders).ok());
+  EXPECT_TRUE(holders.nodes.empty());
+
+  EXPECT_EQ(master_->DropIndex({"keyword"}).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(master_->DropIndex({"nope"}).code(), StatusCode::kNotFound);
+  ASSERT_TRUE(master_->DropIndex({"project"}).ok());
+  EXPECT_EQ(master_->DropIndex({"project"}).code(), StatusCode::kNotFound);
+  Reopen();
+  ASSERT_TRUE(master_->ListIndexes(&list).ok());
+  ASSERT_EQ(list.indexes.size(), 1u);
+  EXPECT_EQ(list.indexes[0].name, "score");
+}
+
+TEST_F(MasterTest, Volumes) {
+  wire::VolumeInfo v;
+  ASSERT_TRUE(master_->RegisterVolume({"/data"}, &v).ok());
+  EXPECT_EQ(v.volume, 1u);
+  ASSERT_TRUE(master_->RegisterVolume({"/home/ann"}, &v).ok());
+  EXPECT_EQ(v.volume, 2u);
+  ASSERT_TRUE(master_->RegisterVolume({"/data"}, &v).ok());  // idempotent by root
+  EXPECT_EQ(v.volume, 1u);
+  EXPECT_EQ(v.root, "/data");
+  // A root longer than LMDB's key limit works (root -> id is kept in memory).
+  const std::string long_root = "/" + std::string(1000, 'r');
+  ASSERT_TRUE(master_->RegisterVolume({long_root}, &v).ok());
+  EXPECT_EQ(v.volume, 3u);
+  for (const char* bad : {"", "data", "/data/", "/a//b", "/a/./b", "/a/../b", "./x"}) {
+    EXPECT_EQ(master_->RegisterVolume({bad}, &v).code(), StatusCode::kInvalidArgument) << bad;
+  }
+  EXPECT_EQ(master_->RegisterVolume({std::string("/a\0b", 4)}, &v).code(),
+            StatusCode::kInvalidArgument);
+  Reopen();
+  ASSERT_TRUE(master_->RegisterVolume({long_root}, &v).ok());
+  EXPECT_EQ(v.volume, 3u);
+  wire::VolumesReply list;
+  ASSERT_TRUE(master_->ListVolumes(&list).ok());
+  ASSERT_EQ(list.volumes.size(), 3u);
+  EXPECT_EQ(list.volumes[1].root, "/home/ann");
+}
+
+TEST_F(MasterTest, LookupLocateAndStatus) {
+  wire::VolumeInfo v;
+  ASSERT_TRUE(master_->RegisterVolume({"/v"}, &v).ok());
+  const uint32_t n = *Register(0, "tcp://127.0.0.1:7471");
+  wire::AssignFilesRequest req;
+  req.items.resize(2);
+  req.items[0].file = FileId{1, 10};
+  req.items[1].file = FileId{1, 11};
+  wire::LocationsReply locs;
+  ASSERT_TRUE(master_->AssignFiles(req, &locs).ok());
+  ASSERT_EQ(locs.locations.size(), 2u);
+  EXPECT_EQ(locs.locations[0].acg, 1u);
+  EXPECT_EQ(locs.locations[0].node_id, n);
+  EXPECT_EQ(locs.locations[0].endpoint, "tcp://127.0.0.1:7471");
+
+  wire::FilesRequest lookup{{FileId{1, 11}, FileId{1, 12}, FileId{1, 10}}};
+  ASSERT_TRUE(master_->LookupFiles(lookup, &locs).ok());
+  ASSERT_EQ(locs.locations.size(), 3u);
+  EXPECT_EQ(locs.locations[0].file, (FileId{1, 11}));
+  EXPECT_EQ(locs.locations[0].acg, 1u);
+  EXPECT_EQ(locs.locations[1].acg, 0u);
+  EXPECT_EQ(locs.locations[1].node_id, 0u);
+  EXPECT_EQ(locs.locations[1].endpoint, "");
+  EXPECT_EQ(locs.locations[2].endpoint, "tcp://127.0.0.1:7471");
+
+  wire::AcgLocationsReply acgs;
+  ASSERT_TRUE(master_->LocateAcgs({{1, 2, 0}}, &acgs).ok());
+  ASSERT_EQ(acgs.locations.size(), 3u);
+  EXPECT_EQ(acgs.locations[0].node_id, n);
+  EXPECT_EQ(acgs.locations[0].endpoint, "tcp://127.0.0.1:7471");
+  EXPECT_EQ(acgs.locations[1].node_id, 0u);
+  EXPECT_EQ(acgs.locations[2].node_id, 0u);
+
+  ASSERT_TRUE(master_->CreateIndex({"tag", IndexType::kHash}).ok());
+  wire::ClusterStatusReply st;
+  ASSERT_TRUE(master_->ClusterStatus(&st).ok());
+  EXPECT_EQ(st.acgs, 1u);
+  EXPECT_EQ(st.files, 2u);
+  ASSERT_EQ(st.nodes.size(), 1u);
+  EXPECT_EQ(st.nodes[0].files, 2u);
+  ASSERT_EQ(st.indexes.size(), 1u);
+  ASSERT_EQ(st.volumes.size(), 1u);
+  EXPECT_EQ(st.volumes[0].root, "/v");
+
+  ASSERT_TRUE(master_->ForgetFiles({{FileId{1, 10}, FileId{1, 99}}}).ok());
+  ASSERT_TRUE(master_->ClusterStatus(&st).ok());
+  EXPECT_EQ(st.files, 1u);
+}
+
+TEST(MasterConfigTest, RejectsBadConfig) {
+  TempDir dir;
+  MasterConfig c;
+  EXPECT_EQ(Master::Open(c).status().code(), StatusCode::kInvalidArgument);
+  c.data_dir = dir.path();
+  c.acg_threshold = 0;
+  EXPECT_EQ(Master::Open(c).status().code(), StatusCode::kInvalidArgument);
+  c.acg_threshold = 1;
+  c.node_timeout_ms = 0;
+  EXPECT_EQ(Master::Open(c).status().code(), StatusCode::kInvalidArgument);
+  c.node_timeout_ms = 900;
+  auto m = Master::Open(c);
+  ASSERT_TRUE(m.ok());
+  EXPECT_EQ((*m)->config().heartbeat_interval_ms, 300u);  // capped at a third of the timeout
+}
+
+}  // namespace
+}  // namespace propeller::master

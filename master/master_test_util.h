@@ -1,0 +1,54 @@
+// Test helpers for the master's tests: a temporary directory and a fake clock. Test-only.
+#ifndef PROPELLER_MASTER_MASTER_TEST_UTIL_H_
+#define PROPELLER_MASTER_MASTER_TEST_UTIL_H_
+
+#include <stdlib.h>
+
+#include <atomic>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "master/membership.h"
+
+namespace propeller::master::testing {
+
+// A fresh directory under $TMPDIR (or /tmp), removed on destruction.
+class TempDir {
+ public:
+  TempDir() {
+    const char* base = getenv("TMPDIR");
+    std::string tmpl = std::string(base ? base : "/tmp") + "/propeller-master-test-XXXXXX";
+    path_ = mkdtemp(tmpl.data()) ? tmpl : "";
+  }
+  ~TempDir() {
+    std::error_code ec;
+    if (!path_.empty()) std::filesystem::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+// A clock the test moves by hand; one value serves as both monotonic and wall time.
+class FakeClock {
+ public:
+  int64_t now() const { return now_->load(); }
+  void Advance(int64_t ms) { now_->fetch_add(ms * 1000000); }
+  MasterClock clock() const {
+    auto n = now_;
+    return MasterClock{[n] { return n->load(); }, [n] { return n->load(); }};
+  }
+
+ private:
+  std::shared_ptr<std::atomic<int64_t>> now_ =
+      std::make_shared<std::atomic<int64_t>>(int64_t{1'700'000'000} * 1'000'000'000);
+};
+
+}  // namespace propeller::master::testing
+
+#endif  // PROPELLER_MASTER_MASTER_TEST_UTIL_H_

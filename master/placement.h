@@ -1,0 +1,59 @@
+// Placement: which ACG a newly seen file joins (DESIGN §5, cluster.md), decided by the master
+// inside the store transaction that records the decision.
+//
+// For each item, in request order (later items see the mappings of earlier ones):
+//   1. a file already mapped keeps its ACG;
+//   2. else it joins the ACG of its first mapped producer (producers come heaviest edge
+//      first), whatever that ACG's size — splitting an ACG that outgrew the threshold is the
+//      index node's job;
+//   3. else the app's current ACG, if it holds fewer than `acg_threshold` files and its node
+//      is up (a new file must be writable now; files of a down node's ACG wait for the node);
+//   4. else a new ACG (ids from 1, never reused) on the up node with the fewest files — ties
+//      to the lowest node id — which becomes the app's current ACG.
+// No up node when rule 4 is needed: Unavailable, and nothing of the batch is kept.
+//
+// A node's files (its load) = for each ACG the store maps to it, the larger of the store's
+// count and the count the node's last heartbeat reported for that ACG, plus the files the
+// node reported for ACGs the store does not map to it. Taking the larger per ACG rather than
+// the sum keeps a file that is both mapped and indexed from counting twice.
+//
+// Deterministic: the same store state, context and items give the same mappings.
+// Thread-compatible: runs on the one thread that holds the MasterStore::Txn.
+#ifndef PROPELLER_MASTER_PLACEMENT_H_
+#define PROPELLER_MASTER_PLACEMENT_H_
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <set>
+#include <vector>
+
+#include "common/status.h"
+#include "master/store.h"
+#include "schemas/messages.h"
+
+namespace propeller::master {
+
+struct PlacementContext {
+  uint64_t acg_threshold = 50000;  // >= 1
+  std::set<uint32_t> up_nodes;
+  // Per node, the files per ACG its last heartbeat reported (up nodes only matter).
+  std::map<uint32_t, std::map<uint64_t, uint64_t>> reported;
+};
+
+using AcgVisitor = std::function<void(uint64_t acg, const AcgRecord& rec)>;
+// The load (as defined above) of every node in ctx.up_nodes; `for_each_acg` calls its
+// argument once for every ACG of the store (MasterStore::Txn::ForEachAcg, or a loop over
+// MasterStore::Acgs()).
+std::map<uint32_t, uint64_t> NodeLoads(const std::function<void(const AcgVisitor&)>& for_each_acg,
+                                       const PlacementContext& ctx);
+
+// Applies the rules above to `items` inside `txn`; (*acgs)[i] is the ACG of items[i].file.
+// Errors: Unavailable (no up node for a new ACG), InvalidArgument (an app tag longer than
+// kMaxAppBytes), the Txn's LMDB errors. *acgs is reset first (Update may call this twice).
+Status PlaceFiles(MasterStore::Txn& txn, const PlacementContext& ctx,
+                  const std::vector<wire::AssignItem>& items, std::vector<uint64_t>* acgs);
+
+}  // namespace propeller::master
+
+#endif  // PROPELLER_MASTER_PLACEMENT_H_

@@ -1,0 +1,246 @@
+// MasterStore: the master's persistent state (DESIGN §7) in one LMDB environment — which ACG
+// each file belongs to, which node owns each ACG, the node table, the index catalogue and the
+// registered volumes. Every mutation runs in one write transaction that is committed (synced,
+// unless options.sync is false) before Update() returns, so a restarted master has all of it.
+//
+// On disk, <dir>/ holds data.mdb and lock.mdb (LMDB) and LOCK (an flock(2) lock: one process,
+// and one MasterStore in it, per directory). Named databases, format version
+// kMasterFormatVersion (integers big-endian, so keys sort numerically):
+//
+//   db       key                                  value
+//   files    FileIdKey (12 bytes, schemas/keys.h) acg u64 (8)
+//   acgs     acg u64 (8)                          [0] record version u8 = 1
+//                                                 [1] state u8 (AcgState)
+//                                                 [2] node_id u32
+//                                                 [6] files u64 (files mapped to the ACG)
+//                                                 [14..] app bytes (the tag that created it)
+//   apps     0x01 ‖ app bytes (<= 255 bytes)      acg u64: the app's current ACG for placement
+//   nodes    node_id u32 (4)                      [0] record version u8 = 1; [1..] endpoint
+//   indexes  name bytes                           IndexType u8
+//   volumes  volume u32 (4)                       root bytes (absolute, normalised path)
+//   meta     "format_version"                     u64
+//            "next_acg" / "next_node" / "next_volume"   u64: the next id to hand out (from 1)
+//
+// Compatibility rule: record values only grow at the end (readers ignore trailing bytes and
+// reject a newer record version); a store whose format_version is newer than this program's
+// is refused with Corruption. ids are never reused, even after an ACG empties.
+//
+// The small tables (acgs, apps, nodes, indexes, volumes, counters) are mirrored in memory, so
+// placement and routing decisions read no LMDB pages; `files` (millions of entries) is read
+// from LMDB. The root -> volume id direction is only in memory (rebuilt at Open), so roots may
+// be longer than LMDB's 511-byte key limit.
+//
+// Threading: every method may be called from any thread. Update() calls run one at a time;
+// reads run concurrently with them and see either all or none of a committed transaction's
+// effect on each table they read. Lock order: write_mu_, then env_mu_, then mirror_mu_.
+#ifndef PROPELLER_MASTER_STORE_H_
+#define PROPELLER_MASTER_STORE_H_
+
+#include <lmdb.h>
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <shared_mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/record.h"
+#include "common/status.h"
+
+namespace propeller::master {
+
+inline constexpr uint64_t kMasterFormatVersion = 1;
+// App tags longer than this are refused (they are LMDB keys in `apps`).
+inline constexpr size_t kMaxAppBytes = 255;
+
+// The lifecycle of an ACG. Only kActive exists until splits and migrations (DESIGN §5) are
+// coordinated by the master; the byte is stored so they need no format change.
+enum class AcgState : uint8_t { kActive = 1 };
+
+struct AcgRecord {
+  uint32_t node_id = 0;
+  uint64_t files = 0;  // files mapped to this ACG in `files`
+  std::string app;
+  AcgState state = AcgState::kActive;
+  bool operator==(const AcgRecord&) const = default;
+};
+
+// The whole store as values, for tests and debugging (equal dumps = equal stores).
+struct StoreDump {
+  std::map<FileId, uint64_t> files;
+  std::map<uint64_t, AcgRecord> acgs;
+  std::map<std::string, uint64_t> apps;
+  std::map<uint32_t, std::string> nodes;
+  std::map<std::string, IndexType> indexes;
+  std::map<uint32_t, std::string> volumes;
+  uint64_t next_acg = 1;
+  uint64_t next_node = 1;
+  uint64_t next_volume = 1;
+  bool operator==(const StoreDump&) const = default;
+};
+
+struct MasterStoreOptions {
+  std::string dir;  // REQUIRED; created if missing
+  // Initial LMDB map size. The file is sparse, so a large value costs address space only; the
+  // map doubles whenever a transaction finds it full. A mapped file takes ~31 bytes (measured,
+  // ids inserted in order; up to ~2x that in random order): the default holds 15-30 M files
+  // before the first growth.
+  uint64_t initial_map_bytes = 1ull << 30;
+  // false = MDB_NOSYNC: commits survive a crash of the process (kill -9) but not of the
+  // machine. For tests and benchmarks.
+  bool sync = true;
+};
+
+class MasterStore {
+ public:
+  class Txn;
+
+  // Opens or creates the store in options.dir. Errors: IOError (directory, LMDB, or the
+  // directory is in use by another process or another MasterStore of this process),
+  // Corruption (a record fails its checks or the format is newer than this program's).
+  static Result<std::unique_ptr<MasterStore>> Open(const MasterStoreOptions& options);
+  // Closes the environment. REQUIRES: no call is running on another thread.
+  ~MasterStore();
+  MasterStore(const MasterStore&) = delete;
+  MasterStore& operator=(const MasterStore&) = delete;
+
+  // Runs `fn` in one write transaction and commits it when fn returns OK; when fn (or the
+  // commit) fails nothing of it is kept and its error is returned. When the LMDB map is full
+  // the transaction is aborted, the map doubled and fn run again from the start, so fn must
+  // reset whatever it writes outside the transaction at its beginning. The Txn is valid only
+  // during the call. fn must not call other MasterStore methods (it would deadlock).
+  Status Update(const std::function<Status(Txn& txn)>& fn);
+
+  // The ACG of each file (0 = not mapped), in order, into *acgs. Errors: LMDB failures.
+  Status LookupFiles(const std::vector<FileId>& files, std::vector<uint64_t>* acgs) const;
+
+  // Copies of the in-memory tables (committed state).
+  std::optional<AcgRecord> GetAcg(uint64_t acg) const;
+  std::map<uint64_t, AcgRecord> Acgs() const;
+  std::map<uint32_t, std::string> Nodes() const;  // node id -> endpoint
+  std::map<std::string, IndexType> Indexes() const;
+  std::map<uint32_t, std::string> Volumes() const;  // volume id -> root
+  uint64_t FileCount() const;  // entries in `files`
+  uint64_t map_bytes() const;  // current LMDB map size
+
+  // Reads every table from LMDB (not from the mirrors), checking each record.
+  Result<StoreDump> Dump() const;
+
+ private:
+  struct Mirror {
+    std::map<uint64_t, AcgRecord> acgs;
+    std::map<std::string, uint64_t, std::less<>> apps;
+    std::map<uint32_t, std::string> nodes;
+    std::map<std::string, IndexType, std::less<>> indexes;
+    std::map<uint32_t, std::string> volumes;
+    std::map<std::string, uint32_t, std::less<>> volume_by_root;
+    uint64_t next_acg = 1;
+    uint64_t next_node = 1;
+    uint64_t next_volume = 1;
+    uint64_t files = 0;
+  };
+  friend class Txn;
+
+  explicit MasterStore(const MasterStoreOptions& options);
+  Status OpenEnv();
+  Status LoadMirror();
+  Status ReadAll(MDB_txn* txn, Mirror* mirror, std::map<FileId, uint64_t>* files) const;
+  Status GrowMap();
+
+  // Constant after Open.
+  const MasterStoreOptions options_;
+  int lock_fd_ = -1;  // holds the flock on <dir>/LOCK
+  MDB_env* env_ = nullptr;
+  MDB_dbi files_dbi_ = 0, acgs_dbi_ = 0, apps_dbi_ = 0, nodes_dbi_ = 0, indexes_dbi_ = 0,
+          volumes_dbi_ = 0, meta_dbi_ = 0;
+
+  std::mutex write_mu_;  // serialises Update()
+  // Shared by every LMDB transaction, exclusive while the map grows (LMDB requires that no
+  // transaction is live then).
+  mutable std::shared_mutex env_mu_;
+  uint64_t map_bytes_ = 0;  // Under env_mu_ (written exclusively).
+  // The committed small tables. Written under write_mu_ + exclusive mirror_mu_, so Update's
+  // own thread may read them holding write_mu_ alone.
+  mutable std::shared_mutex mirror_mu_;
+  Mirror mirror_;
+};
+
+// One write transaction of MasterStore::Update. Reads see the transaction's own writes.
+// Every method returns LMDB errors (ResourceExhausted when the map is full: Update retries).
+class MasterStore::Txn {
+ public:
+  // ---- files
+  // The ACG of `file`, 0 when not mapped.
+  Result<uint64_t> FileAcg(FileId file);
+  // Maps `file` to `acg`, moving it (and its count) from any ACG it was in.
+  // InvalidArgument when `acg` does not exist.
+  Status MapFile(FileId file, uint64_t acg);
+  // Removes the mapping of `file`; *was_mapped (optional) says whether there was one.
+  Status UnmapFile(FileId file, bool* was_mapped = nullptr);
+
+  // ---- acgs
+  // The ACG's record, or null. The pointer is valid until the next call on this Txn.
+  const AcgRecord* FindAcg(uint64_t acg) const;
+  // Creates an empty ACG on `node_id` tagged `app` and returns its new id (never reused).
+  Result<uint64_t> CreateAcg(uint32_t node_id, std::string_view app);
+  // Calls fn for every ACG (committed and created in this transaction), by id.
+  void ForEachAcg(const std::function<void(uint64_t acg, const AcgRecord& rec)>& fn) const;
+
+  // ---- apps
+  // The app's current ACG for placement, 0 when none. InvalidArgument for a tag longer than
+  // kMaxAppBytes (SetAppAcg).
+  uint64_t AppAcg(std::string_view app) const;
+  Status SetAppAcg(std::string_view app, uint64_t acg);
+
+  // ---- nodes
+  // The node's endpoint, or null (valid until the next call on this Txn).
+  const std::string* FindNode(uint32_t node_id) const;
+  // A new node id (never reused). ResourceExhausted after 2^32 - 1 ids.
+  Result<uint32_t> NewNodeId();
+  // Creates or updates a node; ids handed out later are above node_id.
+  Status PutNode(uint32_t node_id, std::string_view endpoint);
+
+  // ---- indexes
+  std::optional<IndexType> FindIndex(std::string_view name) const;
+  Status PutIndex(std::string_view name, IndexType type);
+  Status DeleteIndex(std::string_view name);
+
+  // ---- volumes
+  // The id of the volume with this root, or 0.
+  uint32_t FindVolume(std::string_view root) const;
+  // Registers `root` under a new id and returns it. REQUIRES: FindVolume(root) == 0.
+  Result<uint32_t> AddVolume(std::string_view root);
+  bool HasVolume(uint32_t volume) const;
+
+ private:
+  friend class MasterStore;
+  Txn(MasterStore* store, MDB_txn* txn) : store_(store), txn_(txn) {}
+  // Writes the dirty small tables into LMDB (before commit).
+  Status Flush();
+  // Folds the dirty tables into the committed mirror (after commit).
+  void Publish(Mirror* mirror);
+  AcgRecord* MutableAcg(uint64_t acg);
+
+  MasterStore* const store_;
+  MDB_txn* const txn_;
+  bool map_full_ = false;  // an LMDB call returned MDB_MAP_FULL: Update grows and retries
+  const Mirror& base() const { return store_->mirror_; }
+  Status Check(int rc, std::string_view what);
+  // Changes made by this transaction; nullopt = deleted.
+  std::map<uint64_t, AcgRecord> acgs_;
+  std::map<std::string, uint64_t, std::less<>> apps_;
+  std::map<uint32_t, std::string> nodes_;
+  std::map<std::string, std::optional<IndexType>, std::less<>> indexes_;
+  std::map<uint32_t, std::string> volumes_;
+  std::optional<uint64_t> next_acg_, next_node_, next_volume_;
+  int64_t files_delta_ = 0;
+};
+
+}  // namespace propeller::master
+
+#endif  // PROPELLER_MASTER_STORE_H_
