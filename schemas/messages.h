@@ -31,6 +31,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "common/record.h"
@@ -286,6 +287,7 @@ struct ReplyEnvelope {
 
 std::string EncodeRequest(MsgType type, std::string_view body);
 template <typename T>
+  requires(!std::is_convertible_v<const T&, std::string_view>)
 std::string EncodeRequest(MsgType type, const T& msg) {
   std::string body;
   Encode(msg, &body);

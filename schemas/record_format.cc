@@ -1,57 +1,29 @@
 // msgpack encodings of FileRecord and Update batches (contract in record_format.h). The field
 // tables below are the format; golden bytes are pinned in record_format_test.cc.
 //
-// msgpack-c is used in two ways: its packer writes ints and strings (always in the smallest
-// msgpack form), and its unpacker parses untrusted input under tight limits. Doubles are NOT
-// written with packer::pack_double, which turns whole-number doubles into msgpack integers
-// (2.0 -> 0x02, PITFALLS): a double is always written as float64 (0xcb + 8 bytes big-endian)
-// so that the reader, in any language, gets back a double. Every exception msgpack-c throws is
-// caught here and becomes Corruption.
+// msgpack-c is used in two ways (helpers in msgpack_util.h): its packer writes ints and strings
+// (always in the smallest msgpack form), and its unpacker parses untrusted input under tight
+// limits. Doubles are NOT written with packer::pack_double, which turns whole-number doubles
+// into msgpack integers (2.0 -> 0x02, PITFALLS): a double is always written as float64 (0xcb +
+// 8 bytes big-endian) so that the reader, in any language, gets back a double. Every exception
+// msgpack-c throws is caught and becomes Corruption. The record and update arrays are also
+// nested inside wire messages (messages.cc), hence their codecs live in msgpack_util.
 #include "schemas/record_format.h"
 
 #include <msgpack.hpp>
 
-#include <cstring>
-#include <exception>
 #include <limits>
 #include <utility>
 
+#include "schemas/msgpack_util.h"
+
 namespace propeller {
+namespace msgpack_util {
 namespace {
 
 // Deepest nesting of the current formats is 6 (batch, update list, update, record, attrs,
 // attr pair); the slack leaves room for appended fields that nest a little.
 constexpr size_t kMaxDepth = 16;
-
-// msgpack-c writes through any object with write(const char*, size_t).
-class StringSink {
- public:
-  explicit StringSink(std::string* out) : out_(out) {}
-  void write(const char* data, size_t n) { out_->append(data, n); }
-
- private:
-  std::string* out_;
-};
-
-using Packer = msgpack::packer<StringSink>;
-
-void PackString(Packer& pk, std::string_view s) {
-  pk.pack_str(static_cast<uint32_t>(s.size()));
-  pk.pack_str_body(s.data(), static_cast<uint32_t>(s.size()));
-}
-
-// float64 (0xcb) even for whole numbers; see the file comment.
-void PackFloat64(std::string* out, double d) {
-  uint64_t bits;
-  std::memcpy(&bits, &d, sizeof(bits));
-  char buf[9];
-  buf[0] = static_cast<char>(0xcb);
-  for (int i = 8; i >= 1; --i) {
-    buf[i] = static_cast<char>(bits & 0xFF);
-    bits >>= 8;
-  }
-  out->append(buf, sizeof(buf));
-}
 
 // FileRecord, a msgpack array, version 1:
 //   index field       msgpack type              notes
@@ -78,6 +50,8 @@ void PackFloat64(std::string* out, double d) {
 // "int" means any msgpack integer form; the writer uses the smallest. A reader also accepts
 // float32 for a double value.
 constexpr size_t kRecordFields = 15;
+
+}  // namespace
 
 void PackRecord(const FileRecord& r, std::string* out) {
   StringSink sink(out);
@@ -112,6 +86,8 @@ void PackRecord(const FileRecord& r, std::string* out) {
   }
 }
 
+namespace {
+
 // Update batch, a msgpack array, version 1:
 //   index field       msgpack type              notes
 //   0     version     uint                      1 (kUpdateBatchFormatVersion); 0 is invalid
@@ -132,57 +108,6 @@ constexpr size_t kBatchFields = 2;
 constexpr size_t kUpdateFields = 6;
 
 // ---- decoding ----
-
-// A failed decode step: the message names the field.
-Status Bad(std::string_view what, std::string_view field, std::string_view problem) {
-  std::string msg(what);
-  msg += ": field '";
-  msg += field;
-  msg += "' ";
-  msg += problem;
-  return Status::Corruption(msg);
-}
-
-bool GetU64(const msgpack::object& o, uint64_t* v) {
-  if (o.type != msgpack::type::POSITIVE_INTEGER) return false;
-  *v = o.via.u64;
-  return true;
-}
-
-bool GetU32(const msgpack::object& o, uint32_t* v) {
-  uint64_t u;
-  if (!GetU64(o, &u) || u > std::numeric_limits<uint32_t>::max()) return false;
-  *v = static_cast<uint32_t>(u);
-  return true;
-}
-
-bool GetI64(const msgpack::object& o, int64_t* v) {
-  if (o.type == msgpack::type::NEGATIVE_INTEGER) {
-    *v = o.via.i64;
-    return true;
-  }
-  uint64_t u;
-  if (!GetU64(o, &u) || u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
-    return false;
-  }
-  *v = static_cast<int64_t>(u);
-  return true;
-}
-
-bool GetString(const msgpack::object& o, std::string* s) {
-  if (o.type != msgpack::type::STR) return false;
-  s->assign(o.via.str.ptr, o.via.str.size);
-  return true;
-}
-
-// True for an array of at least `min_size` elements; sets *elems (null when empty) and *size.
-bool GetArray(const msgpack::object& o, size_t min_size, const msgpack::object** elems,
-              size_t* size) {
-  if (o.type != msgpack::type::ARRAY || o.via.array.size < min_size) return false;
-  *elems = o.via.array.ptr;
-  *size = o.via.array.size;
-  return true;
-}
 
 // Checks the version field (element 0) of a top-level array.
 Status CheckVersion(std::string_view what, const msgpack::object& o, uint32_t ours) {
@@ -215,6 +140,8 @@ Status DecodeAttrValue(const msgpack::object& o, AttrValue* value) {
       return Bad("record", "attrs", "has a value that is not int, float or str");
   }
 }
+
+}  // namespace
 
 Status DecodeRecordObject(const msgpack::object& o, FileRecord* out) {
   constexpr std::string_view kWhat = "record";
@@ -302,85 +229,75 @@ Status DecodeUpdateObject(const msgpack::object& o, Update* out) {
   return Status::OK();
 }
 
-// Parses exactly one msgpack object spanning all of `bytes`, then runs `decode` on it.
-// Limits keep allocation proportional to the input: every array element, map entry and string
-// byte needs at least one input byte, so nothing can claim more than bytes.size() of them.
-template <typename Fn>
-Status ParseAndDecode(std::string_view what, std::string_view bytes, Fn&& decode) {
-  try {
-    const size_t n = bytes.size();
-    const msgpack::unpack_limit limit(/*array=*/n, /*map=*/n, /*str=*/n, /*bin=*/n, /*ext=*/n,
-                                      /*depth=*/kMaxDepth);
-    msgpack::object_handle handle;
-    size_t offset = 0;
-    // Strings and binaries point into `bytes` instead of being copied into msgpack's zone:
-    // `bytes` outlives `handle`, and the decoders copy what they keep.
-    const msgpack::unpack_reference_func reference_input =
-        [](msgpack::type::object_type, size_t, void*) { return true; };
-    msgpack::unpack(handle, bytes.data(), n, offset, reference_input, /*user_data=*/nullptr,
-                    limit);
-    if (offset != n) {
-      return Status::Corruption(std::string(what) + ": " + std::to_string(n - offset) +
-                                " trailing bytes");
-    }
-    return decode(handle.get());
-  } catch (const std::exception& e) {
-    return Status::Corruption(std::string(what) + ": malformed msgpack (" + e.what() + ")");
-  } catch (...) {
-    return Status::Corruption(std::string(what) + ": malformed msgpack");
-  }
+void PackUpdate(const Update& u, std::string* out) {
+  StringSink sink(out);
+  Packer pk(sink);
+  pk.pack_array(static_cast<uint32_t>(kUpdateFields));
+  pk.pack_uint8(static_cast<uint8_t>(u.op));
+  pk.pack_uint64(u.acg);
+  PackRecord(u.record, out);
+  pk.pack_uint32(u.edge_dst.volume);
+  pk.pack_uint64(u.edge_dst.ino);
+  pk.pack_uint32(u.edge_weight);
 }
 
-}  // namespace
+namespace {
 
-void EncodeRecord(const FileRecord& record, std::string* out) { PackRecord(record, out); }
-
-Status DecodeRecord(std::string_view bytes, FileRecord* record) {
-  return ParseAndDecode("record", bytes, [record](const msgpack::object& o) {
-    return DecodeRecordObject(o, record);
-  });
-}
-
-void EncodeUpdateBatch(std::span<const Update> updates, std::string* out) {
+void PackBatch(std::span<const Update> updates, std::string* out) {
   StringSink sink(out);
   Packer pk(sink);
   pk.pack_array(static_cast<uint32_t>(kBatchFields));
   pk.pack_uint32(kUpdateBatchFormatVersion);
   pk.pack_array(static_cast<uint32_t>(updates.size()));
-  for (const Update& u : updates) {
-    pk.pack_array(static_cast<uint32_t>(kUpdateFields));
-    pk.pack_uint8(static_cast<uint8_t>(u.op));
-    pk.pack_uint64(u.acg);
-    PackRecord(u.record, out);
-    pk.pack_uint32(u.edge_dst.volume);
-    pk.pack_uint64(u.edge_dst.ino);
-    pk.pack_uint32(u.edge_weight);
+  for (const Update& u : updates) PackUpdate(u, out);
+}
+
+Status DecodeBatchObject(const msgpack::object& o, std::vector<Update>* updates) {
+  size_t n;
+  const msgpack::object* f = nullptr;
+  if (!GetArray(o, kBatchFields, &f, &n)) {
+    return Status::Corruption("update batch: not an array of at least 2 fields");
   }
+  PROPELLER_RETURN_IF_ERROR(CheckVersion("update batch", f[0], kUpdateBatchFormatVersion));
+  size_t count;
+  const msgpack::object* list = nullptr;
+  if (!GetArray(f[1], 0, &list, &count)) {
+    return Bad("update batch", "updates", "is not an array");
+  }
+  std::vector<Update> result;  // grown as updates decode, like paths above
+  for (size_t i = 0; i < count; ++i) {
+    Update u;
+    Status s = DecodeUpdateObject(list[i], &u);
+    if (!s.ok()) return s.WithContext("update batch: update " + std::to_string(i));
+    result.push_back(std::move(u));
+  }
+  *updates = std::move(result);
+  return Status::OK();
+}
+
+}  // namespace
+}  // namespace msgpack_util
+
+void EncodeRecord(const FileRecord& record, std::string* out) {
+  msgpack_util::PackRecord(record, out);
+}
+
+Status DecodeRecord(std::string_view bytes, FileRecord* record) {
+  return msgpack_util::ParseAndDecode(
+      "record", bytes, bytes.size(), msgpack_util::kMaxDepth,
+      [record](const msgpack::object& o) { return msgpack_util::DecodeRecordObject(o, record); });
+}
+
+void EncodeUpdateBatch(std::span<const Update> updates, std::string* out) {
+  msgpack_util::PackBatch(updates, out);
 }
 
 Status DecodeUpdateBatch(std::string_view bytes, std::vector<Update>* updates) {
-  return ParseAndDecode("update batch", bytes, [updates](const msgpack::object& o) -> Status {
-    size_t n;
-    const msgpack::object* f = nullptr;
-    if (!GetArray(o, kBatchFields, &f, &n)) {
-      return Status::Corruption("update batch: not an array of at least 2 fields");
-    }
-    PROPELLER_RETURN_IF_ERROR(CheckVersion("update batch", f[0], kUpdateBatchFormatVersion));
-    size_t count;
-    const msgpack::object* list = nullptr;
-    if (!GetArray(f[1], 0, &list, &count)) {
-      return Bad("update batch", "updates", "is not an array");
-    }
-    std::vector<Update> result;  // grown as updates decode, like paths above
-    for (size_t i = 0; i < count; ++i) {
-      Update u;
-      Status s = DecodeUpdateObject(list[i], &u);
-      if (!s.ok()) return s.WithContext("update batch: update " + std::to_string(i));
-      result.push_back(std::move(u));
-    }
-    *updates = std::move(result);
-    return Status::OK();
-  });
+  return msgpack_util::ParseAndDecode(
+      "update batch", bytes, bytes.size(), msgpack_util::kMaxDepth,
+      [updates](const msgpack::object& o) {
+        return msgpack_util::DecodeBatchObject(o, updates);
+      });
 }
 
 }  // namespace propeller

@@ -14,6 +14,8 @@ PACKAGES=(
   libbenchmark-dev
   libgtest-dev googletest
   libsqlite3-dev sqlite3
+  clang-14            # libFuzzer (libclang-rt-14-dev) for scripts/fuzz.sh
+  python3
 )
 
 SUDO=""

@@ -2,9 +2,10 @@
 # The project's test command (README "Quick start", run by .ci/run):
 #   1. installs the Debian packages it needs (scripts/install-deps.sh),
 #   2. builds everything with warnings as errors and runs the whole CTest suite,
-#   3. builds again with AddressSanitizer + UndefinedBehaviorSanitizer and runs the suite there.
+#   3. builds again with AddressSanitizer + UndefinedBehaviorSanitizer and runs the suite there,
+#   4. fuzzes every decoder of untrusted bytes for a short while (scripts/fuzz.sh, clang-14).
 # Build trees go to build/ and build-asan/ (override with BUILD_DIR / ASAN_BUILD_DIR).
-# Set PROPELLER_SKIP_ASAN=1 to skip step 3 locally (CI never sets it).
+# Set PROPELLER_SKIP_ASAN=1 / PROPELLER_SKIP_FUZZ=1 to skip step 3 / 4 locally (CI sets neither).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -28,5 +29,9 @@ if [ "${PROPELLER_SKIP_ASAN:-0}" != "1" ]; then
   echo "== tests under sanitizers"
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     ctest --test-dir "$ASAN_BUILD_DIR" --output-on-failure -j "$JOBS"
+fi
+if [ "${PROPELLER_SKIP_FUZZ:-0}" != "1" ]; then
+  echo "== fuzzing the decoders (${FUZZ_SECONDS:-15} s per target)"
+  FUZZ_SECONDS="${FUZZ_SECONDS:-15}" bash scripts/fuzz.sh
 fi
 echo "== all tests passed"

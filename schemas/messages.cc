@@ -1,0 +1,872 @@
+// msgpack codecs of the wire messages (contract in messages.h). The field tables below are the
+// protocol; golden bytes are pinned in messages_test.cc.
+//
+// How to read a field table:
+//   index   position in the message's msgpack array
+//   field   the struct member
+//   type    msgpack type on the wire. "uint" / "int" = any msgpack integer form (writers use
+//           the smallest); "uint32" = uint <= 2^32-1; "int64" = an integer in the int64 range;
+//           "float64" = written as float64 (0xcb) even for whole numbers (PITFALLS), read from
+//           float32, float64 or any integer; "T?" = nil (std::nullopt) or T; "[T]" = array of T;
+//           struct names = that struct's array (its own table); FileId = [volume: uint32,
+//           ino: uint]; FileRecord and Update = the arrays of record_format.cc.
+//   R       "R" = required: a shorter array is Corruption. Fields without R take the struct's
+//           default when the array ends before them (an older writer). Required fields are
+//           those without which the message means nothing or something dangerous (e.g. a
+//           HeartbeatReply without its index list would make the node drop every index).
+//   since   protocol version (kProtocolVersion) that introduced the field.
+// Every decoder ignores elements after the last field it knows (a newer writer), converts no
+// types (an int where a str is expected is Corruption naming the field) and range-checks
+// integers (a negative or > 2^32-1 value in a uint32 field is Corruption).
+//
+// Design choices:
+// - ApplyRequest carries its updates inline as an array of record_format.cc update arrays (one
+//   msgpack parse, and the same limits apply to every byte), not as an embedded update-batch
+//   bin. The record arrays inside keep their own format version.
+// - A reply's status code outside the StatusCode list (a newer peer) decodes as kInternal with
+//   message "unknown status code N: <message>", so the number is not lost.
+// - DecodeRequest accepts any uint16 message type: answering a type the daemon does not serve
+//   (or does not know: MsgTypeName gives "unknown") with NotSupported is the dispatcher's job.
+#include "schemas/messages.h"
+
+#include <msgpack.hpp>
+
+#include <array>
+#include <string>
+#include <utility>
+
+#include "schemas/msgpack_util.h"
+
+namespace propeller::wire {
+namespace {
+
+using msgpack_util::GetI64;
+using msgpack_util::GetU32;
+using msgpack_util::GetU64;
+using msgpack_util::Packer;
+using msgpack_util::StringSink;
+
+// Deepest nesting today is 6 (ApplyRequest / SearchHitsChunk: body, list, element, record,
+// attrs, attr pair); the slack leaves room for appended fields that nest a little.
+constexpr size_t kMaxDepth = 16;
+
+// The encoder's state: the packer for ints and strings, and the string itself for float64
+// and nested records (the packer holds no buffer, so both keep their order).
+class Writer {
+ public:
+  explicit Writer(std::string* out) : out_(out), sink_(out), pk_(sink_) {}
+  Packer& pk() { return pk_; }
+  std::string* out() { return out_; }
+
+ private:
+  std::string* out_;
+  StringSink sink_;
+  Packer pk_;
+};
+
+// ---- declarations: one Put (encode) and one Get (decode) per wire type --------------------
+// Declared up front so the templates below find every overload (ADL does not look into this
+// unnamed namespace). A Get writes into a default-constructed value and returns Corruption
+// with a message such as "field 'files' is not a uint64" (the top level adds the struct name).
+
+void Put(Writer& w, bool v);
+void Put(Writer& w, uint32_t v);
+void Put(Writer& w, uint64_t v);
+void Put(Writer& w, int64_t v);
+void Put(Writer& w, double v);
+void Put(Writer& w, const std::string& v);
+void Put(Writer& w, IndexType v);
+void Put(Writer& w, const FileId& v);
+void Put(Writer& w, const FileRecord& v);
+void Put(Writer& w, const Update& v);
+template <typename T>
+void Put(Writer& w, const std::vector<T>& v);
+template <typename T>
+void Put(Writer& w, const std::optional<T>& v);
+
+Status Get(const msgpack::object& o, bool* v);
+Status Get(const msgpack::object& o, uint32_t* v);
+Status Get(const msgpack::object& o, uint64_t* v);
+Status Get(const msgpack::object& o, int64_t* v);
+Status Get(const msgpack::object& o, double* v);
+Status Get(const msgpack::object& o, std::string* v);
+Status Get(const msgpack::object& o, IndexType* v);
+Status Get(const msgpack::object& o, FileId* v);
+Status Get(const msgpack::object& o, FileRecord* v);
+Status Get(const msgpack::object& o, Update* v);
+template <typename T>
+Status Get(const msgpack::object& o, std::vector<T>* v);
+template <typename T>
+Status Get(const msgpack::object& o, std::optional<T>* v);
+
+#define PROPELLER_WIRE_CODEC(T)           \
+  void Put(Writer& w, const T& m);        \
+  Status Get(const msgpack::object& o, T* m);
+PROPELLER_WIRE_CODEC(Empty)
+PROPELLER_WIRE_CODEC(RegisterNodeRequest)
+PROPELLER_WIRE_CODEC(RegisterNodeReply)
+PROPELLER_WIRE_CODEC(AcgLoad)
+PROPELLER_WIRE_CODEC(HeartbeatRequest)
+PROPELLER_WIRE_CODEC(IndexDef)
+PROPELLER_WIRE_CODEC(HeartbeatReply)
+PROPELLER_WIRE_CODEC(NodeInfo)
+PROPELLER_WIRE_CODEC(NodesReply)
+PROPELLER_WIRE_CODEC(FilesRequest)
+PROPELLER_WIRE_CODEC(AssignItem)
+PROPELLER_WIRE_CODEC(AssignFilesRequest)
+PROPELLER_WIRE_CODEC(FileLocation)
+PROPELLER_WIRE_CODEC(LocationsReply)
+PROPELLER_WIRE_CODEC(AcgLocation)
+PROPELLER_WIRE_CODEC(LocateAcgsRequest)
+PROPELLER_WIRE_CODEC(AcgLocationsReply)
+PROPELLER_WIRE_CODEC(IndexName)
+PROPELLER_WIRE_CODEC(IndexesReply)
+PROPELLER_WIRE_CODEC(RegisterVolumeRequest)
+PROPELLER_WIRE_CODEC(VolumeInfo)
+PROPELLER_WIRE_CODEC(VolumesReply)
+PROPELLER_WIRE_CODEC(ClusterStatusReply)
+PROPELLER_WIRE_CODEC(ApplyRequest)
+PROPELLER_WIRE_CODEC(WireCredentials)
+PROPELLER_WIRE_CODEC(SearchQuery)
+PROPELLER_WIRE_CODEC(WireHit)
+PROPELLER_WIRE_CODEC(SearchHitsChunk)
+PROPELLER_WIRE_CODEC(SearchDone)
+PROPELLER_WIRE_CODEC(GetRecordRequest)
+PROPELLER_WIRE_CODEC(RecordReply)
+PROPELLER_WIRE_CODEC(NodeStatusReply)
+PROPELLER_WIRE_CODEC(Ping)
+#undef PROPELLER_WIRE_CODEC
+
+// ---- building blocks ------------------------------------------------------------------------
+
+Status Wrong(const char* expected) { return Status::Corruption(std::string("is not ") + expected); }
+
+// A struct: the array of its fields in order.
+template <typename... T>
+void PutFields(Writer& w, const T&... fields) {
+  w.pk().pack_array(static_cast<uint32_t>(sizeof...(T)));
+  (Put(w, fields), ...);
+}
+
+// Reads a struct's array into `fields` (pointers into a default-constructed struct) under the
+// compatibility rule: the first `required` fields must be present, later ones keep their
+// defaults when missing, and elements beyond the last field are ignored.
+template <typename... T>
+Status GetFields(const msgpack::object& o, size_t required,
+                 const std::array<const char*, sizeof...(T)>& names, T*... fields) {
+  if (o.type != msgpack::type::ARRAY) return Wrong("an array");
+  const size_t n = o.via.array.size;
+  if (n < required) {
+    return Status::Corruption("has " + std::to_string(n) + " fields, needs at least " +
+                              std::to_string(required) + " (missing '" + names[n] + "')");
+  }
+  Status st;
+  size_t i = 0;
+  auto one = [&](auto* field) {
+    if (i >= n) return false;  // missing trailing field: keeps its default
+    Status s = Get(o.via.array.ptr[i], field);
+    if (!s.ok()) {
+      st = Status::Corruption(std::string("field '") + names[i] + "' " + s.message());
+      return false;
+    }
+    ++i;
+    return true;
+  };
+  (one(fields) && ...);  // left to right, stopping at the first error or missing field
+  return st;
+}
+
+void Put(Writer& w, bool v) {
+  if (v) {
+    w.pk().pack_true();
+  } else {
+    w.pk().pack_false();
+  }
+}
+void Put(Writer& w, uint32_t v) { w.pk().pack_uint32(v); }
+void Put(Writer& w, uint64_t v) { w.pk().pack_uint64(v); }
+void Put(Writer& w, int64_t v) { w.pk().pack_int64(v); }
+void Put(Writer& w, double v) { msgpack_util::PackFloat64(w.out(), v); }
+void Put(Writer& w, const std::string& v) { msgpack_util::PackString(w.pk(), v); }
+void Put(Writer& w, IndexType v) { w.pk().pack_uint8(static_cast<uint8_t>(v)); }
+void Put(Writer& w, const FileId& v) { PutFields(w, v.volume, v.ino); }
+void Put(Writer& w, const FileRecord& v) { msgpack_util::PackRecord(v, w.out()); }
+void Put(Writer& w, const Update& v) { msgpack_util::PackUpdate(v, w.out()); }
+
+template <typename T>
+void Put(Writer& w, const std::vector<T>& v) {
+  w.pk().pack_array(static_cast<uint32_t>(v.size()));
+  for (const T& e : v) Put(w, e);
+}
+
+template <typename T>
+void Put(Writer& w, const std::optional<T>& v) {
+  if (v.has_value()) {
+    Put(w, *v);
+  } else {
+    w.pk().pack_nil();
+  }
+}
+
+Status Get(const msgpack::object& o, bool* v) {
+  if (o.type != msgpack::type::BOOLEAN) return Wrong("a bool");
+  *v = o.via.boolean;
+  return Status::OK();
+}
+Status Get(const msgpack::object& o, uint32_t* v) {
+  return GetU32(o, v) ? Status::OK() : Wrong("a uint32");
+}
+Status Get(const msgpack::object& o, uint64_t* v) {
+  return GetU64(o, v) ? Status::OK() : Wrong("a uint64");
+}
+Status Get(const msgpack::object& o, int64_t* v) {
+  return GetI64(o, v) ? Status::OK() : Wrong("an int64");
+}
+Status Get(const msgpack::object& o, double* v) {
+  switch (o.type) {
+    case msgpack::type::FLOAT32:
+    case msgpack::type::FLOAT64:
+      *v = o.via.f64;
+      return Status::OK();
+    case msgpack::type::POSITIVE_INTEGER:  // other writers may pack whole numbers as integers
+      *v = static_cast<double>(o.via.u64);
+      return Status::OK();
+    case msgpack::type::NEGATIVE_INTEGER:
+      *v = static_cast<double>(o.via.i64);
+      return Status::OK();
+    default:
+      return Wrong("a number");
+  }
+}
+Status Get(const msgpack::object& o, std::string* v) {
+  return msgpack_util::GetString(o, v) ? Status::OK() : Wrong("a string");
+}
+Status Get(const msgpack::object& o, IndexType* v) {
+  uint64_t u;
+  if (!GetU64(o, &u) || u < static_cast<uint64_t>(IndexType::kBTree) ||
+      u > static_cast<uint64_t>(IndexType::kKdTree)) {
+    return Wrong("an index type (1 btree, 2 hash, 3 kdtree)");
+  }
+  *v = static_cast<IndexType>(u);
+  return Status::OK();
+}
+// FileId: [volume: uint32 R, ino: uint R]
+Status Get(const msgpack::object& o, FileId* v) {
+  return GetFields(o, 2, {"volume", "ino"}, &v->volume, &v->ino);
+}
+Status Get(const msgpack::object& o, FileRecord* v) {
+  return msgpack_util::DecodeRecordObject(o, v);
+}
+Status Get(const msgpack::object& o, Update* v) { return msgpack_util::DecodeUpdateObject(o, v); }
+
+template <typename T>
+Status Get(const msgpack::object& o, std::vector<T>* v) {
+  if (o.type != msgpack::type::ARRAY) return Wrong("an array");
+  // Grown element by element (no reserve from the claimed size): garbage fails at its first
+  // bad element before anything large is allocated.
+  std::vector<T> result;
+  for (uint32_t i = 0; i < o.via.array.size; ++i) {
+    T e{};
+    Status s = Get(o.via.array.ptr[i], &e);
+    if (!s.ok()) return Status::Corruption("element " + std::to_string(i) + " " + s.message());
+    result.push_back(std::move(e));
+  }
+  *v = std::move(result);
+  return Status::OK();
+}
+
+template <typename T>
+Status Get(const msgpack::object& o, std::optional<T>* v) {
+  if (o.type == msgpack::type::NIL) {
+    v->reset();
+    return Status::OK();
+  }
+  T value{};
+  PROPELLER_RETURN_IF_ERROR(Get(o, &value));
+  *v = std::move(value);
+  return Status::OK();
+}
+
+// ---- the messages --------------------------------------------------------------------------
+
+// Empty: []
+//   (no fields; a non-empty array is a newer Empty and is accepted)
+void Put(Writer& w, const Empty&) { PutFields(w); }
+Status Get(const msgpack::object& o, Empty*) {
+  return o.type == msgpack::type::ARRAY ? Status::OK() : Wrong("an array");
+}
+
+// RegisterNodeRequest (kRegisterNode)
+//   index field                  type               R  meaning                          since
+//   0     node_id                uint32             R  0 = new node, else previous id   1.0
+//   1     endpoint               str                R  where clients reach the node     1.0
+void Put(Writer& w, const RegisterNodeRequest& m) { PutFields(w, m.node_id, m.endpoint); }
+Status Get(const msgpack::object& o, RegisterNodeRequest* m) {
+  return GetFields(o, 2, {"node_id", "endpoint"}, &m->node_id, &m->endpoint);
+}
+
+// RegisterNodeReply (kRegisterNode)
+//   index field                  type               R  meaning                          since
+//   0     node_id                uint32             R  the id assigned / confirmed      1.0
+//   1     heartbeat_interval_ms  uint32                default 1000                     1.0
+void Put(Writer& w, const RegisterNodeReply& m) {
+  PutFields(w, m.node_id, m.heartbeat_interval_ms);
+}
+Status Get(const msgpack::object& o, RegisterNodeReply* m) {
+  return GetFields(o, 1, {"node_id", "heartbeat_interval_ms"}, &m->node_id,
+                   &m->heartbeat_interval_ms);
+}
+
+// AcgLoad (inside HeartbeatRequest, NodeStatusReply)
+//   index field                  type               R  meaning                          since
+//   0     acg                    uint               R  ACG id                           1.0
+//   1     files                  uint                  files in it                      1.0
+void Put(Writer& w, const AcgLoad& m) { PutFields(w, m.acg, m.files); }
+Status Get(const msgpack::object& o, AcgLoad* m) {
+  return GetFields(o, 1, {"acg", "files"}, &m->acg, &m->files);
+}
+
+// HeartbeatRequest (kHeartbeat)
+//   index field                  type               R  meaning                          since
+//   0     node_id                uint32             R  the sender                       1.0
+//   1     acgs                   [AcgLoad]             ACGs the node holds              1.0
+//   2     free_disk_bytes        uint                                                   1.0
+//   3     load                   float64               1-minute load average            1.0
+//   4     cached_updates         uint                  updates not yet committed        1.0
+//   5     indexes                [str]                 user indexes built               1.0
+void Put(Writer& w, const HeartbeatRequest& m) {
+  PutFields(w, m.node_id, m.acgs, m.free_disk_bytes, m.load, m.cached_updates, m.indexes);
+}
+Status Get(const msgpack::object& o, HeartbeatRequest* m) {
+  return GetFields(o, 1,
+                   {"node_id", "acgs", "free_disk_bytes", "load", "cached_updates", "indexes"},
+                   &m->node_id, &m->acgs, &m->free_disk_bytes, &m->load, &m->cached_updates,
+                   &m->indexes);
+}
+
+// IndexDef (kCreateIndex; inside HeartbeatReply, IndexesReply, ClusterStatusReply)
+//   index field                  type               R  meaning                          since
+//   0     name                   str                R  index (= attribute) name         1.0
+//   1     type                   uint 1..3          R  IndexType: 1 btree, 2 hash,      1.0
+//                                                      3 kdtree; others are Corruption
+void Put(Writer& w, const IndexDef& m) { PutFields(w, m.name, m.type); }
+Status Get(const msgpack::object& o, IndexDef* m) {
+  return GetFields(o, 2, {"name", "type"}, &m->name, &m->type);
+}
+
+// HeartbeatReply (kHeartbeat)
+//   index field                  type               R  meaning                          since
+//   0     reregister             bool               R  unknown node id: register again  1.0
+//   1     indexes                [IndexDef]         R  the user-index catalogue (a      1.0
+//                                                      missing list must not read as
+//                                                      "drop every index")
+void Put(Writer& w, const HeartbeatReply& m) { PutFields(w, m.reregister, m.indexes); }
+Status Get(const msgpack::object& o, HeartbeatReply* m) {
+  return GetFields(o, 2, {"reregister", "indexes"}, &m->reregister, &m->indexes);
+}
+
+// NodeInfo (inside NodesReply, ClusterStatusReply)
+//   index field                  type               R  meaning                          since
+//   0     node_id                uint32             R                                   1.0
+//   1     endpoint               str                R                                   1.0
+//   2     up                     bool               R                                   1.0
+//   3     acgs                   uint                  ACGs on the node                 1.0
+//   4     files                  uint                                                   1.0
+//   5     free_disk_bytes        uint                                                   1.0
+//   6     load                   float64                                                1.0
+//   7     last_heartbeat_ns      int64                 master's wall clock; 0 = never   1.0
+void Put(Writer& w, const NodeInfo& m) {
+  PutFields(w, m.node_id, m.endpoint, m.up, m.acgs, m.files, m.free_disk_bytes, m.load,
+            m.last_heartbeat_ns);
+}
+Status Get(const msgpack::object& o, NodeInfo* m) {
+  return GetFields(o, 3,
+                   {"node_id", "endpoint", "up", "acgs", "files", "free_disk_bytes", "load",
+                    "last_heartbeat_ns"},
+                   &m->node_id, &m->endpoint, &m->up, &m->acgs, &m->files, &m->free_disk_bytes,
+                   &m->load, &m->last_heartbeat_ns);
+}
+
+// NodesReply (kListNodes, kIndexHolders)
+//   index field                  type               R  meaning                          since
+//   0     nodes                  [NodeInfo]         R                                   1.0
+void Put(Writer& w, const NodesReply& m) { PutFields(w, m.nodes); }
+Status Get(const msgpack::object& o, NodesReply* m) {
+  return GetFields(o, 1, {"nodes"}, &m->nodes);
+}
+
+// FilesRequest (kLookupFiles, kForgetFiles)
+//   index field                  type               R  meaning                          since
+//   0     files                  [FileId]           R                                   1.0
+void Put(Writer& w, const FilesRequest& m) { PutFields(w, m.files); }
+Status Get(const msgpack::object& o, FilesRequest* m) {
+  return GetFields(o, 1, {"files"}, &m->files);
+}
+
+// AssignItem (inside AssignFilesRequest)
+//   index field                  type               R  meaning                          since
+//   0     file                   FileId             R                                   1.0
+//   1     app                    str                   creating executable; "" unknown  1.0
+//   2     producers              [FileId]              files read before, heaviest      1.0
+//                                                      edge first
+void Put(Writer& w, const AssignItem& m) { PutFields(w, m.file, m.app, m.producers); }
+Status Get(const msgpack::object& o, AssignItem* m) {
+  return GetFields(o, 1, {"file", "app", "producers"}, &m->file, &m->app, &m->producers);
+}
+
+// AssignFilesRequest (kAssignFiles)
+//   index field                  type               R  meaning                          since
+//   0     items                  [AssignItem]       R                                   1.0
+void Put(Writer& w, const AssignFilesRequest& m) { PutFields(w, m.items); }
+Status Get(const msgpack::object& o, AssignFilesRequest* m) {
+  return GetFields(o, 1, {"items"}, &m->items);
+}
+
+// FileLocation (inside LocationsReply)
+//   index field                  type               R  meaning                          since
+//   0     file                   FileId             R                                   1.0
+//   1     acg                    uint               R  0 = not mapped                   1.0
+//   2     node_id                uint32             R                                   1.0
+//   3     endpoint               str                   of node_id; "" = unknown node    1.0
+void Put(Writer& w, const FileLocation& m) { PutFields(w, m.file, m.acg, m.node_id, m.endpoint); }
+Status Get(const msgpack::object& o, FileLocation* m) {
+  return GetFields(o, 3, {"file", "acg", "node_id", "endpoint"}, &m->file, &m->acg, &m->node_id,
+                   &m->endpoint);
+}
+
+// LocationsReply (kLookupFiles, kAssignFiles)
+//   index field                  type               R  meaning                          since
+//   0     locations              [FileLocation]     R  one per requested file, in order 1.0
+void Put(Writer& w, const LocationsReply& m) { PutFields(w, m.locations); }
+Status Get(const msgpack::object& o, LocationsReply* m) {
+  return GetFields(o, 1, {"locations"}, &m->locations);
+}
+
+// AcgLocation (inside AcgLocationsReply and the reply envelope's redirects)
+//   index field                  type               R  meaning                          since
+//   0     acg                    uint               R                                   1.0
+//   1     node_id                uint32             R  0 = unknown ACG                  1.0
+//   2     endpoint               str                                                    1.0
+void Put(Writer& w, const AcgLocation& m) { PutFields(w, m.acg, m.node_id, m.endpoint); }
+Status Get(const msgpack::object& o, AcgLocation* m) {
+  return GetFields(o, 2, {"acg", "node_id", "endpoint"}, &m->acg, &m->node_id, &m->endpoint);
+}
+
+// LocateAcgsRequest (kLocateAcgs)
+//   index field                  type               R  meaning                          since
+//   0     acgs                   [uint]             R                                   1.0
+void Put(Writer& w, const LocateAcgsRequest& m) { PutFields(w, m.acgs); }
+Status Get(const msgpack::object& o, LocateAcgsRequest* m) {
+  return GetFields(o, 1, {"acgs"}, &m->acgs);
+}
+
+// AcgLocationsReply (kLocateAcgs)
+//   index field                  type               R  meaning                          since
+//   0     locations              [AcgLocation]      R  in request order                 1.0
+void Put(Writer& w, const AcgLocationsReply& m) { PutFields(w, m.locations); }
+Status Get(const msgpack::object& o, AcgLocationsReply* m) {
+  return GetFields(o, 1, {"locations"}, &m->locations);
+}
+
+// IndexName (kDropIndex, kIndexHolders)
+//   index field                  type               R  meaning                          since
+//   0     name                   str                R                                   1.0
+void Put(Writer& w, const IndexName& m) { PutFields(w, m.name); }
+Status Get(const msgpack::object& o, IndexName* m) { return GetFields(o, 1, {"name"}, &m->name); }
+
+// IndexesReply (kListIndexes)
+//   index field                  type               R  meaning                          since
+//   0     indexes                [IndexDef]         R  user-defined indexes, by name    1.0
+void Put(Writer& w, const IndexesReply& m) { PutFields(w, m.indexes); }
+Status Get(const msgpack::object& o, IndexesReply* m) {
+  return GetFields(o, 1, {"indexes"}, &m->indexes);
+}
+
+// RegisterVolumeRequest (kRegisterVolume)
+//   index field                  type               R  meaning                          since
+//   0     root                   str                R  absolute path of the volume root 1.0
+void Put(Writer& w, const RegisterVolumeRequest& m) { PutFields(w, m.root); }
+Status Get(const msgpack::object& o, RegisterVolumeRequest* m) {
+  return GetFields(o, 1, {"root"}, &m->root);
+}
+
+// VolumeInfo (kRegisterVolume reply; inside VolumesReply, ClusterStatusReply)
+//   index field                  type               R  meaning                          since
+//   0     volume                 uint32             R  volume id (from 1)               1.0
+//   1     root                   str                R                                   1.0
+void Put(Writer& w, const VolumeInfo& m) { PutFields(w, m.volume, m.root); }
+Status Get(const msgpack::object& o, VolumeInfo* m) {
+  return GetFields(o, 2, {"volume", "root"}, &m->volume, &m->root);
+}
+
+// VolumesReply (kListVolumes)
+//   index field                  type               R  meaning                          since
+//   0     volumes                [VolumeInfo]       R                                   1.0
+void Put(Writer& w, const VolumesReply& m) { PutFields(w, m.volumes); }
+Status Get(const msgpack::object& o, VolumesReply* m) {
+  return GetFields(o, 1, {"volumes"}, &m->volumes);
+}
+
+// ClusterStatusReply (kClusterStatus)
+//   index field                  type               R  meaning                          since
+//   0     nodes                  [NodeInfo]         R                                   1.0
+//   1     acgs                   uint                  ACGs mapped by the master        1.0
+//   2     files                  uint                  files mapped by the master       1.0
+//   3     indexes                [IndexDef]                                             1.0
+//   4     volumes                [VolumeInfo]                                           1.0
+void Put(Writer& w, const ClusterStatusReply& m) {
+  PutFields(w, m.nodes, m.acgs, m.files, m.indexes, m.volumes);
+}
+Status Get(const msgpack::object& o, ClusterStatusReply* m) {
+  return GetFields(o, 1, {"nodes", "acgs", "files", "indexes", "volumes"}, &m->nodes, &m->acgs,
+                   &m->files, &m->indexes, &m->volumes);
+}
+
+// ApplyRequest (kApply)
+//   index field                  type               R  meaning                          since
+//   0     updates                [Update]           R  record_format.cc update arrays,  1.0
+//                                                      inline (not a nested batch bin)
+void Put(Writer& w, const ApplyRequest& m) { PutFields(w, m.updates); }
+Status Get(const msgpack::object& o, ApplyRequest* m) {
+  return GetFields(o, 1, {"updates"}, &m->updates);
+}
+
+// WireCredentials (inside SearchQuery)
+//   index field                  type               R  meaning                          since
+//   0     uid                    uint32             R                                   1.0
+//   1     gid                    uint32             R                                   1.0
+//   2     groups                 [uint32]              supplementary groups             1.0
+void Put(Writer& w, const WireCredentials& m) { PutFields(w, m.uid, m.gid, m.groups); }
+Status Get(const msgpack::object& o, WireCredentials* m) {
+  return GetFields(o, 2, {"uid", "gid", "groups"}, &m->uid, &m->gid, &m->groups);
+}
+
+// SearchQuery (kSearch)
+//   index field                  type               R  meaning                          since
+//   0     query                  str                R  DESIGN §8 text                   1.0
+//   1     scope                  str                   default "/"                      1.0
+//   2     volume                 uint32?               nil = every volume               1.0
+//   3     creds                  WireCredentials?      nil = none given                 1.0
+//   4     limit                  uint                  0 = none                         1.0
+//   5     sort_by                str                   "" or a sort key                 1.0
+//   6     descending             bool                                                   1.0
+//   7     now_ns                 int64                 0 = the node's clock             1.0
+void Put(Writer& w, const SearchQuery& m) {
+  PutFields(w, m.query, m.scope, m.volume, m.creds, m.limit, m.sort_by, m.descending, m.now_ns);
+}
+Status Get(const msgpack::object& o, SearchQuery* m) {
+  return GetFields(
+      o, 1, {"query", "scope", "volume", "creds", "limit", "sort_by", "descending", "now_ns"},
+      &m->query, &m->scope, &m->volume, &m->creds, &m->limit, &m->sort_by, &m->descending,
+      &m->now_ns);
+}
+
+// WireHit (inside SearchHitsChunk)
+//   index field                  type               R  meaning                          since
+//   0     path                   str                R  the matching path                1.0
+//   1     record                 FileRecord         R  record_format.cc array           1.0
+//   2     acg                    uint                                                   1.0
+void Put(Writer& w, const WireHit& m) { PutFields(w, m.path, m.record, m.acg); }
+Status Get(const msgpack::object& o, WireHit* m) {
+  return GetFields(o, 2, {"path", "record", "acg"}, &m->path, &m->record, &m->acg);
+}
+
+// SearchHitsChunk (kSearch partial frames, no envelope)
+//   index field                  type               R  meaning                          since
+//   0     hits                   [WireHit]          R                                   1.0
+void Put(Writer& w, const SearchHitsChunk& m) { PutFields(w, m.hits); }
+Status Get(const msgpack::object& o, SearchHitsChunk* m) {
+  return GetFields(o, 1, {"hits"}, &m->hits);
+}
+
+// SearchDone (kSearch final reply)
+//   index field                  type               R  meaning                          since
+//   0     acgs_total             uint                  ACGs considered                  1.0
+//   1     acgs_skipped           uint                  pruned by summaries              1.0
+//   2     candidates             uint                  records examined                 1.0
+//   3     hits                   uint                  hits sent                        1.0
+void Put(Writer& w, const SearchDone& m) {
+  PutFields(w, m.acgs_total, m.acgs_skipped, m.candidates, m.hits);
+}
+Status Get(const msgpack::object& o, SearchDone* m) {
+  return GetFields(o, 0, {"acgs_total", "acgs_skipped", "candidates", "hits"}, &m->acgs_total,
+                   &m->acgs_skipped, &m->candidates, &m->hits);
+}
+
+// GetRecordRequest (kGetRecord)
+//   index field                  type               R  meaning                          since
+//   0     acg                    uint               R                                   1.0
+//   1     file                   FileId             R                                   1.0
+void Put(Writer& w, const GetRecordRequest& m) { PutFields(w, m.acg, m.file); }
+Status Get(const msgpack::object& o, GetRecordRequest* m) {
+  return GetFields(o, 2, {"acg", "file"}, &m->acg, &m->file);
+}
+
+// RecordReply (kGetRecord)
+//   index field                  type               R  meaning                          since
+//   0     record                 FileRecord         R  record_format.cc array           1.0
+void Put(Writer& w, const RecordReply& m) { PutFields(w, m.record); }
+Status Get(const msgpack::object& o, RecordReply* m) {
+  return GetFields(o, 1, {"record"}, &m->record);
+}
+
+// NodeStatusReply (kNodeStatus)
+//   index field                  type               R  meaning                          since
+//   0     node_id                uint32             R                                   1.0
+//   1     acgs                   uint                                                   1.0
+//   2     files                  uint                                                   1.0
+//   3     cached_updates         uint                                                   1.0
+//   4     wal_bytes              uint                                                   1.0
+//   5     disk_bytes             uint                                                   1.0
+//   6     index_memory_bytes     uint                                                   1.0
+//   7     acg_list               [AcgLoad]                                              1.0
+void Put(Writer& w, const NodeStatusReply& m) {
+  PutFields(w, m.node_id, m.acgs, m.files, m.cached_updates, m.wal_bytes, m.disk_bytes,
+            m.index_memory_bytes, m.acg_list);
+}
+Status Get(const msgpack::object& o, NodeStatusReply* m) {
+  return GetFields(o, 1,
+                   {"node_id", "acgs", "files", "cached_updates", "wal_bytes", "disk_bytes",
+                    "index_memory_bytes", "acg_list"},
+                   &m->node_id, &m->acgs, &m->files, &m->cached_updates, &m->wal_bytes,
+                   &m->disk_bytes, &m->index_memory_bytes, &m->acg_list);
+}
+
+// Ping (kPing, echoed)
+//   index field                  type               R  meaning                          since
+//   0     payload                str                   echoed back; default ""          1.0
+void Put(Writer& w, const Ping& m) { PutFields(w, m.payload); }
+Status Get(const msgpack::object& o, Ping* m) { return GetFields(o, 0, {"payload"}, &m->payload); }
+
+// ---- top level ----------------------------------------------------------------------------
+
+template <typename T>
+void EncodeMessage(const T& msg, std::string* out) {
+  Writer w(out);
+  Put(w, msg);
+}
+
+// Parses `bytes` as one T; on success replaces *msg. Errors read "<what>: <problem>".
+template <typename T>
+Status DecodeMessage(const char* what, std::string_view bytes, T* msg) {
+  return msgpack_util::ParseAndDecode(
+      what, bytes, kMaxWireArray, kMaxDepth, [what, msg](const msgpack::object& o) -> Status {
+        T m{};
+        Status s = Get(o, &m);
+        if (!s.ok()) return Status::Corruption(std::string(what) + ": " + s.message());
+        *msg = std::move(m);
+        return Status::OK();
+      });
+}
+
+Status OtherMajor(uint32_t version) {
+  return Status::NotSupported("protocol version " + std::to_string(version) + ", expected " +
+                              std::to_string(kProtocolVersion));
+}
+
+bool SameMajor(uint32_t version) { return version / 1000 == kProtocolVersion / 1000; }
+
+Status GetBin(const msgpack::object& o, std::string_view* v) {
+  if (o.type != msgpack::type::BIN) return Wrong("a bin");
+  *v = std::string_view(o.via.bin.ptr, o.via.bin.size);  // points into the input (see header)
+  return Status::OK();
+}
+
+// Reads field `i` of an envelope array into *v with `get`; Corruption names the field.
+template <typename T, typename GetFn>
+Status EnvelopeField(const char* what, const msgpack::object& o, size_t i, const char* name,
+                     T* v, GetFn get) {
+  if (i >= o.via.array.size) return Status::OK();  // missing optional field: default
+  Status s = get(o.via.array.ptr[i], v);
+  if (!s.ok()) {
+    return Status::Corruption(std::string(what) + ": field '" + name + "' " + s.message());
+  }
+  return Status::OK();
+}
+
+// Reads the version (field 0) of an envelope with at least `required` fields.
+Status EnvelopeVersion(const char* what, const msgpack::object& o, size_t required,
+                       uint32_t* version) {
+  if (o.type != msgpack::type::ARRAY) {
+    return Status::Corruption(std::string(what) + ": not an array");
+  }
+  if (o.via.array.size < 1) return Status::Corruption(std::string(what) + ": empty array");
+  PROPELLER_RETURN_IF_ERROR(EnvelopeField(what, o, 0, "version", version,
+                                          [](const msgpack::object& f, uint32_t* v) {
+                                            return Get(f, v);
+                                          }));
+  // A different major version may lay the rest out differently: only a same-major envelope
+  // must have every required field.
+  if (SameMajor(*version) && o.via.array.size < required) {
+    return Status::Corruption(std::string(what) + ": " + std::to_string(o.via.array.size) +
+                              " fields, needs at least " + std::to_string(required));
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+const char* MsgTypeName(MsgType type) {
+  switch (type) {
+    case MsgType::kRegisterNode: return "register-node";
+    case MsgType::kHeartbeat: return "heartbeat";
+    case MsgType::kLookupFiles: return "lookup-files";
+    case MsgType::kAssignFiles: return "assign-files";
+    case MsgType::kForgetFiles: return "forget-files";
+    case MsgType::kLocateAcgs: return "locate-acgs";
+    case MsgType::kListNodes: return "list-nodes";
+    case MsgType::kCreateIndex: return "create-index";
+    case MsgType::kDropIndex: return "drop-index";
+    case MsgType::kListIndexes: return "list-indexes";
+    case MsgType::kClusterStatus: return "cluster-status";
+    case MsgType::kRegisterVolume: return "register-volume";
+    case MsgType::kListVolumes: return "list-volumes";
+    case MsgType::kIndexHolders: return "index-holders";
+    case MsgType::kApply: return "apply";
+    case MsgType::kSearch: return "search";
+    case MsgType::kGetRecord: return "get-record";
+    case MsgType::kNodeStatus: return "node-status";
+    case MsgType::kPing: return "ping";
+  }
+  return "unknown";
+}
+
+#define PROPELLER_WIRE_MESSAGE(T)                                                            \
+  void Encode(const T& msg, std::string* out) { EncodeMessage(msg, out); }                  \
+  Status Decode(std::string_view bytes, T* msg) { return DecodeMessage(#T, bytes, msg); }
+PROPELLER_WIRE_MESSAGE(Empty)
+PROPELLER_WIRE_MESSAGE(RegisterNodeRequest)
+PROPELLER_WIRE_MESSAGE(RegisterNodeReply)
+PROPELLER_WIRE_MESSAGE(HeartbeatRequest)
+PROPELLER_WIRE_MESSAGE(HeartbeatReply)
+PROPELLER_WIRE_MESSAGE(NodesReply)
+PROPELLER_WIRE_MESSAGE(FilesRequest)
+PROPELLER_WIRE_MESSAGE(AssignFilesRequest)
+PROPELLER_WIRE_MESSAGE(LocationsReply)
+PROPELLER_WIRE_MESSAGE(LocateAcgsRequest)
+PROPELLER_WIRE_MESSAGE(AcgLocationsReply)
+PROPELLER_WIRE_MESSAGE(IndexDef)
+PROPELLER_WIRE_MESSAGE(IndexName)
+PROPELLER_WIRE_MESSAGE(IndexesReply)
+PROPELLER_WIRE_MESSAGE(RegisterVolumeRequest)
+PROPELLER_WIRE_MESSAGE(VolumeInfo)
+PROPELLER_WIRE_MESSAGE(VolumesReply)
+PROPELLER_WIRE_MESSAGE(ClusterStatusReply)
+PROPELLER_WIRE_MESSAGE(ApplyRequest)
+PROPELLER_WIRE_MESSAGE(SearchQuery)
+PROPELLER_WIRE_MESSAGE(SearchHitsChunk)
+PROPELLER_WIRE_MESSAGE(SearchDone)
+PROPELLER_WIRE_MESSAGE(GetRecordRequest)
+PROPELLER_WIRE_MESSAGE(RecordReply)
+PROPELLER_WIRE_MESSAGE(NodeStatusReply)
+PROPELLER_WIRE_MESSAGE(Ping)
+#undef PROPELLER_WIRE_MESSAGE
+
+// Request envelope
+//   index field                  type               R  meaning                          since
+//   0     version                uint32             R  kProtocolVersion of the sender   1.0
+//   1     type                   uint <= 0xffff     R  MsgType (any number accepted)    1.0
+//   2     body                   bin                R  the request message's encoding   1.0
+// With another major version only field 0 is checked: NotSupported, with the fields that did
+// decode filled in.
+std::string EncodeRequest(MsgType type, std::string_view body) {
+  std::string out;
+  out.reserve(body.size() + 16);
+  StringSink sink(&out);
+  Packer pk(sink);
+  pk.pack_array(3);
+  pk.pack_uint32(kProtocolVersion);
+  pk.pack_uint16(static_cast<uint16_t>(type));
+  msgpack_util::PackBin(pk, body);
+  return out;
+}
+
+Status DecodeRequest(std::string_view bytes, RequestEnvelope* envelope) {
+  constexpr const char* kWhat = "request envelope";
+  return msgpack_util::ParseAndDecode(
+      kWhat, bytes, kMaxWireArray, kMaxDepth,
+      [envelope](const msgpack::object& o) -> Status {
+        RequestEnvelope e;
+        PROPELLER_RETURN_IF_ERROR(EnvelopeVersion(kWhat, o, 3, &e.version));
+        uint32_t type = 0;
+        Status st = EnvelopeField(kWhat, o, 1, "type", &type,
+                                  [](const msgpack::object& f, uint32_t* v) {
+                                    if (!GetU32(f, v) || *v > 0xffff) return Wrong("a uint16");
+                                    return Status::OK();
+                                  });
+        if (st.ok()) {
+          e.type = static_cast<MsgType>(type);
+          st = EnvelopeField(kWhat, o, 2, "body", &e.body, GetBin);
+        }
+        if (!SameMajor(e.version)) {
+          *envelope = e;
+          return OtherMajor(e.version);
+        }
+        if (!st.ok()) return st;
+        *envelope = e;
+        return Status::OK();
+      });
+}
+
+// Reply envelope
+//   index field                  type               R  meaning                          since
+//   0     version                uint32             R  kProtocolVersion of the sender   1.0
+//   1     code                   int                R  StatusCode; unknown numbers      1.0
+//                                                      decode as kInternal
+//   2     message                str                   status message ("" when OK)      1.0
+//   3     redirects              [AcgLocation]         owners, with kRedirect           1.0
+//   4     body                   bin                   reply message when OK, else ""   1.0
+std::string EncodeReply(const Status& status, std::string_view body,
+                        const std::vector<AcgLocation>& redirects) {
+  std::string out;
+  out.reserve((status.ok() ? body.size() : status.message().size()) + 16);
+  Writer w(&out);
+  w.pk().pack_array(5);
+  w.pk().pack_uint32(kProtocolVersion);
+  w.pk().pack_int32(static_cast<int32_t>(status.code()));
+  msgpack_util::PackString(w.pk(), status.message());
+  Put(w, redirects);
+  msgpack_util::PackBin(w.pk(), status.ok() ? body : std::string_view());
+  return out;
+}
+
+Status DecodeReply(std::string_view bytes, ReplyEnvelope* envelope) {
+  constexpr const char* kWhat = "reply envelope";
+  return msgpack_util::ParseAndDecode(
+      kWhat, bytes, kMaxWireArray, kMaxDepth,
+      [envelope](const msgpack::object& o) -> Status {
+        ReplyEnvelope e;
+        PROPELLER_RETURN_IF_ERROR(EnvelopeVersion(kWhat, o, 2, &e.version));
+        int64_t code = 0;
+        std::string message;
+        Status st = EnvelopeField(kWhat, o, 1, "code", &code,
+                                  [](const msgpack::object& f, int64_t* v) { return Get(f, v); });
+        if (st.ok()) {
+          st = EnvelopeField(kWhat, o, 2, "message", &message,
+                             [](const msgpack::object& f, std::string* v) { return Get(f, v); });
+        }
+        if (st.ok()) {
+          st = EnvelopeField(
+              kWhat, o, 3, "redirects", &e.redirects,
+              [](const msgpack::object& f, std::vector<AcgLocation>* v) { return Get(f, v); });
+        }
+        if (st.ok()) st = EnvelopeField(kWhat, o, 4, "body", &e.body, GetBin);
+        if (code == 0) {
+          e.status = Status::OK();
+        } else if (code > 0 && code <= static_cast<int64_t>(StatusCode::kRedirect)) {
+          e.status = Status(static_cast<StatusCode>(code), message);
+        } else {
+          e.status = Status::Internal("unknown status code " + std::to_string(code) + ": " +
+                                      message);
+        }
+        if (!SameMajor(e.version)) {
+          *envelope = std::move(e);
+          return OtherMajor(envelope->version);
+        }
+        if (!st.ok()) return st;
+        *envelope = std::move(e);
+        return Status::OK();
+      });
+}
+
+}  // namespace propeller::wire

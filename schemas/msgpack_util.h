@@ -1,0 +1,151 @@
+// Private to schemas/: the msgpack building blocks shared by record_format.cc and messages.cc.
+// Not part of any public API; other folders use record_format.h and messages.h.
+//
+// Writing: msgpack-c's packer writes integers and strings in their smallest msgpack form; a
+// double is always written as float64 (PackFloat64) because the packer turns whole-number
+// doubles into integers (PITFALLS).
+//
+// Reading untrusted bytes: ParseAndDecode first checks that the input is exactly one
+// complete msgpack object (CheckMsgpack: one linear pass, no allocation), and only then lets
+// msgpack-c build its object tree under tight unpack limits. The check matters because
+// msgpack-c allocates an array's or map's elements when it reads the header: limits alone still
+// let nested headers each claim up to the limit before the input runs out. Once the structure
+// is known to be complete, every element has at least one byte behind it, so the tree costs at
+// most ~24 bytes (one msgpack::object) per input byte. Every exception msgpack-c throws is
+// caught and becomes Corruption.
+#ifndef PROPELLER_SCHEMAS_MSGPACK_UTIL_H_
+#define PROPELLER_SCHEMAS_MSGPACK_UTIL_H_
+
+#include <msgpack.hpp>
+
+#include <cstdint>
+#include <exception>
+#include <limits>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "common/record.h"
+#include "common/status.h"
+
+namespace propeller::msgpack_util {
+
+// msgpack-c writes through any object with write(const char*, size_t).
+class StringSink {
+ public:
+  explicit StringSink(std::string* out) : out_(out) {}
+  void write(const char* data, size_t n) { out_->append(data, n); }
+
+ private:
+  std::string* out_;
+};
+
+using Packer = msgpack::packer<StringSink>;
+
+// The packer holds no buffer of its own, so writes through it and direct appends to the same
+// string (PackFloat64, nested PackRecord) stay in order.
+inline void PackString(Packer& pk, std::string_view s) {
+  pk.pack_str(static_cast<uint32_t>(s.size()));
+  pk.pack_str_body(s.data(), static_cast<uint32_t>(s.size()));
+}
+
+inline void PackBin(Packer& pk, std::string_view s) {
+  pk.pack_bin(static_cast<uint32_t>(s.size()));
+  pk.pack_bin_body(s.data(), static_cast<uint32_t>(s.size()));
+}
+
+// Appends `d` as msgpack float64 (0xcb + 8 bytes big-endian), even when it is a whole number.
+void PackFloat64(std::string* out, double d);
+
+// The FileRecord array and the update array of record_format.cc (field tables there).
+void PackRecord(const FileRecord& record, std::string* out);
+void PackUpdate(const Update& update, std::string* out);
+// Decode one FileRecord / update array. Corruption (naming the field) on anything else.
+Status DecodeRecordObject(const msgpack::object& o, FileRecord* out);
+Status DecodeUpdateObject(const msgpack::object& o, Update* out);
+
+// Typed reads of one msgpack object; false when the type or range does not fit.
+inline bool GetU64(const msgpack::object& o, uint64_t* v) {
+  if (o.type != msgpack::type::POSITIVE_INTEGER) return false;
+  *v = o.via.u64;
+  return true;
+}
+
+inline bool GetU32(const msgpack::object& o, uint32_t* v) {
+  uint64_t u;
+  if (!GetU64(o, &u) || u > std::numeric_limits<uint32_t>::max()) return false;
+  *v = static_cast<uint32_t>(u);
+  return true;
+}
+
+inline bool GetI64(const msgpack::object& o, int64_t* v) {
+  if (o.type == msgpack::type::NEGATIVE_INTEGER) {
+    *v = o.via.i64;
+    return true;
+  }
+  uint64_t u;
+  if (!GetU64(o, &u) || u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+    return false;
+  }
+  *v = static_cast<int64_t>(u);
+  return true;
+}
+
+inline bool GetString(const msgpack::object& o, std::string* s) {
+  if (o.type != msgpack::type::STR) return false;
+  s->assign(o.via.str.ptr, o.via.str.size);
+  return true;
+}
+
+// True for an array of at least `min_size` elements; sets *elems (null when empty) and *size.
+inline bool GetArray(const msgpack::object& o, size_t min_size, const msgpack::object** elems,
+                     size_t* size) {
+  if (o.type != msgpack::type::ARRAY || o.via.array.size < min_size) return false;
+  *elems = o.via.array.ptr;
+  *size = o.via.array.size;
+  return true;
+}
+
+// Corruption "<what>: field '<field>' <problem>".
+Status Bad(std::string_view what, std::string_view field, std::string_view problem);
+
+// OK when `bytes` is exactly one complete msgpack object with no byte after it; otherwise
+// Corruption("<what>: ..."). Fails as soon as the headers read so far claim more elements or
+// bytes than are left. Linear time, no allocation. Nesting depth is left to the unpacker.
+Status CheckMsgpack(std::string_view what, std::string_view bytes);
+
+// Parses exactly one msgpack object spanning all of `bytes` and runs `decode` on it (a
+// callable taking const msgpack::object& and returning Status). No array or map may hold more
+// than `max_elements` elements, nor nest more than `max_depth` containers. Strings, bins and
+// exts in the object point into `bytes` (not copied), so `decode` may keep string_views into
+// `bytes` but nothing into the object.
+template <typename Fn>
+Status ParseAndDecode(std::string_view what, std::string_view bytes, size_t max_elements,
+                      size_t max_depth, Fn&& decode) {
+  PROPELLER_RETURN_IF_ERROR(CheckMsgpack(what, bytes));
+  try {
+    const size_t n = bytes.size();
+    const size_t elems = max_elements < n ? max_elements : n;
+    const msgpack::unpack_limit limit(/*array=*/elems, /*map=*/elems, /*str=*/n, /*bin=*/n,
+                                      /*ext=*/n, /*depth=*/max_depth);
+    msgpack::object_handle handle;
+    size_t offset = 0;
+    const msgpack::unpack_reference_func reference_input =
+        [](msgpack::type::object_type, size_t, void*) { return true; };
+    msgpack::unpack(handle, bytes.data(), n, offset, reference_input, /*user_data=*/nullptr,
+                    limit);
+    if (offset != n) {  // CheckMsgpack rules this out; kept as a guard
+      return Status::Corruption(std::string(what) + ": " + std::to_string(n - offset) +
+                                " trailing bytes");
+    }
+    return decode(handle.get());
+  } catch (const std::exception& e) {
+    return Status::Corruption(std::string(what) + ": malformed msgpack (" + e.what() + ")");
+  } catch (...) {
+    return Status::Corruption(std::string(what) + ": malformed msgpack");
+  }
+}
+
+}  // namespace propeller::msgpack_util
+
+#endif  // PROPELLER_SCHEMAS_MSGPACK_UTIL_H_
