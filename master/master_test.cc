@@ -97,7 +97,15 @@ TEST_F(MasterTest, ReRegistrationKeepsIdAndPersistsEndpoint) {
   // An id the master never handed out is adopted, and later ids are above it.
   EXPECT_EQ(*Register(10, "tcp://127.0.0.1:7480"), 10u);
   EXPECT_EQ(*Register(0, "tcp://127.0.0.1:7481"), 11u);
-  // A new node taking over an endpoint marks its previous holder down.
+  // A new node (id 0) at an endpoint whose node holds no ACG is a retried registration: same id.
+  EXPECT_EQ(*Register(0, "tcp://127.0.0.1:7481"), 11u);
+  // Give node 10 an ACG (it is then a real node with data), and take over its endpoint: that
+  // is a new node, and the previous holder is marked down.
+  wire::VolumeInfo v;
+  ASSERT_TRUE(master_->RegisterVolume({"/v"}, &v).ok());
+  ASSERT_TRUE(master_->store().Update([&](MasterStore::Txn& txn) {
+    return txn.CreateAcg(10, "app").status();
+  }).ok());
   EXPECT_EQ(*Register(0, "tcp://127.0.0.1:7480"), 12u);
   ASSERT_TRUE(master_->ListNodes(&r).ok());
   for (const auto& n : r.nodes) {

@@ -71,9 +71,23 @@ Result<uint32_t> Membership::Register(uint32_t node_id, std::string_view endpoin
   const std::string why = ValidateEndpoint(endpoint);
   if (!why.empty()) return Status::InvalidArgument(why);
   std::lock_guard<std::mutex> lock(mu_);
+  // A first registration (id 0) from an endpoint whose node owns no ACG yet is a retry of a
+  // registration whose reply was lost: hand back that id instead of creating a ghost node.
+  uint32_t retried = 0;
+  if (node_id == 0) {
+    for (const auto& [other_id, other] : nodes_) {
+      if (other.endpoint == endpoint) retried = other_id;
+    }
+    if (retried != 0) {
+      for (const auto& [acg, rec] : store_->Acgs()) {
+        if (rec.node_id == retried) retried = 0;
+        if (retried == 0) break;
+      }
+    }
+  }
   uint32_t id = 0;
   PROPELLER_RETURN_IF_ERROR(store_->Update([&](MasterStore::Txn& txn) -> Status {
-    id = node_id;
+    id = node_id != 0 ? node_id : retried;
     if (id == 0) {
       PROPELLER_ASSIGN_OR_RETURN(id, txn.NewNodeId());
     }

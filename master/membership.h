@@ -63,7 +63,9 @@ class Membership {
   Membership(const Membership&) = delete;
   Membership& operator=(const Membership&) = delete;
 
-  // Registers a node and marks it up. node_id 0 = a new node: it gets a fresh id. A non-zero
+  // Registers a node and marks it up. node_id 0 = a new node: it gets a fresh id — unless a
+  // known node at the same endpoint holds no ACG, which is this node retrying a registration
+  // whose reply it lost; it gets that id back (no ghost nodes). A non-zero
   // id is taken as the node's own (a restart): its endpoint is updated, and an id the master
   // does not know (lost or foreign store) is adopted. Another node that had the same
   // endpoint is marked down (the endpoint now belongs to this one). Committed before return.

@@ -1,0 +1,177 @@
+// FakeMaster: a stand-in for propeller-master in the index-node tests — an rpc::Server that
+// answers RegisterNode, Heartbeat and LocateAcgs from small in-memory tables and records what
+// it was sent. Test-only; not in the library. Thread-safe (the handler runs on rpc workers).
+#ifndef PROPELLER_INDEXNODE_SERVER_FAKE_MASTER_H_
+#define PROPELLER_INDEXNODE_SERVER_FAKE_MASTER_H_
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/rpc/rpc.h"
+#include "common/status.h"
+#include "schemas/messages.h"
+
+namespace propeller::testing {
+
+class FakeMaster {
+ public:
+  // Binds `endpoint` (tcp port 0 allowed). Null with *error set when binding fails.
+  static std::unique_ptr<FakeMaster> Start(const std::string& endpoint,
+                                           uint32_t heartbeat_interval_ms = 50,
+                                           Status* error = nullptr) {
+    std::unique_ptr<FakeMaster> m(new FakeMaster(heartbeat_interval_ms));
+    rpc::ServerOptions so;
+    so.endpoint = endpoint;
+    so.worker_threads = 2;
+    FakeMaster* self = m.get();
+    auto server = rpc::Server::Start(
+        so, [self](std::string_view req, const rpc::PeerInfo&, rpc::ReplyStream&) {
+          return self->Handle(req);
+        });
+    if (!server.ok()) {
+      if (error) *error = server.status();
+      return nullptr;
+    }
+    m->server_ = std::move(server).value();
+    return m;
+  }
+
+  ~FakeMaster() { server_.reset(); }
+
+  const std::string& endpoint() const { return server_->endpoint(); }
+
+  // ACG `acg` belongs to `node` (reachable at `endpoint`, or at the endpoint it registered).
+  void SetOwner(uint64_t acg, uint32_t node, const std::string& endpoint = "") {
+    std::lock_guard<std::mutex> lock(mu_);
+    owners_[acg] = {node, endpoint};
+  }
+  void SetCatalogue(std::vector<wire::IndexDef> catalogue) {
+    std::lock_guard<std::mutex> lock(mu_);
+    catalogue_ = std::move(catalogue);
+  }
+  // The next heartbeat is answered with reregister = true.
+  void RequestReregister() {
+    std::lock_guard<std::mutex> lock(mu_);
+    reregister_ = true;
+  }
+
+  std::vector<wire::RegisterNodeRequest> registrations() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return registrations_;
+  }
+  std::optional<wire::HeartbeatRequest> last_heartbeat() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return last_heartbeat_;
+  }
+  uint64_t heartbeats() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return heartbeats_;
+  }
+  uint64_t locate_calls() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return locate_calls_;
+  }
+  std::string node_endpoint(uint32_t node) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = nodes_.find(node);
+    return it == nodes_.end() ? "" : it->second;
+  }
+
+ private:
+  explicit FakeMaster(uint32_t interval_ms) : interval_ms_(interval_ms) {}
+
+  std::string Handle(std::string_view bytes) {
+    wire::RequestEnvelope env;
+    Status st = wire::DecodeRequest(bytes, &env);
+    if (!st.ok()) return wire::EncodeReply(st, {});
+    std::lock_guard<std::mutex> lock(mu_);
+    switch (env.type) {
+      case wire::MsgType::kRegisterNode: {
+        wire::RegisterNodeRequest req;
+        st = wire::Decode(env.body, &req);
+        if (!st.ok()) return wire::EncodeReply(st, {});
+        registrations_.push_back(req);
+        // A new node is recognised by its endpoint: a registration that timed out at the
+        // node may still arrive here after the node's retry, and must not create a ghost.
+        uint32_t id = req.node_id;
+        for (const auto& [known, ep] : nodes_) {
+          if (id == 0 && ep == req.endpoint) id = known;
+        }
+        if (id == 0) id = next_id_++;
+        if (id >= next_id_) next_id_ = id + 1;
+        nodes_[id] = req.endpoint;
+        wire::RegisterNodeReply rep;
+        rep.node_id = id;
+        rep.heartbeat_interval_ms = interval_ms_;
+        return wire::EncodeOkReply(rep);
+      }
+      case wire::MsgType::kHeartbeat: {
+        wire::HeartbeatRequest req;
+        st = wire::Decode(env.body, &req);
+        if (!st.ok()) return wire::EncodeReply(st, {});
+        ++heartbeats_;
+        last_heartbeat_ = req;
+        wire::HeartbeatReply rep;
+        rep.reregister = reregister_ || nodes_.count(req.node_id) == 0;
+        reregister_ = false;
+        rep.indexes = catalogue_;
+        return wire::EncodeOkReply(rep);
+      }
+      case wire::MsgType::kLocateAcgs: {
+        wire::LocateAcgsRequest req;
+        st = wire::Decode(env.body, &req);
+        if (!st.ok()) return wire::EncodeReply(st, {});
+        ++locate_calls_;
+        wire::AcgLocationsReply rep;
+        for (uint64_t acg : req.acgs) {
+          wire::AcgLocation loc{acg, 0, ""};
+          auto it = owners_.find(acg);
+          if (it != owners_.end()) {
+            loc.node_id = it->second.first;
+            loc.endpoint = !it->second.second.empty() ? it->second.second
+                                                      : nodes_[it->second.first];
+          }
+          rep.locations.push_back(loc);
+        }
+        return wire::EncodeOkReply(rep);
+      }
+      default:
+        return wire::EncodeReply(Status::NotSupported("fake master"), {});
+    }
+  }
+
+  const uint32_t interval_ms_;
+  std::unique_ptr<rpc::Server> server_;
+  mutable std::mutex mu_;
+  std::map<uint64_t, std::pair<uint32_t, std::string>> owners_;
+  std::map<uint32_t, std::string> nodes_;
+  std::vector<wire::IndexDef> catalogue_;
+  std::vector<wire::RegisterNodeRequest> registrations_;
+  std::optional<wire::HeartbeatRequest> last_heartbeat_;
+  uint64_t heartbeats_ = 0;
+  uint64_t locate_calls_ = 0;
+  uint32_t next_id_ = 1;
+  bool reregister_ = false;
+};
+
+// Polls `cond` every 10 ms for up to `timeout_ms`; true when it became true.
+inline bool WaitFor(const std::function<bool()>& cond, int timeout_ms = 10000) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (cond()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return cond();
+}
+
+}  // namespace propeller::testing
+
+#endif  // PROPELLER_INDEXNODE_SERVER_FAKE_MASTER_H_

@@ -1,0 +1,177 @@
+// propeller-indexnode: the index-node daemon (DESIGN §2, §6). Serves updates, searches and
+// index management for the ACGs the master placed on it; registers with the master and
+// heartbeats. Runs until SIGINT or SIGTERM, then commits, syncs and exits 0.
+//
+// Exit codes: 0 clean stop, 1 runtime error (cannot open the data directory, bind, ...),
+// 2 bad usage.
+#include <signal.h>
+
+#include <cerrno>
+#include <charconv>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <string_view>
+
+#include "common/logging.h"
+#include "indexnode/server/node_server.h"
+
+namespace propeller {
+namespace {
+
+constexpr char kProg[] = "propeller-indexnode";
+constexpr char kDefaultMaster[] = "tcp://127.0.0.1:7470";
+
+constexpr char kUsage[] = R"(usage: propeller-indexnode --data DIR [OPTIONS]
+
+Propeller index node: holds ACG partitions of the file-metadata index, applies file-indexing
+updates and answers searches for them. Registers with the master and heartbeats; runs until
+SIGINT or SIGTERM, then commits, syncs and exits.
+
+Options:
+  --data DIR             data directory (REQUIRED; created if missing)
+  --master ENDPOINT      the master (default tcp://127.0.0.1:7470)
+  --listen ENDPOINT      where to serve (default tcp://127.0.0.1:7471; port 0 = any free port)
+  --advertise ENDPOINT   what the master tells clients (default: the bound endpoint; set it
+                         when listening on 0.0.0.0)
+  --durability LEVEL     default (fsync every 10 ms) or sync (fsync before acknowledging)
+  --curve-key FILE       this node's CURVE key pair: serve with CURVE (needs --allow)
+  --allow FILE           public keys of the clients admitted with CURVE
+  --master-key FILE      the master's public key: talk to the master with CURVE
+  --threads N            request handler threads (default 4)
+  --log-level LEVEL      debug, info, warning or error (default info)
+  -h, --help             this help
+
+Example:
+  propeller-indexnode --data /var/lib/propeller/node1 --master tcp://10.0.0.1:7470 \
+      --listen tcp://0.0.0.0:7471 --advertise tcp://10.0.0.2:7471
+
+Exit codes: 0 clean stop, 1 runtime error, 2 bad usage.
+)";
+
+int Usage(const std::string& msg) {
+  std::fprintf(stderr, "%s: %s\nTry '%s --help'.\n", kProg, msg.c_str(), kProg);
+  return 2;
+}
+
+bool ParseLogLevel(std::string_view s, LogLevel* level) {
+  if (s == "debug") *level = LogLevel::kDebug;
+  else if (s == "info") *level = LogLevel::kInfo;
+  else if (s == "warning" || s == "warn") *level = LogLevel::kWarning;
+  else if (s == "error") *level = LogLevel::kError;
+  else return false;
+  return true;
+}
+
+int Main(int argc, char** argv) {
+  IndexNodeOptions opt;
+  opt.master_endpoint = kDefaultMaster;
+  LogLevel level = LogLevel::kInfo;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "-h" || arg == "--help") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    }
+    std::string value;
+    bool has_inline = false;
+    if (arg.rfind("--", 0) == 0) {
+      if (size_t eq = arg.find('='); eq != std::string::npos) {
+        value = arg.substr(eq + 1);
+        arg = arg.substr(0, eq);
+        has_inline = true;
+      }
+    }
+    auto take = [&]() -> bool {
+      if (has_inline) return true;
+      if (i + 1 >= argc) return false;
+      value = argv[++i];
+      return true;
+    };
+    if (arg == "--data" || arg == "--master" || arg == "--listen" || arg == "--advertise" ||
+        arg == "--durability" || arg == "--curve-key" || arg == "--allow" ||
+        arg == "--master-key" || arg == "--threads" || arg == "--log-level") {
+      if (!take()) return Usage("option " + arg + " needs a value");
+    } else if (arg.rfind("-", 0) == 0) {
+      return Usage("unknown option '" + arg + "'");
+    } else {
+      return Usage("unexpected argument '" + arg + "'");
+    }
+    if (value.empty()) return Usage("option " + arg + " needs a non-empty value");
+    if (arg == "--data") {
+      opt.data_dir = value;
+    } else if (arg == "--master") {
+      opt.master_endpoint = value;
+    } else if (arg == "--listen") {
+      opt.listen_endpoint = value;
+    } else if (arg == "--advertise") {
+      opt.advertised_endpoint = value;
+    } else if (arg == "--durability") {
+      if (value == "default") {
+        opt.durability = Durability::kDefault;
+      } else if (value == "sync") {
+        opt.durability = Durability::kSync;
+      } else {
+        return Usage("--durability must be 'default' or 'sync', not '" + value + "'");
+      }
+    } else if (arg == "--curve-key") {
+      opt.curve_key_file = value;
+    } else if (arg == "--allow") {
+      opt.allow_file = value;
+    } else if (arg == "--master-key") {
+      opt.master_key_file = value;
+    } else if (arg == "--threads") {
+      int n = 0;
+      auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
+      if (ec != std::errc() || end != value.data() + value.size() || n < 1 || n > 256) {
+        return Usage("--threads must be a number from 1 to 256, not '" + value + "'");
+      }
+      opt.worker_threads = n;
+    } else if (arg == "--log-level") {
+      if (!ParseLogLevel(value, &level)) {
+        return Usage("--log-level must be debug, info, warning or error, not '" + value + "'");
+      }
+    }
+  }
+  if (opt.data_dir.empty()) return Usage("--data DIR is required");
+  if (!opt.curve_key_file.empty() && opt.allow_file.empty()) {
+    return Usage("--curve-key needs --allow FILE (the client keys to admit)");
+  }
+  if (opt.curve_key_file.empty() && !opt.allow_file.empty()) {
+    return Usage("--allow needs --curve-key FILE");
+  }
+  if (!opt.master_key_file.empty() && opt.curve_key_file.empty()) {
+    return Usage("--master-key needs --curve-key FILE (this node's key pair)");
+  }
+  SetLogLevel(level);
+
+  // Block the stop signals before any thread exists so that every thread inherits the mask
+  // and only sigwait() below receives them.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  // A client that vanishes mid-reply must not kill the daemon.
+  signal(SIGPIPE, SIG_IGN);
+
+  Result<std::unique_ptr<IndexNodeServer>> server = IndexNodeServer::Start(opt);
+  if (!server.ok()) {
+    const Status& st = server.status();
+    std::fprintf(stderr, "%s: %s\n", kProg,
+                 st.message().empty() ? st.ToString().c_str() : st.message().c_str());
+    return 1;
+  }
+  int sig = 0;
+  while (sigwait(&stop_signals, &sig) != 0) {
+  }
+  Log(LogLevel::kInfo, "%s received, stopping", sig == SIGINT ? "SIGINT" : "SIGTERM");
+  server->reset();  // stops serving, commits and syncs the engine
+  Log(LogLevel::kInfo, "stopped");
+  return 0;
+}
+
+}  // namespace
+}  // namespace propeller
+
+int main(int argc, char** argv) { return propeller::Main(argc, argv); }

@@ -1,0 +1,377 @@
+#include "indexnode/server/node_server.h"
+
+#include <stdlib.h>
+#include <sys/statvfs.h>
+
+#include <atomic>
+#include <charconv>
+#include <condition_variable>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <utility>
+
+#include "common/env.h"
+#include "common/logging.h"
+#include "common/rpc/rpc.h"
+#include "indexnode/server/node_service.h"
+#include "schemas/messages.h"
+#include "schemas/wire_call.h"
+
+namespace propeller {
+namespace {
+
+constexpr char kNodeIdFile[] = "node_id";
+// Log the first failure to reach the master, then one line per this many: at 1 s intervals a
+// down master costs one line every 30 s instead of flooding the log.
+constexpr uint64_t kLogEveryFailures = 30;
+constexpr int64_t kDefaultIntervalMs = 1000;
+
+// Reads <data_dir>/node_id: 0 when absent, Corruption when it is not a positive 32-bit number.
+Result<uint32_t> ReadNodeId(Env* env, const std::string& path) {
+  if (!env->FileExists(path)) return uint32_t{0};
+  std::string text;
+  PROPELLER_RETURN_IF_ERROR(ReadFileToString(env, path, &text));
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+  uint32_t id = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), id);
+  if (ec != std::errc() || end != text.data() + text.size() || id == 0) {
+    return Status::Corruption(path + ": not a node id (expected a positive decimal number); "
+                              "remove the file to register as a new node");
+  }
+  return id;
+}
+
+}  // namespace
+
+class IndexNodeServer::Impl {
+ public:
+  ~Impl() { Stop(); }
+
+  Status Init(const IndexNodeOptions& options);
+  void Stop();
+
+  const std::string& endpoint() const { return endpoint_; }
+  const std::string& advertised() const { return advertised_; }
+  uint32_t node_id() const { return service_ ? service_->node_id() : 0; }
+  bool registered() const { return registered_.load(); }
+  uint64_t heartbeats() const { return heartbeats_.load(); }
+  Engine* engine() { return engine_.get(); }
+  NodeService* service() { return service_.get(); }
+
+ private:
+  void MembershipLoop();
+  void ReconcileLoop();
+  Status Register();
+  Status Heartbeat();
+  void NoteMasterFailure(const char* what, const Status& st);
+  int64_t IntervalMs() const;
+
+  // Constant after Init.
+  IndexNodeOptions options_;
+  std::string node_id_path_;
+  std::string endpoint_;
+  std::string advertised_;
+  std::unique_ptr<Engine> engine_;
+  std::unique_ptr<rpc::Channel> master_;
+  std::unique_ptr<NodeService> service_;
+  std::unique_ptr<rpc::Server> server_;
+
+  // Membership state; used by the membership thread only, except the atomics.
+  std::atomic<bool> registered_{false};
+  std::atomic<uint64_t> heartbeats_{0};
+  std::atomic<int64_t> master_interval_ms_{kDefaultIntervalMs};
+  uint64_t failures_ = 0;
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;  // Under mu_.
+  // The latest catalogue from a heartbeat reply and the index change counter read before that
+  // heartbeat was sent; the reconciler thread takes it. Under mu_.
+  std::optional<std::pair<std::vector<wire::IndexDef>, uint64_t>> pending_catalogue_;
+  std::condition_variable reconcile_cv_;
+  std::thread membership_;
+  // Index builds can take minutes on a large node and hold the engine's catalogue lock; they
+  // run here so heartbeats keep flowing and the master does not declare the node down.
+  std::thread reconciler_;
+};
+
+Status IndexNodeServer::Impl::Init(const IndexNodeOptions& options) {
+  options_ = options;
+  if (options_.data_dir.empty()) return Status::InvalidArgument("no data directory given");
+  if (options_.master_endpoint.empty()) return Status::InvalidArgument("no master endpoint given");
+  if (options_.listen_endpoint.empty()) return Status::InvalidArgument("no listen endpoint given");
+  if (options_.worker_threads < 1) {
+    return Status::InvalidArgument("worker threads must be at least 1");
+  }
+  if (options_.heartbeat_interval_ms < 0 || options_.master_timeout_ms <= 0) {
+    return Status::InvalidArgument("heartbeat interval and master timeout must be positive");
+  }
+  if (!options_.curve_key_file.empty() && options_.allow_file.empty()) {
+    return Status::InvalidArgument("a CURVE key file needs an allowlist file of client keys");
+  }
+  if (options_.curve_key_file.empty() && !options_.allow_file.empty()) {
+    return Status::InvalidArgument("an allowlist file needs this node's CURVE key file");
+  }
+  if (!options_.master_key_file.empty() && options_.curve_key_file.empty()) {
+    return Status::InvalidArgument(
+        "the master's public key file needs this node's CURVE key file (the master must admit "
+        "this node's public key)");
+  }
+
+  // Keys first: a bad key file should fail before anything touches the data directory.
+  std::optional<rpc::CurveKeys> keys;
+  std::vector<std::string> allowed;
+  std::string master_public;
+  if (!options_.curve_key_file.empty()) {
+    Result<rpc::CurveKeys> k = rpc::ReadKeyFile(options_.curve_key_file);
+    if (!k.ok()) return k.status().WithContext("cannot read this node's CURVE key file");
+    if (k->secret_key.empty()) {
+      return Status::InvalidArgument(options_.curve_key_file +
+                                     ": no secret key (a key pair file is needed)");
+    }
+    keys = std::move(k).value();
+    Result<std::vector<std::string>> a = rpc::ReadAllowlistFile(options_.allow_file);
+    if (!a.ok()) return a.status().WithContext("cannot read the allowlist file");
+    if (a->empty()) return Status::InvalidArgument(options_.allow_file + ": no keys listed");
+    allowed = std::move(a).value();
+  }
+  if (!options_.master_key_file.empty()) {
+    Result<rpc::CurveKeys> k = rpc::ReadKeyFile(options_.master_key_file);
+    if (!k.ok()) return k.status().WithContext("cannot read the master's key file");
+    master_public = k->public_key;
+  }
+
+  EngineOptions eo = options_.engine;
+  eo.data_dir = options_.data_dir;
+  eo.durability = options_.durability;
+  Result<std::unique_ptr<Engine>> engine = Engine::Open(eo);
+  if (!engine.ok()) {
+    return engine.status().WithContext("cannot open data directory " + options_.data_dir);
+  }
+  engine_ = std::move(engine).value();
+
+  Env* env = eo.env ? eo.env : Env::Default();
+  node_id_path_ = JoinPath(options_.data_dir, kNodeIdFile);
+  Result<uint32_t> id = ReadNodeId(env, node_id_path_);
+  if (!id.ok()) return id.status();
+
+  rpc::ChannelOptions co;
+  co.endpoint = options_.master_endpoint;
+  if (!master_public.empty()) {
+    co.curve = keys;
+    co.server_public_key = master_public;
+  }
+  Result<std::unique_ptr<rpc::Channel>> channel = rpc::Channel::Connect(co);
+  if (!channel.ok()) return channel.status().WithContext("master " + options_.master_endpoint);
+  master_ = std::move(channel).value();
+
+  NodeServiceOptions so;
+  so.engine = engine_.get();
+  so.master = master_.get();
+  so.node_id = *id;
+  so.master_timeout_ms = options_.master_timeout_ms;
+  service_ = std::make_unique<NodeService>(so);
+
+  rpc::ServerOptions ro;
+  ro.endpoint = options_.listen_endpoint;
+  ro.worker_threads = options_.worker_threads;
+  ro.curve = keys;
+  ro.allowed_clients = allowed;
+  NodeService* service = service_.get();
+  Result<std::unique_ptr<rpc::Server>> server = rpc::Server::Start(
+      ro, [service](std::string_view request, const rpc::PeerInfo& peer, rpc::ReplyStream& out) {
+        return service->Handle(request, peer, out);
+      });
+  if (!server.ok()) return server.status();
+  server_ = std::move(server).value();
+  endpoint_ = server_->endpoint();
+  advertised_ = options_.advertised_endpoint.empty() ? endpoint_ : options_.advertised_endpoint;
+  if (advertised_.find("://0.0.0.0:") != std::string::npos ||
+      advertised_.find("://*:") != std::string::npos) {
+    Log(LogLevel::kWarning,
+        "advertising %s, which clients cannot dial; set the advertised endpoint",
+        advertised_.c_str());
+  }
+  Log(LogLevel::kInfo, "index node listening on %s (data %s, durability %s, node id %u)",
+      endpoint_.c_str(), options_.data_dir.c_str(), DurabilityName(options_.durability),
+      static_cast<unsigned>(*id));
+
+  membership_ = std::thread([this] { MembershipLoop(); });
+  reconciler_ = std::thread([this] { ReconcileLoop(); });
+  return Status::OK();
+}
+
+void IndexNodeServer::Impl::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  reconcile_cv_.notify_all();
+  if (membership_.joinable()) membership_.join();
+  if (reconciler_.joinable()) reconciler_.join();
+  server_.reset();   // waits for running handlers, which use service_ and engine_
+  service_.reset();
+  master_.reset();
+  engine_.reset();   // commits and syncs
+}
+
+int64_t IndexNodeServer::Impl::IntervalMs() const {
+  if (options_.heartbeat_interval_ms > 0) return options_.heartbeat_interval_ms;
+  return master_interval_ms_.load();
+}
+
+void IndexNodeServer::Impl::MembershipLoop() {
+  // A registration is followed at once by a heartbeat (the master learns the ACG sizes and
+  // indexes without waiting an interval), and a heartbeat answered with `reregister` at once
+  // by a registration; at most two such steps in a row, so a confused master cannot make
+  // this loop spin.
+  int immediate = 0;
+  for (;;) {
+    bool again = false;
+    if (registered_.load()) {
+      again = Heartbeat().ok() && !registered_.load();
+    } else {
+      again = Register().ok();
+    }
+    again = again && immediate < 2;
+    immediate = again ? immediate + 1 : 0;
+    std::unique_lock<std::mutex> lock(mu_);
+    if (!again) {
+      cv_.wait_for(lock, std::chrono::milliseconds(IntervalMs()), [this] { return stop_; });
+    }
+    if (stop_) return;
+  }
+}
+
+void IndexNodeServer::Impl::NoteMasterFailure(const char* what, const Status& st) {
+  if (failures_ % kLogEveryFailures == 0) {
+    Log(LogLevel::kWarning, "%s with master %s failed (%llu in a row; retrying every %lld ms): %s",
+        what, options_.master_endpoint.c_str(), static_cast<unsigned long long>(failures_ + 1),
+        static_cast<long long>(IntervalMs()), st.ToString().c_str());
+  }
+  ++failures_;
+}
+
+Status IndexNodeServer::Impl::Register() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stop_) return Status::Aborted("stopping");
+  }
+  wire::RegisterNodeRequest req;
+  req.node_id = service_->node_id();
+  req.endpoint = advertised_;
+  wire::RegisterNodeReply rep;
+  rpc::CallOptions call;
+  call.timeout_ms = options_.master_timeout_ms;
+  call.idempotent = true;
+  call.retries = 0;  // the loop retries
+  Status st = wire::WireCall(*master_, wire::MsgType::kRegisterNode, req, &rep, call);
+  if (st.ok() && rep.node_id == 0) st = Status::Corruption("the master assigned node id 0");
+  if (!st.ok()) {
+    NoteMasterFailure("registration", st);
+    return st;
+  }
+  if (rep.node_id != req.node_id) {
+    // Persist before using it: a node that crashed here must not come back as yet another node.
+    Status ws = WriteFileAtomically(options_.engine.env ? options_.engine.env : Env::Default(),
+                                    node_id_path_, std::to_string(rep.node_id) + "\n");
+    if (!ws.ok()) {
+      NoteMasterFailure("saving the node id", ws);
+      return ws;
+    }
+    if (req.node_id != 0) {
+      Log(LogLevel::kWarning, "the master gave node id %u instead of %u",
+          static_cast<unsigned>(rep.node_id), static_cast<unsigned>(req.node_id));
+    }
+    service_->set_node_id(rep.node_id);
+  }
+  if (rep.heartbeat_interval_ms > 0) master_interval_ms_.store(rep.heartbeat_interval_ms);
+  Log(LogLevel::kInfo, "registered with master %s as node %u (%s)",
+      options_.master_endpoint.c_str(), static_cast<unsigned>(rep.node_id), advertised_.c_str());
+  failures_ = 0;
+  registered_.store(true);
+  return Status::OK();
+}
+
+Status IndexNodeServer::Impl::Heartbeat() {
+  wire::HeartbeatRequest req;
+  req.node_id = service_->node_id();
+  for (const AcgInfo& a : engine_->ListAcgs()) {
+    req.acgs.push_back(wire::AcgLoad{a.id, a.files});
+    req.cached_updates += a.cached_updates;
+  }
+  struct statvfs vfs;
+  if (::statvfs(options_.data_dir.c_str(), &vfs) == 0) {
+    req.free_disk_bytes = static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize;
+  }
+  double load[1] = {0};
+  if (::getloadavg(load, 1) == 1) req.load = load[0];
+  for (const wire::IndexDef& def : service_->UserIndexes()) req.indexes.push_back(def.name);
+  const uint64_t index_seq = service_->IndexChangeSeq();
+
+  wire::HeartbeatReply rep;
+  rpc::CallOptions call;
+  call.timeout_ms = options_.master_timeout_ms;
+  call.idempotent = true;
+  call.retries = 0;
+  Status st = wire::WireCall(*master_, wire::MsgType::kHeartbeat, req, &rep, call);
+  if (!st.ok()) {
+    NoteMasterFailure("heartbeat", st);
+    return st;
+  }
+  if (failures_ > 0) {
+    Log(LogLevel::kInfo, "master %s reachable again", options_.master_endpoint.c_str());
+    failures_ = 0;
+  }
+  heartbeats_.fetch_add(1);
+  if (rep.reregister) {
+    Log(LogLevel::kInfo, "master %s asked node %u to register again",
+        options_.master_endpoint.c_str(), static_cast<unsigned>(req.node_id));
+    registered_.store(false);
+    return Status::OK();
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    pending_catalogue_.emplace(std::move(rep.indexes), index_seq);
+  }
+  reconcile_cv_.notify_one();
+  return Status::OK();
+}
+
+void IndexNodeServer::Impl::ReconcileLoop() {
+  for (;;) {
+    std::pair<std::vector<wire::IndexDef>, uint64_t> work;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      reconcile_cv_.wait(lock, [this] { return stop_ || pending_catalogue_.has_value(); });
+      if (stop_) return;
+      work = std::move(*pending_catalogue_);
+      pending_catalogue_.reset();
+    }
+    // Failures are logged inside (once per index) and retried with the next heartbeat.
+    (void)service_->ReconcileIndexes(work.first, work.second);
+  }
+}
+
+// ---- IndexNodeServer --------------------------------------------------------------------------
+
+Result<std::unique_ptr<IndexNodeServer>> IndexNodeServer::Start(const IndexNodeOptions& options) {
+  auto impl = std::make_unique<Impl>();
+  PROPELLER_RETURN_IF_ERROR(impl->Init(options));
+  return std::unique_ptr<IndexNodeServer>(new IndexNodeServer(std::move(impl)));
+}
+
+IndexNodeServer::IndexNodeServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+IndexNodeServer::~IndexNodeServer() = default;
+
+const std::string& IndexNodeServer::endpoint() const { return impl_->endpoint(); }
+const std::string& IndexNodeServer::advertised_endpoint() const { return impl_->advertised(); }
+uint32_t IndexNodeServer::node_id() const { return impl_->node_id(); }
+bool IndexNodeServer::registered() const { return impl_->registered(); }
+uint64_t IndexNodeServer::heartbeats() const { return impl_->heartbeats(); }
+Engine* IndexNodeServer::engine() { return impl_->engine(); }
+NodeService* IndexNodeServer::service() { return impl_->service(); }
+
+}  // namespace propeller

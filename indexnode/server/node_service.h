@@ -1,0 +1,158 @@
+// NodeService: the request handler of an index node (DESIGN §6, §9): it turns wire requests
+// (schemas/messages.h) into Engine calls and Engine results into wire replies. It is the
+// rpc::Handler of IndexNodeServer, and tests call Handle() directly with arbitrary bytes.
+//
+// Requests served (everything else, including the master's message types, gets NotSupported):
+//   kApply        all or nothing: every ACG of the batch must be owned by this node (below),
+//                 otherwise nothing is applied and the reply is StatusCode::kRedirect listing,
+//                 for each ACG not owned here, the owner the master knows (node_id 0 = unknown
+//                 ACG). ACG 0 is InvalidArgument.
+//   kSearch       SearchHitsChunk partial frames of at most `max_chunk_hits` hits and about
+//                 `max_chunk_bytes` bytes each, then a SearchDone final reply. With sort_by the
+//                 chunks are in sort order; limit is applied on this node. A malformed query is
+//                 InvalidArgument carrying the parser's positioned message ("error at 5: ...").
+//   kGetRecord    NotFound when absent; kRedirect when the ACG is not owned here.
+//   kNodeStatus, kCreateIndex (idempotent: an existing user index of the same type is OK),
+//   kDropIndex, kListIndexes (user indexes by name, from a copy refreshed after every index
+//   change made through this service), kPing (echo).
+// Malformed envelopes and bodies get an error reply (Corruption, or NotSupported for another
+// protocol major version); nothing reaches the engine unless its request decoded completely.
+//
+// Ownership (cluster rule): the master's ACG->node map is the truth. ACGs present in the engine
+// when the service starts, and ACGs the master confirmed as this node's, are owned; the
+// confirmation is cached for the life of the service (ACGs do not migrate yet). ACGs the
+// master places elsewhere, or does not know, are asked about again on the next request, so a
+// master-side reassignment to this node is picked up at once. Without a reachable master only
+// already-owned ACGs are served; the others get Unavailable (retry later).
+//
+// Credentials: SearchQuery.creds is the permission filter (trust model: loopback or CURVE).
+// When the transport reports a kernel uid (ipc:// SO_PEERCRED) that is not root, that uid and
+// gid replace whatever the request claims, so a local peer cannot widen its own view.
+//
+// Threading: Handle() and every other method may be called from any number of threads at
+// once. Index creation, dropping and reconciliation are serialized among themselves.
+#ifndef PROPELLER_INDEXNODE_SERVER_NODE_SERVICE_H_
+#define PROPELLER_INDEXNODE_SERVER_NODE_SERVICE_H_
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <set>
+#include <shared_mutex>
+#include <string>
+#include <string_view>
+#include <unordered_set>
+#include <vector>
+
+#include "common/rpc/rpc.h"
+#include "common/status.h"
+#include "indexnode/engine.h"
+#include "schemas/messages.h"
+
+namespace propeller {
+
+struct NodeServiceOptions {
+  Engine* engine = nullptr;          // REQUIRED; must outlive the service
+  // The master, for ownership look-ups (LocateAcgs). May be null: then only the ACGs already
+  // in the engine are owned. Must outlive the service.
+  rpc::Channel* master = nullptr;
+  uint32_t node_id = 0;              // this node's id at the master; 0 = not registered yet
+  int64_t master_timeout_ms = 2000;  // per LocateAcgs call (one retry)
+  // Bounds of one SearchHitsChunk frame: ~1 MB keeps a frame far below the transport's
+  // 64 MB limit and lets the client start merging early; 1000 hits amortize the frame cost.
+  size_t max_chunk_hits = 1000;
+  size_t max_chunk_bytes = 1u << 20;
+};
+
+// Counters for tests and status output.
+struct NodeServiceStats {
+  uint64_t requests = 0;
+  uint64_t bad_requests = 0;     // envelope or body failed to decode
+  uint64_t redirects = 0;        // Apply/GetRecord answered with kRedirect
+  uint64_t master_lookups = 0;   // LocateAcgs calls made
+};
+
+class NodeService {
+ public:
+  // REQUIRES: options.engine != null. Reads the engine's ACG list (they are owned).
+  explicit NodeService(const NodeServiceOptions& options);
+  ~NodeService();
+  NodeService(const NodeService&) = delete;
+  NodeService& operator=(const NodeService&) = delete;
+
+  // Handles one request frame body; returns the final reply frame body (always a well-formed
+  // reply envelope). Partial frames (Search) are sent through `out` before returning. Never
+  // throws; garbage in `request` yields an error reply and leaves the engine untouched.
+  std::string Handle(std::string_view request, const rpc::PeerInfo& peer, rpc::ReplyStream& out);
+
+  // This node's id at the master (set by IndexNodeServer once registered). Ownership answers
+  // from the master are compared with it.
+  void set_node_id(uint32_t id) { node_id_.store(id); }
+  uint32_t node_id() const { return node_id_.load(); }
+
+  // ---- user-index reconciliation (HeartbeatReply) ----
+  // A counter bumped by every CreateIndex/DropIndex request this service handles. Read it
+  // before sending a heartbeat and pass it to ReconcileIndexes with the reply, so a catalogue
+  // the master computed before a local change cannot undo that change.
+  uint64_t IndexChangeSeq() const;
+  // Makes the engine's user indexes equal to `catalogue`: creates the missing ones, drops the
+  // ones not listed, recreates one whose type differs — except indexes changed by a request
+  // with sequence number > `as_of_seq`. Continues past a failure and returns the first error.
+  Status ReconcileIndexes(const std::vector<wire::IndexDef>& catalogue, uint64_t as_of_seq);
+  // The user-defined indexes, sorted by name, as of the last index change made through this
+  // service (a cached copy: it never waits behind an index build, which holds the engine's
+  // catalogue lock for as long as the build takes).
+  std::vector<wire::IndexDef> UserIndexes() const;
+
+  NodeServiceStats stats() const;
+
+ private:
+  // One ACG's place: owned here, or elsewhere (with what the master said).
+  struct Ownership {
+    std::vector<wire::AcgLocation> elsewhere;  // empty = all owned here
+  };
+  Result<Ownership> CheckOwnership(std::vector<uint64_t> acgs);
+  void MarkOwned(const std::vector<uint64_t>& acgs);
+
+  std::string HandleRequest(const wire::RequestEnvelope& env, const rpc::PeerInfo& peer,
+                            rpc::ReplyStream& out);
+  std::string HandleApply(std::string_view body);
+  std::string HandleSearch(std::string_view body, const rpc::PeerInfo& peer,
+                           rpc::ReplyStream& out);
+  std::string HandleGetRecord(std::string_view body);
+  std::string HandleNodeStatus(std::string_view body);
+  std::string HandleCreateIndex(std::string_view body);
+  std::string HandleDropIndex(std::string_view body);
+  std::string HandleListIndexes(std::string_view body);
+  std::string HandlePing(std::string_view body);
+  std::string BadRequest(const char* what, const Status& st);
+  // Re-reads the engine's user indexes into user_indexes_. REQUIRES: index_mu_ held.
+  void RefreshIndexListLocked();
+
+  // Constant after construction.
+  const NodeServiceOptions options_;
+  Engine* const engine_;
+
+  std::atomic<uint32_t> node_id_;
+
+  mutable std::shared_mutex owned_mu_;
+  std::unordered_set<uint64_t> owned_;  // Under owned_mu_.
+
+  // Serializes index changes (requests and reconciliation); lock order: index_mu_ before the
+  // engine's own locks (it is never held while calling back into this class).
+  mutable std::mutex index_mu_;
+  std::atomic<uint64_t> index_seq_{0};  // Written under index_mu_; read without it.
+  // Name -> sequence number of its last change by request. Under index_mu_.
+  std::map<std::string, uint64_t> index_changed_;
+  std::set<std::string> reconcile_warned_;  // failures already logged; Under index_mu_.
+
+  mutable std::mutex list_mu_;  // after index_mu_ in the lock order
+  std::vector<wire::IndexDef> user_indexes_;  // Under list_mu_.
+
+  std::atomic<uint64_t> requests_{0}, bad_requests_{0}, redirects_{0}, master_lookups_{0};
+};
+
+}  // namespace propeller
+
+#endif  // PROPELLER_INDEXNODE_SERVER_NODE_SERVICE_H_
