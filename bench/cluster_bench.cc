@@ -38,6 +38,8 @@ struct Config {
   int search_runs = 21;
   int update_samples = 2000;
   int load_threads = 4;
+  bool engine = true;  // --skip-engine: cluster phases only (the engine's own figures come
+                       // from bench/run_comparison.sh)
   std::string out;
 };
 
@@ -246,10 +248,12 @@ int main(int argc, char** argv) {
       c.search_runs = std::atoi(v);
     } else if (const char* v = value("--out=")) {
       c.out = v;
+    } else if (a == "--skip-engine") {
+      c.engine = false;
     } else {
       std::fprintf(stderr,
                    "usage: cluster_bench [--files=N[k|m]] [--nodes=1,3] [--runs=21] "
-                   "[--out=FILE.json]\n");
+                   "[--skip-engine] [--out=FILE.json]\n");
       return 2;
     }
   }
@@ -263,7 +267,7 @@ int main(int argc, char** argv) {
   Dataset ds(dso);
   std::vector<Row> rows;
   std::fprintf(stderr, "cluster_bench: %" PRIu64 " files; engine phase\n", c.files);
-  if (!RunEngine(c, ds, &rows)) return 1;
+  if (c.engine && !RunEngine(c, ds, &rows)) return 1;
   for (int n : c.nodes) {
     std::fprintf(stderr, "cluster_bench: cluster phase, %d node(s)\n", n);
     if (!RunCluster(c, ds, n, &rows)) return 1;
