@@ -146,8 +146,9 @@ std::vector<Entry> WalkOracle(const std::string& root) {
 class CliTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    master_ = "tcp://127.0.0.1:" + std::to_string(FreePort());
-    node_ = "tcp://127.0.0.1:" + std::to_string(FreePort());
+    const std::vector<int> ports = FreePorts(2);
+    master_ = "tcp://127.0.0.1:" + std::to_string(ports[0]);
+    node_ = "tcp://127.0.0.1:" + std::to_string(ports[1]);
     up_ = std::make_unique<ChildProcess>(
         std::vector<std::string>{PROPELLER_CLI_BIN, "up", "--data", dir_.path() + "/data",
                                  "--listen", master_, "--node-listen", node_, "--ready-file",

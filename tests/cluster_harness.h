@@ -25,23 +25,31 @@
 
 namespace propeller::testing {
 
-// A TCP port that was free a moment ago (bind to port 0, read it, close). The tiny race with
-// other processes is acceptable in tests.
-inline int FreePort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  socklen_t len = sizeof(addr);
-  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    if (fd >= 0) ::close(fd);
-    return 0;
+// `n` distinct TCP ports that were free a moment ago: all are bound at once (so the kernel
+// cannot hand out one twice), read, then closed. The small race with other processes taking
+// them before the daemons bind is acceptable in tests.
+inline std::vector<int> FreePorts(size_t n) {
+  std::vector<int> fds, ports;
+  for (size_t i = 0; i < n; ++i) {
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port = 0;
+    socklen_t len = sizeof(addr);
+    if (fd >= 0 && ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
+        ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
+      ports.push_back(ntohs(addr.sin_port));
+    } else {
+      ports.push_back(0);
+    }
+    if (fd >= 0) fds.push_back(fd);
   }
-  ::close(fd);
-  return ntohs(addr.sin_port);
+  for (int fd : fds) ::close(fd);
+  return ports;
 }
+
+inline int FreePort() { return FreePorts(1)[0]; }
 
 // One child process; stdout and stderr go to `log_path`.
 class ChildProcess {
@@ -99,8 +107,9 @@ struct ClusterConfig {
 class LocalCluster {
  public:
   explicit LocalCluster(ClusterConfig config) : config_(std::move(config)) {
-    master_port_ = FreePort();
-    for (int i = 0; i < config_.nodes; ++i) node_ports_.push_back(FreePort());
+    node_ports_ = FreePorts(static_cast<size_t>(config_.nodes) + 1);
+    master_port_ = node_ports_.back();
+    node_ports_.pop_back();
     nodes_.resize(static_cast<size_t>(config_.nodes));
   }
   ~LocalCluster() {
