@@ -28,7 +28,13 @@ Status WireCall(rpc::Channel& channel, MsgType type, const Req& request, Rep* re
                 const std::function<bool(std::string_view)>& on_chunk = nullptr) {
   const std::string bytes = EncodeRequest(type, request);
   Result<std::string> raw = channel.Call(bytes, options, on_chunk);
-  if (!raw.ok()) return raw.status().WithContext(channel.endpoint());
+  if (!raw.ok()) {
+    // The transport's messages usually name the endpoint already ("no connection to X").
+    const Status& st = raw.status();
+    return st.message().find(channel.endpoint()) != std::string::npos
+               ? st
+               : st.WithContext(channel.endpoint());
+  }
   ReplyEnvelope envelope;
   Status st = DecodeReply(*raw, &envelope);
   if (!st.ok()) return st.WithContext(channel.endpoint());

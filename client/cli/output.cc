@@ -8,8 +8,12 @@
 namespace propeller::cli {
 
 int ReportError(const Status& status, bool usage) {
-  std::fprintf(stderr, "propeller: %s\n", status.message().empty() ? status.ToString().c_str()
-                                                                   : status.message().c_str());
+  std::string text = status.message().empty() ? status.ToString() : status.message();
+  if (status.code() == StatusCode::kUnavailable || status.code() == StatusCode::kTimeout) {
+    text += " (is Propeller running? `propeller up` starts it; --master or $PROPELLER_MASTER "
+            "names another master)";
+  }
+  std::fprintf(stderr, "propeller: %s\n", text.c_str());
   return usage ? kExitUsage : kExitError;
 }
 
