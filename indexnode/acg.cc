@@ -1,5 +1,6 @@
 #include "indexnode/acg.h"
 
+#include <sys/mman.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -17,6 +18,15 @@ constexpr char kPathIndex[] = "path";
 constexpr char kKeywordIndex[] = "keyword";
 constexpr char kInodeIndex[] = "inode";
 constexpr unsigned kMaxDbs = 128;
+// A commit at least this large rebuilds a drifted K-D tree at once (bulk loads), so the next
+// search does not pay for it; smaller ones leave it to the search (index.h: Rebalance).
+constexpr size_t kRebalanceAfter = 4096;
+// A commit at least this large closes the environment afterwards. LMDB (0.9, without
+// MDB_WRITEMAP) keeps every page buffer a write transaction dirtied on the environment's free
+// list (me_dpages) until the environment closes — after a bulk commit, about the size of the
+// data — and a commit touches pages that then stay mapped. Reopening costs ~0.1 ms; small
+// commits (those a search forces) keep the ACG open.
+constexpr size_t kCloseAfter = 64;
 
 MDB_val Val(std::string_view s) {
   return MDB_val{s.size(), const_cast<char*>(s.data())};
@@ -51,33 +61,82 @@ std::set<std::string> KeywordSet(const FileRecord& rec) {
   return out;
 }
 
+bool HasRecord(UpdateOp op) {
+  return op == UpdateOp::kPut || op == UpdateOp::kSetAttrs || op == UpdateOp::kRemoveAttrs;
+}
+
+// User indexes of type kdtree are accepted by the catalogue but not fed: the K-D structure
+// indexes the six inode axes (InsertPoint), not a single attribute value. Queries on such an
+// attribute verify every record.
+bool FedByAttribute(const IndexSpec& spec) { return spec.type != IndexType::kKdTree; }
+
+std::string AcgName(uint64_t id) { return "ACG " + std::to_string(id); }
+
 }  // namespace
 
-Acg::Acg(uint64_t id, std::string dir) : id_(id), dir_(std::move(dir)) {}
+StagedBatch::~StagedBatch() {
+  if (live_bytes != nullptr) {
+    const uint64_t n = bytes();
+    uint64_t cur = live_bytes->load();
+    while (!live_bytes->compare_exchange_weak(cur, cur - std::min(cur, n))) {
+    }
+  }
+}
+
+void StageUpdate(const Update& u, StagedBatch* batch) {
+  CachedUpdate& e = batch->entries.emplace_back();
+  e.op = u.op;
+  e.id = u.record.id;
+  e.edge_dst = u.edge_dst;
+  e.edge_weight = u.edge_weight;
+  e.offset = batch->data.size();
+  if (HasRecord(u.op)) {
+    EncodeRecord(u.record, &batch->data);
+    e.size = static_cast<uint32_t>(batch->data.size() - e.offset);
+  }
+}
+
+Acg::Pin::Pin(Acg* acg) : acg_(acg) {
+  acg_->pins_.fetch_add(1);
+  if (acg_->ctx_->use_clock != nullptr) {
+    acg_->last_used_.store(acg_->ctx_->use_clock->fetch_add(1) + 1, std::memory_order_relaxed);
+  }
+}
+
+Acg::Pin::~Pin() { acg_->pins_.fetch_sub(1); }
+
+Acg::Acg(uint64_t id, std::string dir, const AcgContext* ctx)
+    : id_(id), dir_(std::move(dir)), ctx_(ctx) {}
 
 Acg::~Acg() {
   indexes_.clear();
+  owned_.clear();
+  inode_.reset();
   if (env_ != nullptr) mdb_env_close(env_);
 }
 
-Result<std::unique_ptr<Acg>> Acg::Open(uint64_t id, const std::string& dir, uint64_t map_size,
-                                       const std::vector<IndexSpec>& user_indexes) {
+Result<std::unique_ptr<Acg>> Acg::Open(uint64_t id, const std::string& dir,
+                                       const AcgContext* ctx) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) return Status::IOError("creating ACG directory " + dir + ": " + ec.message());
-  std::unique_ptr<Acg> acg(new Acg(id, dir));
-  PROPELLER_RETURN_IF_ERROR(acg->OpenEnv(map_size).WithContext("ACG " + std::to_string(id)));
+  std::unique_ptr<Acg> acg(new Acg(id, dir, ctx));
+  acg->map_size_ = ctx->map_size;
   std::unique_lock<std::shared_mutex> lock(acg->rw_);
-  PROPELLER_RETURN_IF_ERROR(
-      acg->LoadIndexes(user_indexes).WithContext("ACG " + std::to_string(id)));
+  PROPELLER_RETURN_IF_ERROR(acg->OpenLocked(/*first=*/true).WithContext(AcgName(id)));
+  lock.unlock();
   return acg;
 }
 
-Status Acg::OpenEnv(uint64_t map_size) {
+Status Acg::OpenEnv(bool first) {
   int rc = mdb_env_create(&env_);
-  if (rc != 0) return LmdbStatus(rc, "mdb_env_create");
+  if (rc != 0) {
+    env_ = nullptr;
+    return LmdbStatus(rc, "mdb_env_create");
+  }
   mdb_env_set_maxdbs(env_, kMaxDbs);
   // Use the existing file's size if it is larger (a map that grew before a restart).
+  uint64_t map_size = map_size_;
   struct stat st;
   std::string data_file = dir_ + "/data.mdb";
   if (::stat(data_file.c_str(), &st) == 0) {
@@ -88,10 +147,12 @@ Status Acg::OpenEnv(uint64_t map_size) {
   if (rc != 0) return LmdbStatus(rc, "mdb_env_set_mapsize");
   // MDB_NOTLS: read transactions are used from thread-pool threads (PITFALLS: reader slots
   // are bound to threads otherwise).
-  rc = mdb_env_open(env_, dir_.c_str(), MDB_NOTLS, 0644);
+  rc = mdb_env_open(env_, dir_.c_str(), MDB_NOTLS | MDB_NORDAHEAD, 0644);
   if (rc != 0) return LmdbStatus(rc, "opening LMDB environment " + dir_);
-  int dead = 0;
-  mdb_reader_check(env_, &dead);
+  if (first) {
+    int dead = 0;
+    mdb_reader_check(env_, &dead);
+  }
 
   MDB_txn* raw = nullptr;
   rc = mdb_txn_begin(env_, nullptr, 0, &raw);
@@ -106,56 +167,187 @@ Status Acg::OpenEnv(uint64_t map_size) {
     rc = mdb_dbi_open(raw, d.name, MDB_CREATE, d.dbi);
     if (rc != 0) return LmdbStatus(rc, std::string("opening database ") + d.name);
   }
-  MDB_val key = Val("version"), val;
-  rc = mdb_get(raw, meta_dbi_, &key, &val);
-  if (rc == MDB_NOTFOUND) {
-    std::string v;
-    AppendOrderedU64(kAcgFormatVersion, &v);
-    val = Val(v);
-    rc = mdb_put(raw, meta_dbi_, &key, &val, 0);
-    if (rc != 0) return LmdbStatus(rc, "writing ACG version");
-  } else if (rc != 0) {
-    return LmdbStatus(rc, "reading ACG version");
-  } else {
-    if (val.mv_size != 8) return Status::Corruption("ACG version has a bad size");
-    uint64_t version = DecodeOrderedU64(View(val));
-    if (version > kAcgFormatVersion) {
-      return Status::Corruption("ACG format version " + std::to_string(version) +
-                                " is newer than this program's");
+  if (first) {
+    MDB_val key = Val("version"), val;
+    rc = mdb_get(raw, meta_dbi_, &key, &val);
+    if (rc == MDB_NOTFOUND) {
+      std::string v;
+      AppendOrderedU64(kAcgFormatVersion, &v);
+      val = Val(v);
+      rc = mdb_put(raw, meta_dbi_, &key, &val, 0);
+      if (rc != 0) return LmdbStatus(rc, "writing ACG version");
+    } else if (rc != 0) {
+      return LmdbStatus(rc, "reading ACG version");
+    } else {
+      if (val.mv_size != 8) return Status::Corruption("ACG version has a bad size");
+      uint64_t version = DecodeOrderedU64(View(val));
+      if (version > kAcgFormatVersion) {
+        return Status::Corruption("ACG format version " + std::to_string(version) +
+                                  " is newer than this program's");
+      }
     }
-  }
-  key = Val("applied_lsn");
-  rc = mdb_get(raw, meta_dbi_, &key, &val);
-  if (rc == 0) {
-    if (val.mv_size != 8) return Status::Corruption("ACG applied_lsn has a bad size");
-    applied_lsn_ = DecodeOrderedU64(View(val));
-  } else if (rc != MDB_NOTFOUND) {
-    return LmdbStatus(rc, "reading applied_lsn");
-  }
-  key = Val("summary");
-  rc = mdb_get(raw, meta_dbi_, &key, &val);
-  if (rc == 0) {
-    PROPELLER_RETURN_IF_ERROR(summary_.DecodeFrom(View(val)));
-  } else if (rc != MDB_NOTFOUND) {
-    return LmdbStatus(rc, "reading summary");
+    // applied_lsn and the summary live in memory from here on; later opens find in LMDB what
+    // this object last wrote.
+    key = Val("applied_lsn");
+    rc = mdb_get(raw, meta_dbi_, &key, &val);
+    if (rc == 0) {
+      if (val.mv_size != 8) return Status::Corruption("ACG applied_lsn has a bad size");
+      applied_lsn_ = DecodeOrderedU64(View(val));
+    } else if (rc != MDB_NOTFOUND) {
+      return LmdbStatus(rc, "reading applied_lsn");
+    }
+    key = Val("summary");
+    rc = mdb_get(raw, meta_dbi_, &key, &val);
+    if (rc == 0) {
+      std::lock_guard<std::mutex> sl(summary_mu_);
+      PROPELLER_RETURN_IF_ERROR(summary_.DecodeFrom(View(val)));
+    } else if (rc != MDB_NOTFOUND) {
+      return LmdbStatus(rc, "reading summary");
+    }
   }
   rc = txn.Commit();
   return rc == 0 ? Status::OK() : LmdbStatus(rc, "committing ACG open");
 }
 
-Status Acg::LoadIndexes(const std::vector<IndexSpec>& user_indexes) {
+Status Acg::OpenLocked(bool first) {
+  prefaulted_.store(false);
+  reads_.store(0);
+  Status s = OpenEnv(first);
+  if (s.ok()) {
+    MDB_txn* raw = nullptr;
+    int rc = mdb_txn_begin(env_, nullptr, 0, &raw);
+    if (rc != 0) {
+      s = LmdbStatus(rc, "mdb_txn_begin");
+    } else {
+      TxnGuard txn(raw);
+      std::vector<IndexSpec> catalogue;
+      if (ctx_->catalogue) catalogue = ctx_->catalogue();
+      s = ReconcileIndexes(raw, catalogue);
+      MDB_stat st{};
+      if (s.ok()) {
+        rc = mdb_stat(raw, files_dbi_, &st);
+        if (rc != 0) s = LmdbStatus(rc, "mdb_stat");
+        files_ = st.ms_entries;
+      }
+      if (s.ok()) {
+        rc = mdb_stat(raw, edges_dbi_, &st);
+        if (rc != 0) s = LmdbStatus(rc, "mdb_stat");
+        edges_ = st.ms_entries;
+      }
+      // A new (or emptied) ACG loads its empty K-D tree now: commits then keep it current and
+      // no search ever has to load it.
+      if (s.ok() && files_.load() == 0 && !inode_->loaded()) s = inode_->Load(raw);
+      if (s.ok()) {
+        rc = txn.Commit();
+        if (rc != 0) s = LmdbStatus(rc, "committing the index set");
+      }
+    }
+  }
+  if (!s.ok()) {
+    CloseLocked();
+    // An aborted transaction may have left a K-D tree ahead of LMDB.
+    if (inode_ != nullptr) inode_->Unload();
+    return s;
+  }
+  open_.store(true, std::memory_order_release);
+  RefreshOpenBytes();
+  return Status::OK();
+}
+
+void Acg::CloseLocked() {
   indexes_.clear();
-  user_specs_ = user_indexes;
+  owned_.clear();
+  if (inode_ != nullptr) indexes_[kInodeIndex] = inode_.get();
+  if (env_ != nullptr) mdb_env_close(env_);
+  env_ = nullptr;
+  open_.store(false, std::memory_order_release);
+}
+
+bool Acg::TryClose() {
+  std::unique_lock<std::shared_mutex> lock(rw_, std::try_to_lock);
+  if (!lock.owns_lock() || pins_.load() > 0 || !open_.load()) return false;
+  CloseLocked();
+  return true;
+}
+
+Status Acg::EnsureOpen() {
+  if (open_.load(std::memory_order_acquire)) return Status::OK();
+  {
+    std::unique_lock<std::shared_mutex> lock(rw_);
+    if (open_.load(std::memory_order_relaxed)) return Status::OK();
+    PROPELLER_RETURN_IF_ERROR(OpenLocked(/*first=*/false).WithContext(AcgName(id_)));
+  }
+  if (ctx_->on_open) ctx_->on_open(this);
+  return Status::OK();
+}
+
+Status Acg::EnsureLoaded(const std::vector<std::string>& names) {
+  {
+    std::shared_lock<std::shared_mutex> lock(rw_);
+    bool need = false;
+    for (const std::string& n : names) {
+      auto it = indexes_.find(n);
+      if (it != indexes_.end() && !it->second->loaded()) need = true;
+    }
+    if (!need) return Status::OK();
+  }
+  std::unique_lock<std::shared_mutex> lock(rw_);
+  if (!open_.load()) return Status::OK();  // closed meanwhile: the caller reopens and retries
   MDB_txn* raw = nullptr;
-  int rc = mdb_txn_begin(env_, nullptr, 0, &raw);
+  int rc = mdb_txn_begin(env_, nullptr, MDB_RDONLY, &raw);
   if (rc != 0) return LmdbStatus(rc, "mdb_txn_begin");
   TxnGuard txn(raw);
+  for (const std::string& n : names) {
+    auto it = indexes_.find(n);
+    if (it == indexes_.end() || it->second->loaded()) continue;
+    PROPELLER_RETURN_IF_ERROR(it->second->Load(raw).WithContext(AcgName(id_)));
+    CountReads(it->second->Size());  // a load scans its database
+  }
+  RefreshOpenBytes();
+  return Status::OK();
+}
 
+void Acg::Prefault() {
+  if (prefaulted_.exchange(true)) return;
+  MDB_envinfo info{};
+  MDB_stat st{};
+  if (mdb_env_info(env_, &info) != 0 || mdb_env_stat(env_, &st) != 0) return;
+  const size_t bytes = static_cast<size_t>(info.me_last_pgno + 1) * st.ms_psize;
+  // Best effort: an older kernel without MADV_POPULATE_READ (5.14) says EINVAL.
+  (void)madvise(info.me_mapaddr, std::min<size_t>(bytes, info.me_mapsize), MADV_POPULATE_READ);
+}
+
+void Acg::RefreshOpenBytes() {
+  uint64_t file = 0;
+  struct stat st;
+  if (::stat((dir_ + "/data.mdb").c_str(), &st) == 0) file = static_cast<uint64_t>(st.st_size);
+  data_file_bytes_.store(file, std::memory_order_relaxed);
+  uint64_t hash = 0;
+  for (const auto& [name, index] : owned_) hash += index->MemoryBytes();
+  hash_bytes_.store(hash, std::memory_order_relaxed);
+}
+
+uint64_t Acg::open_bytes() const {
+  if (!open_.load(std::memory_order_acquire)) return 0;
+  constexpr uint64_t kFaultAroundBytes = 64 << 10;
+  constexpr uint64_t kUpperLevels = 8;  // meta, roots and branch pages
+  const uint64_t file = data_file_bytes_.load(std::memory_order_relaxed);
+  uint64_t mapped = file;
+  if (!prefaulted_.load(std::memory_order_relaxed)) {
+    mapped = std::min(file,
+                      (reads_.load(std::memory_order_relaxed) + kUpperLevels) * kFaultAroundBytes);
+  }
+  return mapped + hash_bytes_.load(std::memory_order_relaxed);
+}
+
+Status Acg::ReconcileIndexes(MDB_txn* raw, const std::vector<IndexSpec>& user_indexes) {
+  indexes_.clear();
+  owned_.clear();
   // Which indexes exist in this ACG already.
   std::map<std::string, IndexType> built;
   {
     MDB_cursor* cur = nullptr;
-    rc = mdb_cursor_open(raw, meta_dbi_, &cur);
+    int rc = mdb_cursor_open(raw, meta_dbi_, &cur);
     if (rc != 0) return LmdbStatus(rc, "mdb_cursor_open");
     std::string prefix = "idx:";
     MDB_val k = Val(prefix), v;
@@ -183,39 +375,56 @@ Status Acg::LoadIndexes(const std::vector<IndexSpec>& user_indexes) {
       built.erase(it);
       it = built.end();
     }
-    PROPELLER_ASSIGN_OR_RETURN(std::unique_ptr<Index> index, OpenIndex(raw, spec.type, spec.name));
-    if (it == built.end()) {
-      PROPELLER_RETURN_IF_ERROR(BuildIndex(raw, index.get()));
+    const bool fresh = it == built.end();
+    Index* index = nullptr;
+    if (spec.name == kInodeIndex) {
+      if (inode_ != nullptr && fresh) inode_.reset();  // its data is gone
+      if (inode_ != nullptr) {
+        PROPELLER_RETURN_IF_ERROR(inode_->Reattach(raw));
+      } else {
+        PROPELLER_ASSIGN_OR_RETURN(inode_, OpenIndex(raw, spec.type, spec.name, /*load=*/false));
+      }
+      index = inode_.get();
+    } else {
+      PROPELLER_ASSIGN_OR_RETURN(std::unique_ptr<Index> opened,
+                                 OpenIndex(raw, spec.type, spec.name, /*load=*/false));
+      index = opened.get();
+      owned_[spec.name] = std::move(opened);
+    }
+    if (fresh) {
+      PROPELLER_RETURN_IF_ERROR(BuildIndex(raw, index));
+      prefaulted_.store(true);  // the build read every record: count the whole file as mapped
       std::string key = "idx:" + spec.name;
       uint8_t t = static_cast<uint8_t>(spec.type);
       MDB_val k = Val(key), v{1, &t};
-      rc = mdb_put(raw, meta_dbi_, &k, &v, 0);
+      int rc = mdb_put(raw, meta_dbi_, &k, &v, 0);
       if (rc != 0) return LmdbStatus(rc, "recording index " + spec.name);
     } else {
       built.erase(it);
     }
-    indexes_[spec.name] = std::move(index);
+    indexes_[spec.name] = index;
   }
   // Whatever is left was dropped from the catalogue.
   for (const auto& [name, type] : built) {
     PROPELLER_RETURN_IF_ERROR(DropIndexData(raw, type, name));
     std::string key = "idx:" + name;
     MDB_val k = Val(key);
-    rc = mdb_del(raw, meta_dbi_, &k, nullptr);
+    int rc = mdb_del(raw, meta_dbi_, &k, nullptr);
     if (rc != 0 && rc != MDB_NOTFOUND) return LmdbStatus(rc, "dropping index " + name);
   }
-  rc = txn.Commit();
-  return rc == 0 ? Status::OK() : LmdbStatus(rc, "committing index set");
+  user_specs_ = user_indexes;
+  return Status::OK();
 }
 
 Status Acg::BuildIndex(MDB_txn* txn, Index* index) {
+  const std::string& name = index->name();
+  if (index->type() == IndexType::kKdTree && name != kInodeIndex) return Status::OK();
   MDB_cursor* cur = nullptr;
   int rc = mdb_cursor_open(txn, files_dbi_, &cur);
   if (rc != 0) return LmdbStatus(rc, "mdb_cursor_open");
   MDB_val k, v;
   Status s;
   FileRecord rec;
-  const std::string& name = index->name();
   for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == 0 && s.ok();
        rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
     s = DecodeRecord(View(v), &rec);
@@ -243,20 +452,39 @@ Status Acg::BuildIndex(MDB_txn* txn, Index* index) {
   return Status::OK();
 }
 
-void Acg::AddToCache(uint64_t lsn, const Update& update, int64_t now_mono_ns) {
+// ---- the write cache ----
+
+uint64_t Acg::SliceBytes(const Slice& s) {
+  const std::vector<CachedUpdate>& e = s.batch->entries;
+  uint64_t bytes = (s.end - s.begin) * sizeof(CachedUpdate);
+  if (s.end > s.begin) {
+    const uint64_t last = e[s.end - 1].offset + e[s.end - 1].size;
+    bytes += last - e[s.begin].offset;
+  }
+  return bytes;
+}
+
+size_t Acg::AppendToCache(std::shared_ptr<const StagedBatch> batch, uint32_t begin, uint32_t end,
+                          int64_t now_mono_ns) {
+  Slice slice{std::move(batch), begin, end};
+  const uint64_t bytes = SliceBytes(slice);
   std::lock_guard<std::mutex> lock(cache_mu_);
   if (cache_.empty()) oldest_cached_time_ns_ = now_mono_ns;
-  cache_.push_back(CachedUpdate{lsn, update});
+  cache_.push_back(std::move(slice));
+  cached_ += end - begin;
+  cache_bytes_.store(cache_bytes_.load(std::memory_order_relaxed) + bytes,
+                     std::memory_order_relaxed);
+  return cached_;
 }
 
 size_t Acg::cached() const {
   std::lock_guard<std::mutex> lock(cache_mu_);
-  return cache_.size();
+  return cached_;
 }
 
 uint64_t Acg::oldest_cached_lsn() const {
   std::lock_guard<std::mutex> lock(cache_mu_);
-  return cache_.empty() ? 0 : cache_.front().lsn;
+  return cache_.empty() ? 0 : cache_.front().batch->lsn;
 }
 
 int64_t Acg::oldest_cached_time_ns() const {
@@ -273,84 +501,139 @@ bool Acg::MayMatch(const QueryNode& node) const {
   return summary_.MayMatch(node);
 }
 
-Status Acg::Commit(uint64_t up_to_lsn) {
+// ---- commit ----
+
+Status Acg::Commit(uint64_t up_to_lsn, size_t* updates) {
+  Pin pin(this);
+  if (updates != nullptr) *updates = 0;
+  {
+    std::lock_guard<std::mutex> cl(cache_mu_);
+    if (cache_.empty() || cache_.front().batch->lsn > up_to_lsn) return Status::OK();
+  }
+  // Open first (it takes rw_ itself and reports to the engine without it); the batch leaves
+  // the cache only under rw_ held exclusively, so a search (rw_ shared) finds every update
+  // either in the cache — and commits it — or in the indexes, never in between.
+  PROPELLER_RETURN_IF_ERROR(EnsureOpen());
+  std::vector<Slice> slices;
+  size_t count = 0;
+  uint64_t bytes = 0;
   std::unique_lock<std::shared_mutex> lock(rw_);
-  std::vector<CachedUpdate> batch;
   {
     std::lock_guard<std::mutex> cl(cache_mu_);
     size_t n = 0;
-    while (n < cache_.size() && cache_[n].lsn <= up_to_lsn) ++n;
+    while (n < cache_.size() && cache_[n].batch->lsn <= up_to_lsn) ++n;
+    if (n == 0) return Status::OK();
     if (n == cache_.size()) {
-      batch.swap(cache_);
+      slices.swap(cache_);
     } else {
-      std::vector<CachedUpdate> rest;
-      rest.reserve(cache_.size() - n);
-      for (size_t i = 0; i < cache_.size(); ++i) {
-        (i < n ? batch : rest).push_back(std::move(cache_[i]));
+      slices.assign(std::make_move_iterator(cache_.begin()),
+                    std::make_move_iterator(cache_.begin() + static_cast<ptrdiff_t>(n)));
+      cache_.erase(cache_.begin(), cache_.begin() + static_cast<ptrdiff_t>(n));
+    }
+    for (const Slice& sl : slices) {
+      count += sl.end - sl.begin;
+      bytes += SliceBytes(sl);
+    }
+    cached_ -= count;
+    cache_bytes_.store(cache_bytes_.load(std::memory_order_relaxed) - bytes,
+                       std::memory_order_relaxed);
+    ++summary_pending_;
+  }
+  Status s;
+  bool reopened = false;
+  {
+    if (!open_.load()) {  // closed meanwhile (by another commit, or a failure)
+      s = OpenLocked(/*first=*/false);
+      reopened = s.ok();
+    }
+    if (s.ok()) {
+      // Each update reads its old record: many of them map the whole file more cheaply.
+      if (count >= kPrefaultCandidates) {
+        Prefault();
+      } else {
+        CountReads(count);
       }
-      cache_.swap(rest);
+      s = CommitOnce(slices);
     }
-    if (!batch.empty()) ++summary_pending_;
-  }
-  if (batch.empty()) return Status::OK();
-  {
-    std::lock_guard<std::mutex> sl(summary_mu_);
-    for (const CachedUpdate& cu : batch) {
-      if (cu.update.op == UpdateOp::kPut) summary_.Add(cu.update.record);
+    for (int attempt = 0; s.code() == StatusCode::kResourceExhausted && attempt < 8; ++attempt) {
+      // MDB_MAP_FULL (PITFALLS: may come from commit too): grow the map with no live
+      // transactions — we hold rw_ exclusively — by reopening with a larger size, and retry.
+      // Closing drops in-memory structures the aborted transaction may have changed.
+      CloseLocked();
+      if (inode_ != nullptr) inode_->Unload();
+      map_size_ *= 2;
+      Log(LogLevel::kInfo, "ACG %llu: growing the map to %llu bytes",
+          static_cast<unsigned long long>(id_), static_cast<unsigned long long>(map_size_));
+      s = OpenLocked(/*first=*/false);
+      if (s.ok()) s = CommitOnce(slices);
+    }
+    if (!s.ok()) {
+      // Bring memory back in line with LMDB: drop everything; the next use reopens and the
+      // next search reloads.
+      CloseLocked();
+      if (inode_ != nullptr) inode_->Unload();
+    } else {
+      if (count >= kRebalanceAfter) {
+        Status rs = inode_->Rebalance();
+        if (!rs.ok()) Log(LogLevel::kWarning, "ACG %llu: %s",
+                          static_cast<unsigned long long>(id_), rs.ToString().c_str());
+      }
+      if (count >= kCloseAfter) {
+        CloseLocked();  // users waiting for rw_ find it closed and reopen it
+      } else {
+        RefreshOpenBytes();
+      }
     }
   }
   {
+    // Still under rw_: a failed batch is back in the cache before any search looks.
     std::lock_guard<std::mutex> cl(cache_mu_);
     --summary_pending_;
-  }
-  Status s = CommitOnce(batch);
-  for (int attempt = 0; s.code() == StatusCode::kResourceExhausted && attempt < 8; ++attempt) {
-    // MDB_MAP_FULL (PITFALLS: may come from commit too): grow the map with no live
-    // transactions — we hold rw_ exclusively, so no search has one open — and retry.
-    Status rs = ReloadLocked();
-    if (!rs.ok()) {
-      s = rs;
-      break;
+    if (!s.ok()) {
+      // Keep every update: put the slices back in front of what arrived meanwhile.
+      slices.insert(slices.end(), std::make_move_iterator(cache_.begin()),
+                    std::make_move_iterator(cache_.end()));
+      cache_.swap(slices);
+      cached_ += count;
+      cache_bytes_.store(cache_bytes_.load(std::memory_order_relaxed) + bytes,
+                         std::memory_order_relaxed);
     }
-    uint64_t bigger = map_size_ * 2;
-    int rc = mdb_env_set_mapsize(env_, bigger);
-    if (rc != 0) {
-      s = LmdbStatus(rc, "growing the map");
-      break;
-    }
-    Log(LogLevel::kInfo, "ACG %llu: map grown to %llu bytes", static_cast<unsigned long long>(id_),
-        static_cast<unsigned long long>(bigger));
-    map_size_ = bigger;
-    s = CommitOnce(batch);
   }
-  if (!s.ok()) {
-    // Keep every update: put the batch back in front of what arrived meanwhile, and bring the
-    // in-memory structures back in line with LMDB.
-    {
-      std::lock_guard<std::mutex> cl(cache_mu_);
-      batch.insert(batch.end(), std::make_move_iterator(cache_.begin()),
-                   std::make_move_iterator(cache_.end()));
-      cache_.swap(batch);
-    }
-    Status rs = ReloadLocked();
-    if (!rs.ok()) Log(LogLevel::kError, "ACG %llu: reload failed: %s",
-                      static_cast<unsigned long long>(id_), rs.ToString().c_str());
-    return s.WithContext("committing ACG " + std::to_string(id_));
-  }
+  lock.unlock();
+  if (reopened && ctx_->on_open) ctx_->on_open(this);  // account for it (even if closed again)
+  if (!s.ok()) return s.WithContext("committing " + AcgName(id_));
+  if (updates != nullptr) *updates = count;
   return Status::OK();
 }
 
-Status Acg::ReloadLocked() { return LoadIndexes(user_specs_); }
-
-Status Acg::CommitOnce(const std::vector<CachedUpdate>& batch) {
+Status Acg::CommitOnce(const std::vector<Slice>& slices) {
   MDB_txn* raw = nullptr;
   int rc = mdb_txn_begin(env_, nullptr, 0, &raw);
   if (rc != 0) return LmdbStatus(rc, "mdb_txn_begin");
   TxnGuard txn(raw);
-  for (const CachedUpdate& cu : batch) {
-    PROPELLER_RETURN_IF_ERROR(ApplyOne(raw, cu.update));
+  // The summary must cover the batch in the same transaction that commits it.
+  AcgSummary widened;
+  Update u;
+  for (const Slice& sl : slices) {
+    const StagedBatch& b = *sl.batch;
+    for (uint32_t i = sl.begin; i < sl.end; ++i) {
+      const CachedUpdate& e = b.entries[i];
+      u.op = e.op;
+      u.acg = id_;
+      u.edge_dst = e.edge_dst;
+      u.edge_weight = e.edge_weight;
+      if (e.size > 0) {
+        if (e.offset + e.size > b.data.size()) return Status::Internal("cache entry out of range");
+        PROPELLER_RETURN_IF_ERROR(
+            DecodeRecord(std::string_view(b.data).substr(e.offset, e.size), &u.record)
+                .WithContext("decoding a cached record"));
+      } else {
+        u.record.id = e.id;
+      }
+      PROPELLER_RETURN_IF_ERROR(ApplyOne(raw, u, &widened));
+    }
   }
-  const uint64_t lsn = batch.back().lsn;
+  const uint64_t lsn = slices.back().batch->lsn;
   std::string v;
   AppendOrderedU64(lsn, &v);
   MDB_val k = Val("applied_lsn"), val = Val(v);
@@ -359,15 +642,22 @@ Status Acg::CommitOnce(const std::vector<CachedUpdate>& batch) {
   std::string summary;
   {
     std::lock_guard<std::mutex> sl(summary_mu_);
+    summary_.Merge(widened);
     summary_.EncodeTo(&summary);
   }
   k = Val("summary");
   val = Val(summary);
   rc = mdb_put(raw, meta_dbi_, &k, &val, 0);
   if (rc != 0) return LmdbStatus(rc, "writing summary");
+  MDB_stat files_stat{}, edges_stat{};
+  rc = mdb_stat(raw, files_dbi_, &files_stat);
+  if (rc == 0) rc = mdb_stat(raw, edges_dbi_, &edges_stat);
+  if (rc != 0) return LmdbStatus(rc, "mdb_stat");
   rc = txn.Commit();
   if (rc != 0) return LmdbStatus(rc, "mdb_txn_commit");
   applied_lsn_ = lsn;
+  files_ = files_stat.ms_entries;
+  edges_ = edges_stat.ms_entries;
   return Status::OK();
 }
 
@@ -389,8 +679,8 @@ Status Acg::UpdateIndexes(MDB_txn* txn, const FileRecord* old_rec, const FileRec
   const FileId id = new_rec ? new_rec->id : old_rec->id;
   // path: one entry per path.
   if (!old_rec || !new_rec || old_rec->paths != new_rec->paths) {
-    Index* path = indexes_.at(kPathIndex).get();
-    Index* keyword = indexes_.at(kKeywordIndex).get();
+    Index* path = indexes_.at(kPathIndex);
+    Index* keyword = indexes_.at(kKeywordIndex);
     std::set<std::string> old_paths, new_paths;
     if (old_rec) old_paths.insert(old_rec->paths.begin(), old_rec->paths.end());
     if (new_rec) new_paths.insert(new_rec->paths.begin(), new_rec->paths.end());
@@ -411,7 +701,7 @@ Status Acg::UpdateIndexes(MDB_txn* txn, const FileRecord* old_rec, const FileRec
     }
   }
   // inode: the K-D point.
-  Index* inode = indexes_.at(kInodeIndex).get();
+  Index* inode = indexes_.at(kInodeIndex);
   if (!new_rec) {
     PROPELLER_RETURN_IF_ERROR(inode->RemovePoint(txn, id));
   } else {
@@ -422,7 +712,8 @@ Status Acg::UpdateIndexes(MDB_txn* txn, const FileRecord* old_rec, const FileRec
   }
   // User indexes: the attribute of the same name.
   for (const IndexSpec& spec : user_specs_) {
-    Index* index = indexes_.at(spec.name).get();
+    if (!FedByAttribute(spec)) continue;
+    Index* index = indexes_.at(spec.name);
     const AttrValue* ov = nullptr;
     const AttrValue* nv = nullptr;
     if (old_rec) {
@@ -454,7 +745,7 @@ Status Acg::UpdateIndexes(MDB_txn* txn, const FileRecord* old_rec, const FileRec
   return Status::OK();
 }
 
-Status Acg::ApplyOne(MDB_txn* txn, const Update& u) {
+Status Acg::ApplyOne(MDB_txn* txn, const Update& u, AcgSummary* widened) {
   const FileId id = u.record.id;
   if (u.op == UpdateOp::kAddEdge) {
     std::string key;
@@ -486,6 +777,13 @@ Status Acg::ApplyOne(MDB_txn* txn, const Update& u) {
   switch (u.op) {
     case UpdateOp::kPut:
       new_rec = &u.record;
+      // The summary covers every committed record's paths already: tokenizing them again is
+      // ~10% of a commit of attribute changes.
+      if (found && old_rec.paths == u.record.paths) {
+        widened->AddAttributes(u.record);
+      } else {
+        widened->Add(u.record);
+      }
       break;
     case UpdateOp::kDelete:
       if (!found) return Status::OK();
@@ -519,26 +817,42 @@ Status Acg::ApplyOne(MDB_txn* txn, const Update& u) {
   return Status::OK();
 }
 
+// ---- reads ----
+
 Result<FileRecord> Acg::Get(FileId id) {
-  std::shared_lock<std::shared_mutex> lock(rw_);
-  MDB_txn* raw = nullptr;
-  int rc = mdb_txn_begin(env_, nullptr, MDB_RDONLY, &raw);
-  if (rc != 0) return LmdbStatus(rc, "mdb_txn_begin");
-  TxnGuard txn(raw);
-  FileRecord rec;
-  bool found = false;
-  PROPELLER_RETURN_IF_ERROR(ReadRecord(raw, id, &rec, &found));
-  if (!found) return Status::NotFound("no such file in ACG " + std::to_string(id_));
-  return rec;
+  Pin pin(this);
+  for (int attempt = 0;; ++attempt) {
+    PROPELLER_RETURN_IF_ERROR(EnsureOpen());
+    std::shared_lock<std::shared_mutex> lock(rw_);
+    if (!open_.load()) {  // closed meanwhile (by a large commit, or a failure)
+      if (attempt < kMaxOpenAttempts) continue;
+      return Status::Unavailable(AcgName(id_) + " keeps closing");
+    }
+    MDB_txn* raw = nullptr;
+    int rc = mdb_txn_begin(env_, nullptr, MDB_RDONLY, &raw);
+    if (rc != 0) return LmdbStatus(rc, "mdb_txn_begin");
+    TxnGuard txn(raw);
+    FileRecord rec;
+    bool found = false;
+    CountReads(1);
+    PROPELLER_RETURN_IF_ERROR(ReadRecord(raw, id, &rec, &found));
+    if (!found) return Status::NotFound("no such file in " + AcgName(id_));
+    return rec;
+  }
 }
 
 Status Acg::ListDirectories(std::vector<FileRecord>* dirs) {
-  std::shared_lock<std::shared_mutex> lock(rw_);
-  std::map<FileId, FileRecord> by_id;
-  MDB_txn* raw = nullptr;
-  int rc = mdb_txn_begin(env_, nullptr, MDB_RDONLY, &raw);
-  if (rc != 0) return LmdbStatus(rc, "mdb_txn_begin");
-  {
+  Pin pin(this);
+  for (int attempt = 0;; ++attempt) {
+    PROPELLER_RETURN_IF_ERROR(EnsureOpen());
+    std::shared_lock<std::shared_mutex> lock(rw_);
+    if (!open_.load()) {
+      if (attempt < kMaxOpenAttempts) continue;
+      return Status::Unavailable(AcgName(id_) + " keeps closing");
+    }
+    MDB_txn* raw = nullptr;
+    int rc = mdb_txn_begin(env_, nullptr, MDB_RDONLY, &raw);
+    if (rc != 0) return LmdbStatus(rc, "mdb_txn_begin");
     TxnGuard txn(raw);
     MDB_cursor* cur = nullptr;
     rc = mdb_cursor_open(raw, dirs_dbi_, &cur);
@@ -550,95 +864,80 @@ Status Acg::ListDirectories(std::vector<FileRecord>* dirs) {
       FileRecord rec;
       s = DecodeRecord(View(v), &rec);
       if (!s.ok()) break;
-      FileId id = rec.id;
-      by_id[id] = std::move(rec);
+      dirs->push_back(std::move(rec));
     }
     mdb_cursor_close(cur);
-    PROPELLER_RETURN_IF_ERROR(s);
+    CountReads(dirs->size());
+    return s;
   }
-  {
-    std::lock_guard<std::mutex> cl(cache_mu_);
-    for (const CachedUpdate& cu : cache_) {
-      const Update& u = cu.update;
-      if (u.op == UpdateOp::kPut) {
-        if (u.record.type == FileType::kDirectory) {
-          by_id[u.record.id] = u.record;
-        } else {
-          by_id.erase(u.record.id);
-        }
-      } else if (u.op == UpdateOp::kDelete) {
-        by_id.erase(u.record.id);
-      }
-    }
-  }
-  for (auto& [id, rec] : by_id) dirs->push_back(std::move(rec));
-  return Status::OK();
 }
 
 Status Acg::ListEdges(std::vector<std::tuple<FileId, FileId, uint64_t>>* edges) {
-  std::shared_lock<std::shared_mutex> lock(rw_);
-  MDB_txn* raw = nullptr;
-  int rc = mdb_txn_begin(env_, nullptr, MDB_RDONLY, &raw);
-  if (rc != 0) return LmdbStatus(rc, "mdb_txn_begin");
-  TxnGuard txn(raw);
-  MDB_cursor* cur = nullptr;
-  rc = mdb_cursor_open(raw, edges_dbi_, &cur);
-  if (rc != 0) return LmdbStatus(rc, "mdb_cursor_open");
-  MDB_val k, v;
-  Status s;
-  for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == 0;
-       rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
-    FileId src, dst;
-    s = DecodeEdgeKey(View(k), &src, &dst);
-    if (!s.ok() || v.mv_size != 8) break;
-    edges->emplace_back(src, dst, DecodeOrderedU64(View(v)));
+  Pin pin(this);
+  for (int attempt = 0;; ++attempt) {
+    PROPELLER_RETURN_IF_ERROR(EnsureOpen());
+    std::shared_lock<std::shared_mutex> lock(rw_);
+    if (!open_.load()) {
+      if (attempt < kMaxOpenAttempts) continue;
+      return Status::Unavailable(AcgName(id_) + " keeps closing");
+    }
+    MDB_txn* raw = nullptr;
+    int rc = mdb_txn_begin(env_, nullptr, MDB_RDONLY, &raw);
+    if (rc != 0) return LmdbStatus(rc, "mdb_txn_begin");
+    TxnGuard txn(raw);
+    MDB_cursor* cur = nullptr;
+    rc = mdb_cursor_open(raw, edges_dbi_, &cur);
+    if (rc != 0) return LmdbStatus(rc, "mdb_cursor_open");
+    MDB_val k, v;
+    Status s;
+    for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == 0;
+         rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+      FileId src, dst;
+      s = DecodeEdgeKey(View(k), &src, &dst);
+      if (!s.ok()) break;
+      if (v.mv_size != 8) {
+        s = Status::Corruption("malformed edge entry");
+        break;
+      }
+      edges->emplace_back(src, dst, DecodeOrderedU64(View(v)));
+    }
+    mdb_cursor_close(cur);
+    CountReads(edges->size());
+    PROPELLER_RETURN_IF_ERROR(s);
+    if (rc != 0 && rc != MDB_NOTFOUND) return LmdbStatus(rc, "scanning edges");
+    return Status::OK();
   }
-  mdb_cursor_close(cur);
-  PROPELLER_RETURN_IF_ERROR(s);
-  if (rc != 0 && rc != MDB_NOTFOUND) return Status::Corruption("malformed edge entry");
+}
+
+Status Acg::SyncIndexes() {
+  Pin pin(this);
+  std::unique_lock<std::shared_mutex> lock(rw_);
+  if (!open_.load()) return Status::OK();  // reconciled when it next opens
+  std::vector<IndexSpec> catalogue;
+  if (ctx_->catalogue) catalogue = ctx_->catalogue();
+  if (catalogue == user_specs_) return Status::OK();
+  MDB_txn* raw = nullptr;
+  int rc = mdb_txn_begin(env_, nullptr, 0, &raw);
+  if (rc != 0) return LmdbStatus(rc, "mdb_txn_begin");
+  Status s;
+  {
+    TxnGuard txn(raw);
+    s = ReconcileIndexes(raw, catalogue);
+    if (s.ok()) {
+      rc = txn.Commit();
+      if (rc != 0) s = LmdbStatus(rc, "committing the index set");
+    }
+  }
+  if (!s.ok()) {
+    // The index objects no longer match LMDB: close; the next use reconciles again.
+    CloseLocked();
+    return s.WithContext(AcgName(id_));
+  }
+  RefreshOpenBytes();
   return Status::OK();
 }
 
-Status Acg::CreateIndex(const IndexSpec& spec) {
-  std::unique_lock<std::shared_mutex> lock(rw_);
-  std::vector<IndexSpec> specs = user_specs_;
-  specs.push_back(spec);
-  Status s = LoadIndexes(specs);
-  if (!s.ok()) {
-    Status rs = LoadIndexes(user_specs_);
-    (void)rs;
-  }
-  return s;
-}
-
-Status Acg::DropIndex(const std::string& name) {
-  std::unique_lock<std::shared_mutex> lock(rw_);
-  std::vector<IndexSpec> specs;
-  for (const IndexSpec& s : user_specs_) {
-    if (s.name != name) specs.push_back(s);
-  }
-  return LoadIndexes(specs);
-}
-
-uint64_t Acg::files() {
-  MDB_txn* raw = nullptr;
-  if (mdb_txn_begin(env_, nullptr, MDB_RDONLY, &raw) != 0) return 0;
-  MDB_stat st{};
-  mdb_stat(raw, files_dbi_, &st);
-  mdb_txn_abort(raw);
-  return st.ms_entries;
-}
-
-uint64_t Acg::edges() {
-  MDB_txn* raw = nullptr;
-  if (mdb_txn_begin(env_, nullptr, MDB_RDONLY, &raw) != 0) return 0;
-  MDB_stat st{};
-  mdb_stat(raw, edges_dbi_, &st);
-  mdb_txn_abort(raw);
-  return st.ms_entries;
-}
-
-uint64_t Acg::disk_bytes() {
+uint64_t Acg::disk_bytes() const {
   uint64_t total = 0;
   for (const char* f : {"/data.mdb", "/lock.mdb"}) {
     struct stat st;
@@ -650,8 +949,8 @@ uint64_t Acg::disk_bytes() {
 
 uint64_t Acg::index_memory_bytes() {
   std::shared_lock<std::shared_mutex> lock(rw_);
-  uint64_t total = 0;
-  for (const auto& [name, index] : indexes_) total += index->MemoryBytes();
+  uint64_t total = inode_ != nullptr ? inode_->MemoryBytes() : 0;
+  for (const auto& [name, index] : owned_) total += index->MemoryBytes();
   return total;
 }
 

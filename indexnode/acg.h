@@ -14,10 +14,29 @@
 // "applied_lsn" is committed in the same LMDB transaction as the updates it covers, so after
 // any crash an update is in the indexes iff its LSN <= applied_lsn: replay is exact.
 //
-// Threading and locks. Lock order: rw_ before cache_mu_; both below Wal::mu_ (AddToCache runs
-// under it). rw_ is held exclusively by Commit/CreateIndex/DropIndex and shared by searches
-// and Get, which therefore never see a half-applied commit. The cache may grow while a commit
-// runs; the commit takes what was cached when it started.
+// Open and closed (DESIGN §6: "open ACGs are cached (LRU)"). An Acg object exists for every
+// partition of the node for the node's lifetime, but its LMDB environment is open only while
+// the engine's cache of open ACGs holds it. What stays in memory for a CLOSED ACG:
+//   - id, directory, applied_lsn, file and edge counts, the data file's size;
+//   - the summary (min/max per inode axis + a 4 KiB Bloom filter of keywords and uids);
+//   - the write cache (acknowledged updates not committed yet: they never need the environment);
+//   - the `inode` K-D tree once it has been loaded: it is the partition's fine-grained summary —
+//     a search whose K-D box has no point in a closed ACG is answered without opening it;
+// and nothing else: B-tree handles, hash tables (the keyword hash is the largest structure) and
+// the environment's map and buffers are dropped at close. Every operation that needs LMDB
+// (commit, a search that cannot be answered from the K-D tree, Get, edges, directories) opens
+// the ACG on demand: the environment is reopened, the index set is reconciled with the node's
+// catalogue (user indexes created or dropped while it was closed are built or dropped), the
+// K-D tree is reattached, and hash tables are loaded only when a search needs them. A closed
+// ACG is reopened with its LMDB contents unchanged (only this object writes them).
+//
+// Threading and locks. Lock order: rw_ before cache_mu_ before summary_mu_; all below
+// Wal::mu_ (AppendToCache runs under it). rw_ is held exclusively by Commit, opening, closing,
+// loading and index reconciliation, and shared by searches and reads, which therefore never
+// see a half-applied commit or a closing environment. The cache may grow while a commit runs;
+// the commit takes what was cached when it started. An operation that needs the environment
+// first pins the ACG (pins_), then opens it if closed; TryClose refuses pinned ACGs and never
+// blocks (try-lock), so the engine may call it on any ACG from any thread.
 #ifndef PROPELLER_INDEXNODE_ACG_H_
 #define PROPELLER_INDEXNODE_ACG_H_
 
@@ -31,6 +50,7 @@
 #include <mutex>
 #include <shared_mutex>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <vector>
 
@@ -42,9 +62,18 @@
 
 namespace propeller {
 
+class Acg;
+
+// An operation that finds its ACG closed again after opening it (a large commit closes the ACG
+// it committed; see acg.cc) reopens it, at most this many times before reporting Unavailable.
+inline constexpr int kMaxOpenAttempts = 1000;
+// A search that will read at least this many records of an ACG (or scan it) prefaults its map.
+inline constexpr size_t kPrefaultCandidates = 32;
+
 struct IndexSpec {
   std::string name;
   IndexType type = IndexType::kBTree;
+  bool operator==(const IndexSpec&) const = default;
 };
 
 // What a search asks of one ACG.
@@ -61,15 +90,62 @@ struct AcgSearchRequest {
 struct AcgSearchStats {
   uint64_t candidates = 0;
   uint64_t matches = 0;
+  bool answered_closed = false;  // the K-D tree proved "no match" without opening the ACG
+};
+
+// One acknowledged update in a write cache. The record (kPut, kSetAttrs, kRemoveAttrs) is kept
+// encoded (EncodeRecord) in its StagedBatch's bytes — ~3x smaller than an Update object, no
+// allocation per update — and decoded by the commit that applies it.
+struct CachedUpdate {
+  uint64_t offset = 0;  // the record's encoding: [offset, offset + size) of the batch's bytes
+  uint32_t size = 0;    // 0 for kDelete and kAddEdge
+  UpdateOp op = UpdateOp::kPut;
+  uint32_t edge_weight = 0;  // kAddEdge
+  FileId id;                 // the record's id; kAddEdge: the source
+  FileId edge_dst;           // kAddEdge
+};
+
+// The cache entries of one logged batch, grouped by ACG and shared by the caches of every ACG
+// the batch touches: acknowledging costs one allocation per batch and a reference per ACG,
+// not a copy per update. Freed when the last of those ACGs has committed its part.
+struct StagedBatch {
+  StagedBatch() = default;
+  StagedBatch(const StagedBatch&) = delete;
+  StagedBatch& operator=(const StagedBatch&) = delete;
+  // Subtracts bytes() from *live_bytes when set (the engine's accounting of cache memory).
+  ~StagedBatch();
+  uint64_t bytes() const { return entries.capacity() * sizeof(CachedUpdate) + data.capacity(); }
+
+  uint64_t lsn = 0;  // set before any cache references the batch
+  std::vector<CachedUpdate> entries;
+  std::string data;  // the encoded records of `entries`
+  std::atomic<uint64_t>* live_bytes = nullptr;
+};
+
+// Appends `update` to `batch`: its entry, and its record's encoding if the op has one.
+void StageUpdate(const Update& update, StagedBatch* batch);
+
+// What the engine provides to its ACGs.
+struct AcgContext {
+  uint64_t map_size = 4ull << 30;  // initial LMDB map size (sparse; grows)
+  // The node's catalogue of user indexes, read whenever the ACG opens (it may have changed
+  // while the ACG was closed). Called with the ACG's rw_ held exclusively: must not take
+  // locks that are held while waiting for an ACG lock.
+  std::function<std::vector<IndexSpec>()> catalogue;
+  // Called after the ACG's environment was opened on demand (not by Open), with no ACG lock
+  // held and the ACG pinned: the engine accounts for it and closes others (TryClose).
+  std::function<void(Acg*)> on_open;
+  // Monotonic "time" for least-recently-used ordering; each use of the ACG stamps it.
+  std::atomic<uint64_t>* use_clock = nullptr;
 };
 
 class Acg {
  public:
-  // Opens (creating if missing) the ACG `id` in directory `dir`. `user_indexes` is the node's
-  // catalogue: missing ones are built from the records, ones not in it are dropped.
+  // Opens (creating if missing) the ACG `id` in directory `dir`, reads its meta data and
+  // reconciles its indexes with ctx.catalogue(). The ACG is left OPEN (the caller accounts
+  // for it); `ctx` must outlive the Acg.
   static Result<std::unique_ptr<Acg>> Open(uint64_t id, const std::string& dir,
-                                           uint64_t map_size,
-                                           const std::vector<IndexSpec>& user_indexes);
+                                           const AcgContext* ctx);
   // Closes the environment. Cached updates are NOT committed (the log still has them).
   ~Acg();
 
@@ -77,74 +153,144 @@ class Acg {
   const std::string& dir() const { return dir_; }
   uint64_t applied_lsn() const { return applied_lsn_.load(); }
 
-  // Adds a logged update to the write cache. Thread-safe.
-  void AddToCache(uint64_t lsn, const Update& update, int64_t now_mono_ns);
+  // ---- the write cache (no environment needed) ----
+  // Adds entries [begin, end) of a logged batch — this ACG's updates in it — to the cache.
+  // Thread-safe; cheap (it runs under the log lock). Returns the number of cached updates.
+  size_t AppendToCache(std::shared_ptr<const StagedBatch> batch, uint32_t begin, uint32_t end,
+                       int64_t now_mono_ns);
   size_t cached() const;
+  // Bytes of cached entries and records (this ACG's parts of the batches it references).
+  uint64_t cache_bytes() const { return cache_bytes_.load(std::memory_order_relaxed); }
   uint64_t oldest_cached_lsn() const;        // 0 when the cache is empty
   int64_t oldest_cached_time_ns() const;     // monotonic; 0 when empty
+  // The summary's verdict; true while updates are cached or being committed.
   bool MayMatch(const QueryNode& node) const;
 
   // Moves the cached updates with LSN <= up_to_lsn (a prefix of the cache) into the indexes
-  // in one durable LMDB transaction. The engine passes the log's synced LSN, so the indexes
-  // never get ahead of the durable log: after a power loss the state is exactly a prefix of
-  // the log, and no batch spanning several ACGs is half-applied. On error the cache is kept
-  // (and the in-memory structures reloaded from LMDB) so nothing acknowledged is lost.
-  Status Commit(uint64_t up_to_lsn = UINT64_MAX);
+  // in one durable LMDB transaction, opening the ACG if needed. The engine passes the log's
+  // synced LSN, so the indexes never get ahead of the durable log: after a power loss the
+  // state is exactly a prefix of the log, and no batch spanning several ACGs is half-applied.
+  // On error the cache is kept (and the in-memory structures dropped, to be reloaded from
+  // LMDB) so nothing acknowledged is lost. On success `updates` (may be null) receives how
+  // many cached updates left the cache.
+  Status Commit(uint64_t up_to_lsn = UINT64_MAX, size_t* updates = nullptr);
 
-  // Searches committed state (callers commit first for freshness). Thread-safe.
+  // Searches committed state (callers commit first for freshness). Thread-safe. A closed ACG
+  // whose loaded K-D tree proves the query has no candidate stays closed.
   Status Search(const AcgSearchRequest& request, AcgSearchStats* stats);
   // The committed record of `id` (callers commit first). NotFound when absent.
   Result<FileRecord> Get(FileId id);
-  // Every directory record (committed and cached), for the node's permission table.
+  // Every committed directory record, for the node's permission table.
   Status ListDirectories(std::vector<FileRecord>* dirs);
   // The committed edges (callers commit first).
   Status ListEdges(std::vector<std::tuple<FileId, FileId, uint64_t>>* edges);
 
-  Status CreateIndex(const IndexSpec& spec);
-  Status DropIndex(const std::string& name);
+  // Brings the indexes of an open ACG in line with ctx.catalogue() now (builds new user
+  // indexes from the records, drops removed ones); a closed ACG does it when it next opens.
+  Status SyncIndexes();
 
-  uint64_t files();
-  uint64_t edges();
-  uint64_t disk_bytes();
+  uint64_t files() const { return files_.load(std::memory_order_relaxed); }
+  uint64_t edges() const { return edges_.load(std::memory_order_relaxed); }
+  uint64_t disk_bytes() const;
+  // Heap bytes of loaded in-memory index structures (the K-D tree, loaded hash tables).
   uint64_t index_memory_bytes();
 
+  // ---- for the engine's cache of open ACGs ----
+  bool is_open() const { return open_.load(std::memory_order_acquire); }
+  bool pinned() const { return pins_.load(std::memory_order_relaxed) > 0; }  // a hint
+  uint64_t last_used() const { return last_used_.load(std::memory_order_relaxed); }
+  // What closing this ACG would release, estimated from above: its loaded hash tables plus
+  // the data pages its map may hold — the whole data file once it was prefaulted or scanned,
+  // else 64 KiB (the kernel's fault-around window) per record read since it opened, plus a
+  // little for the B-tree's upper levels. 0 when closed.
+  uint64_t open_bytes() const;
+  // Closes the environment and drops hash tables if the ACG is open, idle (not pinned) and its
+  // lock is free right now; never blocks. True when it closed it.
+  bool TryClose();
+
  private:
-  struct CachedUpdate {
-    uint64_t lsn;
-    Update update;
+  // Marks the ACG in use for its lifetime (TryClose leaves it open) and stamps its last use.
+  class Pin {
+   public:
+    explicit Pin(Acg* acg);
+    ~Pin();
+    Pin(const Pin&) = delete;
+    Pin& operator=(const Pin&) = delete;
+
+   private:
+    Acg* acg_;
   };
 
-  Acg(uint64_t id, std::string dir);
-  Status OpenEnv(uint64_t map_size);
-  Status LoadIndexes(const std::vector<IndexSpec>& user_indexes);  // REQUIRES: rw_ exclusive
-  Status CommitOnce(const std::vector<CachedUpdate>& batch);       // REQUIRES: rw_ exclusive
-  Status ApplyOne(MDB_txn* txn, const Update& u);
-  Status IndexRecord(MDB_txn* txn, const FileRecord& rec, bool insert);
+  Acg(uint64_t id, std::string dir, const AcgContext* ctx);
+  // Opens the environment if it is closed, then calls ctx_->on_open (outside rw_).
+  // REQUIRES: pinned; rw_ not held.
+  Status EnsureOpen();
+  // Loads the named indexes that are not loaded; does nothing if the ACG is closed (the caller
+  // checks under its lock and retries). REQUIRES: pinned; rw_ not held.
+  Status EnsureLoaded(const std::vector<std::string>& names);
+  Status OpenLocked(bool first);  // REQUIRES: rw_ exclusive, closed
+  void CloseLocked();             // REQUIRES: rw_ exclusive
+  Status OpenEnv(bool first);     // REQUIRES: rw_ exclusive
+  Status ReconcileIndexes(MDB_txn* txn, const std::vector<IndexSpec>& user_indexes);
+  // The search proper. REQUIRES: rw_ shared, open.
+  Status SearchOpen(const AcgSearchRequest& request, AcgSearchStats* stats);
+  struct Slice {  // entries [begin, end) of a batch
+    std::shared_ptr<const StagedBatch> batch;
+    uint32_t begin = 0;
+    uint32_t end = 0;
+  };
+  static uint64_t SliceBytes(const Slice& s);
+  Status CommitOnce(const std::vector<Slice>& slices);
+  // Applies one update and widens `widened` to cover its record.
+  Status ApplyOne(MDB_txn* txn, const Update& u, AcgSummary* widened);
   Status UpdateIndexes(MDB_txn* txn, const FileRecord* old_rec, const FileRecord* new_rec);
   Status ReadRecord(MDB_txn* txn, FileId id, FileRecord* rec, bool* found);
   Status BuildIndex(MDB_txn* txn, Index* index);
-  Status ReloadLocked();  // REQUIRES: rw_ exclusive
+  void RefreshOpenBytes();  // REQUIRES: rw_ held
+  void CountReads(uint64_t n) { reads_.fetch_add(n, std::memory_order_relaxed); }
+  // Maps every page of the data file now (MADV_POPULATE_READ), once per open: reading many
+  // records of a freshly opened environment otherwise costs one page fault (~3 us with the
+  // kernel's fault-around) per record. REQUIRES: rw_ held, open.
+  void Prefault();
 
   const uint64_t id_;
   const std::string dir_;
+  const AcgContext* const ctx_;
 
-  // Constant after Open (the handles; the environment's map may grow under rw_ exclusive).
+  std::atomic<int> pins_{0};
+  std::atomic<uint64_t> last_used_{0};
+  std::atomic<bool> open_{false};  // written under rw_ exclusive
+  // For open_bytes(); reset when the ACG opens.
+  std::atomic<uint64_t> data_file_bytes_{0};
+  std::atomic<uint64_t> hash_bytes_{0};
+  std::atomic<uint64_t> reads_{0};          // records read since the last open
+  std::atomic<bool> prefaulted_{false};     // whole file mapped since the last open
+  std::atomic<uint64_t> files_{0};
+  std::atomic<uint64_t> edges_{0};
+  std::atomic<uint64_t> applied_lsn_{0};  // written under rw_ exclusive
+
+  mutable std::shared_mutex rw_;
+  // The environment and its handles. Under rw_ (valid while open_).
   MDB_env* env_ = nullptr;
   MDB_dbi files_dbi_ = 0, dirs_dbi_ = 0, edges_dbi_ = 0, meta_dbi_ = 0;
   uint64_t map_size_ = 0;  // Under rw_.
-
-  mutable std::shared_mutex rw_;
-  std::map<std::string, std::unique_ptr<Index>, std::less<>> indexes_;  // Under rw_.
-  std::vector<IndexSpec> user_specs_;                                    // Under rw_.
-  std::atomic<uint64_t> applied_lsn_{0};  // written under rw_ exclusive
+  // The `inode` K-D tree: kept across closes once created (reattached at open), loaded lazily.
+  std::unique_ptr<Index> inode_;  // Under rw_.
+  // B-tree and hash indexes (built-in and user): only while open.
+  std::map<std::string, std::unique_ptr<Index>, std::less<>> owned_;  // Under rw_.
+  // Every index by name while open; just `inode` while closed. Under rw_.
+  std::map<std::string, Index*, std::less<>> indexes_;
+  std::vector<IndexSpec> user_specs_;  // user indexes built here (last reconcile). Under rw_.
 
   mutable std::mutex cache_mu_;
-  std::vector<CachedUpdate> cache_;    // Under cache_mu_. In LSN order.
+  std::vector<Slice> cache_;           // Under cache_mu_. In LSN order.
+  size_t cached_ = 0;                  // Under cache_mu_. Updates in cache_.
   int64_t oldest_cached_time_ns_ = 0;  // Under cache_mu_.
+  std::atomic<uint64_t> cache_bytes_{0};  // written under cache_mu_
   // Commits whose records are out of the cache but not yet in the summary. The summary is
   // widened by the commit, not on the acknowledgement path (it was ~8% of Apply in a perf
-  // profile): while the cache is non-empty or this is non-zero, MayMatch says yes and the search
-  // commits first.
+  // profile): while the cache is non-empty or this is non-zero, MayMatch says yes and the
+  // search commits first.
   int summary_pending_ = 0;            // Under cache_mu_.
 
   mutable std::mutex summary_mu_;      // Lock order: after rw_, never with cache_mu_ held.

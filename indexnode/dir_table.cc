@@ -51,6 +51,23 @@ void DirTable::Apply(const Update& u) {
   }
 }
 
+void DirTable::ApplyBatch(std::span<const Update> updates) {
+  {
+    std::shared_lock<std::shared_mutex> lock(mu_);
+    bool any = false;
+    for (const Update& u : updates) {
+      if (u.op == UpdateOp::kPut && u.record.type == FileType::kDirectory) any = true;
+      if ((u.op == UpdateOp::kPut || u.op == UpdateOp::kDelete) && !paths_.empty() &&
+          paths_.find(u.record.id) != paths_.end()) {
+        any = true;
+      }
+      if (any) break;
+    }
+    if (!any) return;
+  }
+  for (const Update& u : updates) Apply(u);
+}
+
 bool DirTable::Visible(uint32_t volume, const std::string& path, const Credentials& creds) const {
   if (creds.uid == 0) return true;
   std::shared_lock<std::shared_mutex> lock(mu_);

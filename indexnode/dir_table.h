@@ -13,6 +13,7 @@
 #include <map>
 #include <mutex>
 #include <shared_mutex>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -27,6 +28,8 @@ class DirTable {
   // Applies a logged update (puts of directories add or replace, puts of other types and
   // deletes remove).
   void Apply(const Update& update);
+  // Apply() of each update in order; one shared-lock check when none concerns a directory.
+  void ApplyBatch(std::span<const Update> updates);
   void Put(const FileRecord& dir);
 
   // True when every proper ancestor of `path` in `volume` grants `creds` r and x.

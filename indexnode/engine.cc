@@ -1,5 +1,7 @@
 #include "indexnode/engine.h"
 
+#include <malloc.h>
+
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
@@ -103,6 +105,13 @@ class Engine::Impl {
     int threads = options_.search_threads;
     if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     pool_ = std::make_unique<ThreadPool>(threads);
+    ctx_.map_size = options_.acg_map_size;
+    ctx_.catalogue = [this] {
+      std::lock_guard<std::mutex> lock(specs_mu_);
+      return user_indexes_;
+    };
+    ctx_.on_open = [this](Acg* acg) { OnAcgOpened(acg); };
+    ctx_.use_clock = &use_clock_;
   }
 
   ~Impl() {
@@ -126,15 +135,21 @@ class Engine::Impl {
     if (options_.cache_bound_updates == 0 || options_.total_cache_bound_updates == 0) {
       return Status::InvalidArgument("cache bounds must be > 0");
     }
+    if (options_.tune_malloc) TuneMalloc();
     PROPELLER_RETURN_IF_ERROR(env->CreateDirs(JoinPath(options_.data_dir, "acg")));
     catalogue_path_ = JoinPath(options_.data_dir, "indexes");
     if (env->FileExists(catalogue_path_)) {
       std::string text;
       PROPELLER_RETURN_IF_ERROR(ReadFileToString(env, catalogue_path_, &text));
-      PROPELLER_RETURN_IF_ERROR(DecodeCatalogue(text, &user_indexes_));
+      std::vector<IndexSpec> specs;
+      PROPELLER_RETURN_IF_ERROR(DecodeCatalogue(text, &specs));
+      std::lock_guard<std::mutex> lock(specs_mu_);
+      user_indexes_ = std::move(specs);
     }
-    // Open every ACG; the log's next LSN must exceed every LSN any ACG has applied (a power
-    // loss may have cut the log's unsynced tail after an ACG had committed it).
+    // Open every ACG (each is closed again as the cache of open ACGs overflows): the log's next
+    // LSN must exceed every LSN any ACG has applied (a power loss may have cut the log's
+    // unsynced tail after an ACG had committed it), and the permission table starts from the
+    // committed directories.
     PROPELLER_ASSIGN_OR_RETURN(std::vector<std::string> names,
                                env->GetChildren(JoinPath(options_.data_dir, "acg")));
     uint64_t max_applied = 0;
@@ -144,6 +159,9 @@ class Engine::Impl {
       if (name.empty() || *end != '\0' || id == 0) continue;
       PROPELLER_ASSIGN_OR_RETURN(Acg * acg, GetOrCreateAcg(id));
       max_applied = std::max(max_applied, acg->applied_lsn());
+      std::vector<FileRecord> dirs;
+      PROPELLER_RETURN_IF_ERROR(acg->ListDirectories(&dirs));
+      for (const FileRecord& d : dirs) dir_table_.Put(d);
     }
     Wal::Options wo;
     wo.env = env;
@@ -152,45 +170,65 @@ class Engine::Impl {
     wo.group_commit_interval_ns = options_.group_commit_interval_ns;
     wo.segment_bytes = options_.wal_segment_bytes;
     std::vector<Update> batch;
+    ApplyScratch sc;
     auto replay = [&](uint64_t lsn, std::string_view payload) -> Status {
       batch.clear();
       PROPELLER_RETURN_IF_ERROR(DecodeUpdateBatch(payload, &batch));
       for (const Update& u : batch) {
-        PROPELLER_ASSIGN_OR_RETURN(Acg * acg, GetOrCreateAcg(u.acg));
-        if (lsn > acg->applied_lsn()) {
-          acg->AddToCache(lsn, u, env->MonotonicNanos());
-          ++total_cached_;
-        }
+        PROPELLER_RETURN_IF_ERROR(ValidateUpdate(u).WithContext("replaying the log"));
+      }
+      PROPELLER_RETURN_IF_ERROR(GroupByAcg(batch, &sc));
+      // Only the ACGs that have not committed this record yet get it.
+      std::erase_if(sc.groups,
+                    [&](const ApplyScratch::Group& g) { return g.acg->applied_lsn() >= lsn; });
+      if (sc.groups.empty()) return Status::OK();
+      std::shared_ptr<StagedBatch> staged = Stage(batch, &sc);
+      staged->lsn = lsn;
+      const int64_t now = env->MonotonicNanos();
+      for (const ApplyScratch::Group& g : sc.groups) {
+        g.acg->AppendToCache(staged, g.begin, g.end, now);
+        total_cached_ += g.end - g.begin;
+      }
+      // In log order after the committed directories: the same table as before the crash.
+      std::vector<uint64_t> replayed;
+      for (const ApplyScratch::Group& g : sc.groups) replayed.push_back(g.acg_id);  // sorted
+      for (const Update& u : batch) {
+        if (std::binary_search(replayed.begin(), replayed.end(), u.acg)) dir_table_.Apply(u);
       }
       return Status::OK();
     };
     PROPELLER_ASSIGN_OR_RETURN(wal_, Wal::Open(wo, max_applied + 1, replay));
-    // The permission table: committed directories plus replayed ones.
-    for (Acg* acg : AllAcgs()) {
-      std::vector<FileRecord> dirs;
-      PROPELLER_RETURN_IF_ERROR(acg->ListDirectories(&dirs));
-      for (const FileRecord& d : dirs) dir_table_.Put(d);
-    }
+    EnforceOpenBounds();
     if (options_.background_commit) {
       committer_ = std::thread([this] { CommitterMain(); });
     }
     return Status::OK();
   }
 
+  static void TuneMalloc() {
+    static std::once_flag once;
+    std::call_once(once, [] { mallopt(M_MMAP_THRESHOLD, kMmapThreshold); });
+  }
+
+  // The ACG `id`, opening (creating) it when this process has not seen it yet.
   Result<Acg*> GetOrCreateAcg(uint64_t id) {
     {
       std::shared_lock<std::shared_mutex> lock(acgs_mu_);
       auto it = acgs_.find(id);
       if (it != acgs_.end()) return it->second.get();
     }
-    std::unique_lock<std::shared_mutex> lock(acgs_mu_);
-    auto it = acgs_.find(id);
-    if (it != acgs_.end()) return it->second.get();
-    std::string dir = JoinPath(JoinPath(options_.data_dir, "acg"), std::to_string(id));
-    PROPELLER_ASSIGN_OR_RETURN(std::unique_ptr<Acg> acg,
-                               Acg::Open(id, dir, options_.acg_map_size, user_indexes_));
-    Acg* raw = acg.get();
-    acgs_[id] = std::move(acg);
+    Acg* raw = nullptr;
+    {
+      std::unique_lock<std::shared_mutex> lock(acgs_mu_);
+      auto it = acgs_.find(id);
+      if (it != acgs_.end()) return it->second.get();
+      std::string dir = JoinPath(JoinPath(options_.data_dir, "acg"), std::to_string(id));
+      PROPELLER_ASSIGN_OR_RETURN(std::unique_ptr<Acg> acg, Acg::Open(id, dir, &ctx_));
+      raw = acg.get();
+      acgs_[id] = std::move(acg);
+    }
+    OnAcgOpened(raw);  // Acg::Open leaves it open
+    EnforceOpenBounds();  // the caller may not need it open (Apply does not)
     return raw;
   }
 
@@ -202,39 +240,174 @@ class Engine::Impl {
     return out;
   }
 
+  // ---- the cache of open ACGs ----
+
+  // An ACG's environment was opened: account for it and close the least recently used idle
+  // ones beyond the bounds. Runs with no ACG lock held; TryClose never blocks.
+  void OnAcgOpened(Acg* acg) {
+    acg_opens_.fetch_add(1, std::memory_order_relaxed);
+    Evict(acg);
+  }
+
+  // After an operation: ACGs that were in use while others opened may have kept the cache
+  // above its bounds; close the least recently used idle ones now.
+  void EnforceOpenBounds() { Evict(nullptr); }
+
+  // Closes the least recently used idle ACGs other than `keep` until the bounds hold (or none
+  // is idle). The victims are chosen under lru_mu_ but closed after it is released: closing
+  // unmaps up to a whole data file (~0.15 ms for 7 MB), and other threads opening ACGs meanwhile
+  // must not queue behind that.
+  void Evict(Acg* keep) {
+    std::vector<Acg*> victims;
+    {
+      std::lock_guard<std::mutex> lock(lru_mu_);
+      if (keep != nullptr &&
+          std::find(open_set_.begin(), open_set_.end(), keep) == open_set_.end()) {
+        open_set_.push_back(keep);
+      }
+      // Forget ACGs closed meanwhile (they rejoin when they reopen).
+      std::erase_if(open_set_, [](Acg* a) { return !a->is_open(); });
+      const size_t max_count = options_.max_open_acgs;
+      const uint64_t max_bytes = options_.max_open_acg_bytes;
+      size_t count = open_set_.size();
+      uint64_t bytes = 0;
+      for (Acg* a : open_set_) bytes += a->open_bytes();
+      auto over = [&] {
+        return (max_count != 0 && count > max_count) || (max_bytes != 0 && bytes > max_bytes);
+      };
+      if (!over()) return;
+      // Least recently used first. The stamps change under us (every use stamps its ACG): sort
+      // a snapshot, or the comparator would be inconsistent (undefined behaviour in std::sort).
+      std::vector<std::pair<uint64_t, Acg*>> by_age;
+      for (Acg* a : open_set_) {
+        if (a != keep && !a->pinned()) by_age.emplace_back(a->last_used(), a);
+      }
+      std::sort(by_age.begin(), by_age.end());
+      for (const auto& [stamp, v] : by_age) {
+        if (!over()) break;
+        victims.push_back(v);
+        std::erase(open_set_, v);
+        --count;
+        bytes -= std::min(bytes, v->open_bytes());
+      }
+    }
+    for (Acg* v : victims) {
+      if (v->TryClose()) continue;
+      // In use after all (pinned since): it stays open and accounted (the bound is soft).
+      std::lock_guard<std::mutex> lock(lru_mu_);
+      if (v->is_open() && std::find(open_set_.begin(), open_set_.end(), v) == open_set_.end()) {
+        open_set_.push_back(v);
+      }
+    }
+  }
+
+  // ---- write path ----
+
+  // Buffers of Apply (per thread, reused across calls) and of replay.
+  struct ApplyScratch {
+    struct Group {
+      Acg* acg = nullptr;
+      uint64_t acg_id = 0;
+      uint32_t first = 0, last = 0;  // [first, last) of `order`
+      uint32_t begin = 0, end = 0;   // the group's entries in the staged batch
+    };
+    std::vector<uint32_t> order;  // batch positions grouped by ACG (stable)
+    std::vector<Group> groups;
+    std::string payload;          // the log record
+    size_t bytes_per_update = 0;  // of the previous batch, to size the next one
+  };
+
+  // Groups the batch by ACG keeping the batch order inside each ACG — one lookup, one cache
+  // lock and one reference per ACG instead of per update — and resolves (creates) the ACGs.
+  Status GroupByAcg(std::span<const Update> updates, ApplyScratch* sc) {
+    const size_t n = updates.size();
+    sc->order.resize(n);
+    bool grouped = true;
+    for (size_t i = 0; i < n; ++i) {
+      sc->order[i] = static_cast<uint32_t>(i);
+      if (i > 0 && updates[i].acg < updates[i - 1].acg) grouped = false;
+    }
+    if (!grouped) {
+      std::stable_sort(sc->order.begin(), sc->order.end(), [&](uint32_t a, uint32_t b) {
+        return updates[a].acg < updates[b].acg;
+      });
+    }
+    sc->groups.clear();
+    for (size_t k = 0; k < n; ++k) {
+      const uint64_t id = updates[sc->order[k]].acg;
+      if (sc->groups.empty() || sc->groups.back().acg_id != id) {
+        ApplyScratch::Group g;
+        g.acg_id = id;
+        g.first = static_cast<uint32_t>(k);
+        sc->groups.push_back(g);
+      }
+      sc->groups.back().last = static_cast<uint32_t>(k + 1);
+    }
+    {
+      std::shared_lock<std::shared_mutex> lock(acgs_mu_);
+      for (ApplyScratch::Group& g : sc->groups) {
+        auto it = acgs_.find(g.acg_id);
+        if (it != acgs_.end()) g.acg = it->second.get();
+      }
+    }
+    for (ApplyScratch::Group& g : sc->groups) {
+      if (g.acg != nullptr) continue;
+      PROPELLER_ASSIGN_OR_RETURN(g.acg, GetOrCreateAcg(g.acg_id));
+    }
+    return Status::OK();
+  }
+
+  // Encodes the updates of sc->groups into one batch for the caches (outside the log lock;
+  // under it the caches only take references). Accounted in total_cache_bytes_ until freed.
+  std::shared_ptr<StagedBatch> Stage(std::span<const Update> updates, ApplyScratch* sc) {
+    auto staged = std::make_shared<StagedBatch>();
+    size_t count = 0;
+    for (const ApplyScratch::Group& g : sc->groups) count += g.last - g.first;
+    staged->entries.reserve(count);
+    staged->data.reserve(count * sc->bytes_per_update + count * sc->bytes_per_update / 8);
+    for (ApplyScratch::Group& g : sc->groups) {
+      g.begin = static_cast<uint32_t>(staged->entries.size());
+      for (uint32_t k = g.first; k < g.last; ++k) StageUpdate(updates[sc->order[k]], staged.get());
+      g.end = static_cast<uint32_t>(staged->entries.size());
+    }
+    if (count > 0) sc->bytes_per_update = staged->data.size() / count;
+    total_cache_bytes_ += staged->bytes();
+    staged->live_bytes = &total_cache_bytes_;
+    return staged;
+  }
+
   Status Apply(std::span<const Update> updates) {
     if (crashed_) return Status::Aborted("engine crashed");
     if (updates.empty()) return Status::OK();
-    std::vector<Acg*> targets;
-    targets.reserve(updates.size());
-    for (const Update& u : updates) {
-      PROPELLER_RETURN_IF_ERROR(ValidateUpdate(u));
-      // Create ACGs before logging: opening an environment must not happen under the log lock.
-      // Batches usually target few ACGs in runs: reuse the previous lookup.
-      if (targets.empty() || targets.back()->id() != u.acg) {
-        PROPELLER_ASSIGN_OR_RETURN(Acg * acg, GetOrCreateAcg(u.acg));
-        targets.push_back(acg);
-      } else {
-        targets.push_back(targets.back());
-      }
-    }
-    thread_local std::string payload;
-    payload.clear();
-    EncodeUpdateBatch(updates, &payload);
+    if (updates.size() > UINT32_MAX) return Status::InvalidArgument("update batch is too large");
+    for (const Update& u : updates) PROPELLER_RETURN_IF_ERROR(ValidateUpdate(u));
+    thread_local ApplyScratch sc;
+    // ACGs are resolved (created) before logging: opening an environment must not happen
+    // under the log lock.
+    PROPELLER_RETURN_IF_ERROR(GroupByAcg(updates, &sc));
+    std::shared_ptr<StagedBatch> staged = Stage(updates, &sc);
+    sc.payload.clear();
+    EncodeUpdateBatch(updates, &sc.payload);
     Env* env = options_.env;
+    bool over = false;
     auto on_logged = [&](uint64_t lsn) {
-      int64_t now = env->MonotonicNanos();
-      for (size_t i = 0; i < updates.size(); ++i) {
-        targets[i]->AddToCache(lsn, updates[i], now);
-        dir_table_.Apply(updates[i]);
+      staged->lsn = lsn;
+      const int64_t now = env->MonotonicNanos();
+      for (const ApplyScratch::Group& g : sc.groups) {
+        if (g.acg->AppendToCache(staged, g.begin, g.end, now) > options_.cache_bound_updates) {
+          over = true;
+        }
       }
+      dir_table_.ApplyBatch(updates);
     };
-    PROPELLER_RETURN_IF_ERROR(wal_->Append(payload, on_logged).status());
-    uint64_t total = total_cached_.fetch_add(updates.size()) + updates.size();
+    PROPELLER_RETURN_IF_ERROR(wal_->Append(sc.payload, on_logged).status());
+    staged.reset();  // the caches hold it now
+    const uint64_t total = total_cached_.fetch_add(updates.size()) + updates.size();
     // Enforce the cache bounds.
-    bool over = total > options_.total_cache_bound_updates;
-    for (Acg* acg : targets) {
-      if (acg->cached() > options_.cache_bound_updates) over = true;
+    if (total > options_.total_cache_bound_updates) over = true;
+    if (options_.max_cache_bytes != 0 && total_cache_bytes_.load() > options_.max_cache_bytes) {
+      // Backpressure: the caller commits (the committer cannot keep up).
+      return CommitDue(/*force_all=*/false);
     }
     if (over) {
       if (options_.background_commit) {
@@ -258,6 +431,7 @@ class Engine::Impl {
     PROPELLER_RETURN_IF_ERROR(wal_->Sync());
     const uint64_t durable = wal_->synced_lsn();
     Status first_error;
+    uint64_t committed = 0;
     std::vector<std::pair<size_t, Acg*>> sizes;
     for (Acg* acg : acgs) {
       size_t n = acg->cached();
@@ -265,45 +439,52 @@ class Engine::Impl {
       bool due = force_all || n > options_.cache_bound_updates ||
                  now - acg->oldest_cached_time_ns() >= options_.commit_timeout_ns;
       if (due) {
-        Status s = CommitAcg(acg, durable);
+        Status s = CommitAcg(acg, durable, &committed);
         if (!s.ok() && first_error.ok()) first_error = s;
       } else {
         sizes.emplace_back(n, acg);
       }
     }
-    // Node-wide bound: commit the largest caches until under it.
+    // Node-wide bounds: commit the largest caches until under half of them.
     std::sort(sizes.begin(), sizes.end(), [](auto& a, auto& b) { return a.first > b.first; });
     uint64_t remaining = 0;
     for (auto& [n, acg] : sizes) remaining += n;
     for (auto& [n, acg] : sizes) {
-      if (remaining <= options_.total_cache_bound_updates / 2) break;
-      Status s = CommitAcg(acg, durable);
+      const bool bytes_over = options_.max_cache_bytes != 0 &&
+                              total_cache_bytes_.load() > options_.max_cache_bytes / 2;
+      if (remaining <= options_.total_cache_bound_updates / 2 && !bytes_over) break;
+      Status s = CommitAcg(acg, durable, &committed);
       if (!s.ok() && first_error.ok()) first_error = s;
       remaining -= n;
     }
     PROPELLER_RETURN_IF_ERROR(TruncateLog());
+    EnforceOpenBounds();
+    if (options_.tune_malloc && committed >= kTrimAfterUpdates) malloc_trim(0);
     return first_error;
   }
 
   // Commits `acg`'s cache up to the durable end of the log, so the indexes never hold an
   // update the log could lose in a power loss. durable_lsn = 0: sync the log now and use its
   // end (everything acknowledged before this call); otherwise an LSN already known durable.
-  Status CommitAcg(Acg* acg, uint64_t durable_lsn = 0) {
-    size_t n = acg->cached();
-    if (n == 0) return Status::OK();
+  Status CommitAcg(Acg* acg, uint64_t durable_lsn = 0, uint64_t* committed = nullptr) {
+    if (acg->cached() == 0) return Status::OK();
     if (durable_lsn == 0) {
       PROPELLER_RETURN_IF_ERROR(wal_->Sync());
       durable_lsn = wal_->synced_lsn();
     }
-    Status s = acg->Commit(durable_lsn);
-    if (s.ok()) {
-      uint64_t cur = total_cached_.load();
-      uint64_t sub;
-      do {
-        sub = std::min<uint64_t>(cur, n);
-      } while (!total_cached_.compare_exchange_weak(cur, cur - sub));
+    size_t n = 0;
+    Status s = acg->Commit(durable_lsn, &n);
+    if (n > 0) {
+      Subtract(&total_cached_, n);
+      if (committed != nullptr) *committed += n;
     }
     return s;
+  }
+
+  static void Subtract(std::atomic<uint64_t>* counter, uint64_t n) {
+    uint64_t cur = counter->load();
+    while (!counter->compare_exchange_weak(cur, cur - std::min(cur, n))) {
+    }
   }
 
   // Deletes the log segments every ACG has committed.
@@ -344,6 +525,8 @@ class Engine::Impl {
     if (committer_.joinable()) committer_.join();
   }
 
+  // ---- search ----
+
   // `on_hit` may move from the hit it is given.
   Status Search(const SearchRequest& req, const std::function<bool(SearchHit&)>& on_hit,
                 SearchStats* stats_out) {
@@ -366,13 +549,16 @@ class Engine::Impl {
         ++stats.acgs_skipped;
       }
     }
+    // Open ACGs first: a search touching more ACGs than the cache holds would otherwise evict
+    // the open ones (least recently used) before it reaches them, and reopen every ACG.
+    std::stable_partition(todo.begin(), todo.end(), [](Acg* a) { return a->is_open(); });
 
     const bool sorted = !req.sort_by.empty();
     std::mutex out_mu;
     std::atomic<bool> stop{false};
     std::vector<SearchHit> collected;  // when sorted; Under out_mu.
     uint64_t delivered = 0;            // Under out_mu.
-    std::atomic<uint64_t> committed{0}, candidates{0};
+    std::atomic<uint64_t> committed{0}, candidates{0}, closed{0};
     std::vector<Status> errors(todo.size());
 
     pool_->ParallelFor(todo.size(), [&](size_t i) {
@@ -410,7 +596,9 @@ class Engine::Impl {
       AcgSearchStats as;
       errors[i] = acg->Search(ar, &as);
       candidates.fetch_add(as.candidates);
+      if (as.answered_closed) closed.fetch_add(1);
     });
+    EnforceOpenBounds();
     for (const Status& s : errors) PROPELLER_RETURN_IF_ERROR(s);
 
     if (sorted) {
@@ -422,6 +610,7 @@ class Engine::Impl {
       }
     }
     stats.acgs_committed = committed.load();
+    stats.acgs_answered_closed = closed.load();
     stats.candidates = candidates.load();
     stats.hits = delivered;
     if (stats_out) *stats_out = stats;
@@ -434,47 +623,47 @@ class Engine::Impl {
     });
   }
 
-  Result<FileRecord> Get(uint64_t acg_id, FileId id) {
-    Acg* acg = nullptr;
-    {
-      std::shared_lock<std::shared_mutex> lock(acgs_mu_);
-      auto it = acgs_.find(acg_id);
-      if (it == acgs_.end()) return Status::NotFound("no ACG " + std::to_string(acg_id));
-      acg = it->second.get();
-    }
-    PROPELLER_RETURN_IF_ERROR(CommitAcg(acg));
-    return acg->Get(id);
+  Acg* FindAcg(uint64_t id) {
+    std::shared_lock<std::shared_mutex> lock(acgs_mu_);
+    auto it = acgs_.find(id);
+    return it == acgs_.end() ? nullptr : it->second.get();
   }
 
+  Result<FileRecord> Get(uint64_t acg_id, FileId id) {
+    if (crashed_) return Status::Aborted("engine crashed");
+    Acg* acg = FindAcg(acg_id);
+    if (acg == nullptr) return Status::NotFound("no ACG " + std::to_string(acg_id));
+    PROPELLER_RETURN_IF_ERROR(CommitAcg(acg));
+    Result<FileRecord> rec = acg->Get(id);
+    EnforceOpenBounds();
+    return rec;
+  }
+
+  // ---- user indexes ----
+
   Status CreateIndex(const std::string& name, IndexType type) {
+    if (crashed_) return Status::Aborted("engine crashed");
     std::string why = ValidateIndexName(name);
     if (!why.empty()) return Status::InvalidArgument("bad index name '" + name + "': " + why);
     if (IsBuiltinIndex(name)) return Status::AlreadyExists("'" + name + "' is a built-in index");
     std::lock_guard<std::mutex> lock(catalogue_mu_);
-    for (const IndexSpec& s : user_indexes_) {
+    std::vector<IndexSpec> next = Catalogue();
+    for (const IndexSpec& s : next) {
       if (s.name == name) return Status::AlreadyExists("index '" + name + "' exists");
     }
-    std::vector<IndexSpec> next = user_indexes_;
     next.push_back(IndexSpec{name, type});
     // Catalogue first: a crash after it leaves ACGs that build the index when they open.
     PROPELLER_RETURN_IF_ERROR(
         WriteFileAtomically(options_.env, catalogue_path_, EncodeCatalogue(next)));
-    {
-      std::unique_lock<std::shared_mutex> al(acgs_mu_);
-      user_indexes_ = next;
-    }
-    for (Acg* acg : AllAcgs()) {
-      PROPELLER_RETURN_IF_ERROR(CommitAcg(acg));
-      PROPELLER_RETURN_IF_ERROR(acg->CreateIndex(IndexSpec{name, type}));
-    }
-    return Status::OK();
+    return ApplyCatalogue(std::move(next));
   }
 
   Status DropIndex(const std::string& name) {
+    if (crashed_) return Status::Aborted("engine crashed");
     std::lock_guard<std::mutex> lock(catalogue_mu_);
     std::vector<IndexSpec> next;
     bool found = false;
-    for (const IndexSpec& s : user_indexes_) {
+    for (const IndexSpec& s : Catalogue()) {
       if (s.name == name) {
         found = true;
       } else {
@@ -489,25 +678,38 @@ class Engine::Impl {
     }
     PROPELLER_RETURN_IF_ERROR(
         WriteFileAtomically(options_.env, catalogue_path_, EncodeCatalogue(next)));
+    return ApplyCatalogue(std::move(next));
+  }
+
+  std::vector<IndexSpec> Catalogue() {
+    std::lock_guard<std::mutex> lock(specs_mu_);
+    return user_indexes_;
+  }
+
+  // Makes `specs` the catalogue and brings every open ACG in line now; closed ACGs reconcile
+  // when they next open. REQUIRES: catalogue_mu_.
+  Status ApplyCatalogue(std::vector<IndexSpec> specs) {
     {
-      std::unique_lock<std::shared_mutex> al(acgs_mu_);
-      user_indexes_ = next;
+      std::lock_guard<std::mutex> lock(specs_mu_);
+      user_indexes_ = std::move(specs);
     }
+    Status first_error;
     for (Acg* acg : AllAcgs()) {
-      PROPELLER_RETURN_IF_ERROR(CommitAcg(acg));
-      PROPELLER_RETURN_IF_ERROR(acg->DropIndex(name));
+      Status s = acg->SyncIndexes();
+      if (!s.ok() && first_error.ok()) first_error = s;
     }
-    return Status::OK();
+    return first_error;
   }
 
   std::vector<IndexInfo> ListIndexes() {
     std::vector<IndexInfo> out = {{"inode", IndexType::kKdTree, true},
                                   {"keyword", IndexType::kHash, true},
                                   {"path", IndexType::kBTree, true}};
-    std::lock_guard<std::mutex> lock(catalogue_mu_);
-    for (const IndexSpec& s : user_indexes_) out.push_back({s.name, s.type, false});
+    for (const IndexSpec& s : Catalogue()) out.push_back({s.name, s.type, false});
     return out;
   }
+
+  // ---- introspection ----
 
   std::vector<AcgInfo> ListAcgs() {
     std::vector<AcgInfo> out;
@@ -526,7 +728,13 @@ class Engine::Impl {
       st.cached_updates += acg->cached();
       st.disk_bytes += acg->disk_bytes();
       st.index_memory_bytes += acg->index_memory_bytes();
+      if (acg->is_open()) {
+        ++st.open_acgs;
+        st.open_acg_bytes += acg->open_bytes();
+      }
     }
+    st.cache_bytes = total_cache_bytes_.load();
+    st.acg_opens = acg_opens_.load();
     st.wal_bytes = wal_ ? wal_->bytes() : 0;
     st.disk_bytes += st.wal_bytes;
     st.next_lsn = wal_ ? wal_->next_lsn() : 0;
@@ -535,15 +743,13 @@ class Engine::Impl {
 
   Status ListEdges(uint64_t acg_id,
                    std::vector<std::tuple<FileId, FileId, uint64_t>>* edges) {
-    Acg* acg = nullptr;
-    {
-      std::shared_lock<std::shared_mutex> lock(acgs_mu_);
-      auto it = acgs_.find(acg_id);
-      if (it == acgs_.end()) return Status::NotFound("no ACG " + std::to_string(acg_id));
-      acg = it->second.get();
-    }
+    if (crashed_) return Status::Aborted("engine crashed");
+    Acg* acg = FindAcg(acg_id);
+    if (acg == nullptr) return Status::NotFound("no ACG " + std::to_string(acg_id));
     PROPELLER_RETURN_IF_ERROR(CommitAcg(acg));
-    return acg->ListEdges(edges);
+    Status s = acg->ListEdges(edges);
+    EnforceOpenBounds();
+    return s;
   }
 
   Status SyncLog() { return wal_->Sync(); }
@@ -556,6 +762,11 @@ class Engine::Impl {
   }
 
  private:
+  // glibc's M_MMAP_THRESHOLD with tune_malloc (EngineOptions).
+  static constexpr int kMmapThreshold = 256 << 10;
+  // A commit pass that drained at least this many updates returns freed heap to the kernel.
+  static constexpr uint64_t kTrimAfterUpdates = 100'000;
+
   EngineOptions options_;
   std::unique_ptr<ThreadPool> pool_;
   std::unique_ptr<Wal> wal_;
@@ -563,12 +774,23 @@ class Engine::Impl {
   DirTable dir_table_;
   std::atomic<bool> crashed_{false};
   std::atomic<uint64_t> total_cached_{0};
+  // Bytes of the staged batches caches still reference (StagedBatch::bytes()).
+  std::atomic<uint64_t> total_cache_bytes_{0};
+  std::atomic<uint64_t> use_clock_{0};
+  std::atomic<uint64_t> acg_opens_{0};
 
-  // Lock order: catalogue_mu_ > commit_mu_ > acgs_mu_ > (Acg locks); Wal::mu_ > Acg cache locks.
+  // Lock order: catalogue_mu_ > commit_mu_ > acgs_mu_ > (Acg locks); lru_mu_ is a leaf, taken
+  // with no Acg lock held (eviction try-locks ACGs after releasing it); specs_mu_ is a leaf
+  // (Acg::OpenLocked reads the catalogue through it while holding the Acg's lock);
+  // Wal::mu_ > Acg cache locks.
   std::mutex catalogue_mu_;
-  std::vector<IndexSpec> user_indexes_;  // Written under catalogue_mu_ and acgs_mu_.
+  std::mutex specs_mu_;
+  std::vector<IndexSpec> user_indexes_;  // Under specs_mu_; written under catalogue_mu_ too.
+  AcgContext ctx_;  // constant after construction; outlives acgs_
   std::shared_mutex acgs_mu_;
   std::map<uint64_t, std::unique_ptr<Acg>> acgs_;  // Under acgs_mu_. Never shrinks.
+  std::mutex lru_mu_;
+  std::vector<Acg*> open_set_;  // Under lru_mu_. ACGs accounted as open.
   std::mutex commit_mu_;  // serialises CommitDue passes
 
   std::mutex committer_mu_;

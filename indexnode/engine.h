@@ -24,6 +24,12 @@
 // ranges, hash for keywords and equality), verifies candidates against the whole query, filters
 // by credentials, and runs ACGs in parallel on a thread pool.
 //
+// Open ACGs are cached (DESIGN §6): at most `max_open_acgs` ACGs, holding at most
+// `max_open_acg_bytes`, keep their LMDB environment (and loaded hash tables) open; the least
+// recently used idle ones are closed beyond that, and reopened on demand by a commit, a search
+// their summary and K-D tree cannot rule out, Get or ListEdges. A closed ACG keeps its summary,
+// counts, write cache and K-D tree in memory (indexnode/acg.h, indexnode/README.md).
+//
 // Thread-safety: every public method may be called from any number of threads concurrently.
 #ifndef PROPELLER_INDEXNODE_ENGINE_H_
 #define PROPELLER_INDEXNODE_ENGINE_H_
@@ -53,15 +59,43 @@ struct EngineOptions {
   int64_t group_commit_interval_ns = 10'000'000;  // kDefault: fsync the log this often
   int64_t commit_timeout_ns = 5'000'000'000;      // commit an ACG's cache after this age
   size_t cache_bound_updates = 50'000;  // commit an ACG's cache beyond this many updates
-  // Node-wide: commit the largest caches beyond this. A cached update costs ~300-400 bytes of
-  // heap; 500k bounds that at ~200 MB and keeps ingest from fragmenting the heap further.
-  size_t total_cache_bound_updates = 500'000;
+  // Node-wide: the committer commits the largest caches beyond this. A cached update costs
+  // ~180 bytes (its encoded record plus a 56-byte entry, in one block per Apply batch shared by
+  // the batch's ACGs): 1 M bounds that at ~180 MB.
+  size_t total_cache_bound_updates = 1'000'000;
   int search_threads = 0;               // 0 = number of cores
   uint64_t wal_segment_bytes = 64ull << 20;
   uint64_t acg_map_size = 4ull << 30;   // initial LMDB map size per ACG (sparse; grows)
   // false: no background threads; caches are committed only by searches, CommitAll() and
   // the bounds (tests use this to control timing). The log sync thread still runs in kDefault.
   bool background_commit = true;
+
+  // ---- The cache of open ACGs (DESIGN §6; indexnode/README.md "Open and closed ACGs") ----
+  // An open ACG holds its LMDB environment — the map's pages it touched count in RSS, and LMDB
+  // keeps per-environment buffers — and, once a search needed them, its hash tables (the
+  // keyword hash is the largest in-memory structure). Beyond either bound below, the least
+  // recently used ACGs that no operation is using are closed. 0 = unbounded. Each open ACG
+  // holds 3 file descriptors.
+  size_t max_open_acgs = 128;
+  // Bytes of the open ACGs (Acg::open_bytes): their loaded hash tables plus what their maps may
+  // hold — the whole data file once a search or commit read many records (the kernel maps 64 KiB
+  // around every page fault, so a scattered read of ~100 records maps most of a 7 MB file),
+  // else 64 KiB per record read. 1 GiB = 107 B/file at 10 M files, which with the K-D trees
+  // (~57 B/file, always resident) keeps the node under DESIGN's 200 B/file by construction;
+  // scans over more data than this reopen ACGs (~0.3 ms each for a 10k-file ACG).
+  uint64_t max_open_acg_bytes = 1ull << 30;
+  // Hard bound on the memory of cached (acknowledged, uncommitted) updates, ~180 B each: an
+  // Apply that finds the caches above it commits the largest ones itself before returning —
+  // backpressure when updates outpace commits. Bursts below it are absorbed (at 10 M files a
+  // commit costs ~10x an acknowledgement). 0 = unbounded.
+  uint64_t max_cache_bytes = 1ull << 30;
+  // glibc malloc tuning for a long-running node, process-wide, applied by the first engine that
+  // opens: M_MMAP_THRESHOLD fixed at 256 KiB, so large blocks (LMDB's per-environment buffers,
+  // hash tables of closed ACGs, drained caches) are mmapped and return to the kernel when freed
+  // instead of pinning the heap (glibc's adaptive threshold otherwise moves them to the heap
+  // after the first free, where LMDB's 2 MiB calloc per environment open is also memset), and
+  // malloc_trim(0) after commit passes that drained many updates. false: leave malloc alone.
+  bool tune_malloc = true;
 };
 
 // Caller identity for permission filtering (DESIGN §10). uid 0 sees everything.
@@ -92,6 +126,7 @@ struct SearchHit {
 struct SearchStats {
   uint64_t acgs_total = 0;
   uint64_t acgs_skipped = 0;    // by summaries
+  uint64_t acgs_answered_closed = 0;  // ruled out by their K-D tree without opening them
   uint64_t acgs_committed = 0;  // caches committed because this search touched them
   uint64_t candidates = 0;      // records verified
   uint64_t hits = 0;
@@ -117,8 +152,12 @@ struct EngineStats {
   uint64_t cached_updates = 0;
   uint64_t wal_bytes = 0;
   uint64_t disk_bytes = 0;        // all LMDB files + WAL
-  uint64_t index_memory_bytes = 0;// in-memory hash and K-D structures
+  uint64_t index_memory_bytes = 0;// in-memory hash and K-D structures (loaded ones)
   uint64_t next_lsn = 0;
+  uint64_t open_acgs = 0;         // ACGs with their LMDB environment open now
+  uint64_t acg_opens = 0;         // environments opened since Engine::Open (incl. reopens)
+  uint64_t open_acg_bytes = 0;    // what max_open_acg_bytes counts
+  uint64_t cache_bytes = 0;       // memory of cached updates (what max_cache_bytes bounds)
 };
 
 class Engine {

@@ -79,6 +79,8 @@ std::map<FileId, FileRecord> Dump(Engine* engine) {
 struct CrashParams {
   Durability durability;
   bool power_loss;
+  size_t max_open_acgs = 64;  // 1: ACGs close and reopen around nearly every commit and search
+  int trials = 12;
 };
 
 class EngineFaultTest : public ::testing::TestWithParam<CrashParams> {};
@@ -88,7 +90,7 @@ TEST_P(EngineFaultTest, RecoversExactlyAcknowledgedPrefix) {
   const uint64_t seed = TestSeed();
   SCOPED_TRACE("PROPELLER_SEED=" + std::to_string(seed));
   Random trial_rnd(seed);
-  for (int trial = 0; trial < 12; ++trial) {
+  for (int trial = 0; trial < p.trials; ++trial) {
     SCOPED_TRACE("trial " + std::to_string(trial));
     TempDir dir;
     FaultInjectionEnv env(Env::Default());
@@ -101,6 +103,7 @@ TEST_P(EngineFaultTest, RecoversExactlyAcknowledgedPrefix) {
     o.group_commit_interval_ns = 2'000'000;
     o.wal_segment_bytes = 8 << 10;
     o.search_threads = 2;
+    o.max_open_acgs = p.max_open_acgs;
 
     // states[k] = the model after the first k batches.
     std::vector<std::map<FileId, FileRecord>> states = {{}};
@@ -126,6 +129,12 @@ TEST_P(EngineFaultTest, RecoversExactlyAcknowledgedPrefix) {
         ++acked;
         if (trial_rnd.OneIn(25) && engine->SyncLog().ok()) synced_floor = acked;
         if (trial_rnd.OneIn(40)) (void)engine->CommitAll();
+        if (trial_rnd.OneIn(30)) {  // searches race the committer (and open closed ACGs)
+          SearchRequest req;
+          req.query = trial_rnd.OneIn(2) ? "size>=1048576" : "keyword=firefox";
+          req.now_ns = kNow;
+          (void)engine->SearchAll(req);
+        }
       }
       engine->CrashForTesting();
     }
@@ -159,10 +168,13 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(CrashParams{Durability::kDefault, false},
                       CrashParams{Durability::kSync, false},
                       CrashParams{Durability::kDefault, true},
-                      CrashParams{Durability::kSync, true}),
+                      CrashParams{Durability::kSync, true},
+                      CrashParams{Durability::kDefault, true, 1, 6},
+                      CrashParams{Durability::kSync, false, 1, 6}),
     [](const auto& info) {
       return std::string(DurabilityName(info.param.durability)) +
-             (info.param.power_loss ? "_power_loss" : "_process_crash");
+             (info.param.power_loss ? "_power_loss" : "_process_crash") +
+             (info.param.max_open_acgs == 1 ? "_one_open_acg" : "");
     });
 
 // A real SIGKILL of a process in the middle of ingest.

@@ -41,6 +41,13 @@ KdPoint AcgSummary::PointOf(const FileRecord& r) {
 }
 
 void AcgSummary::Add(const FileRecord& record) {
+  AddAttributes(record);
+  for (const std::string& path : record.paths) {
+    for (const std::string& token : PathKeywords(path)) BloomAdd(token);
+  }
+}
+
+void AcgSummary::AddAttributes(const FileRecord& record) {
   KdPoint p = PointOf(record);
   if (empty_) {
     min_ = max_ = p;
@@ -50,9 +57,6 @@ void AcgSummary::Add(const FileRecord& record) {
       min_[i] = std::min(min_[i], p[i]);
       max_[i] = std::max(max_[i], p[i]);
     }
-  }
-  for (const std::string& path : record.paths) {
-    for (const std::string& token : PathKeywords(path)) BloomAdd(token);
   }
   BloomAdd(UidKey(record.uid));
 }

@@ -36,6 +36,9 @@ class AcgSummary {
 
   // Widens the summary to cover `record`.
   void Add(const FileRecord& record);
+  // Add() for a record whose paths the summary already covers (an update that did not rename):
+  // only the inode axes and the uid.
+  void AddAttributes(const FileRecord& record);
   // Widens the summary to cover everything `other` covers.
   void Merge(const AcgSummary& other);
   bool empty() const { return empty_; }

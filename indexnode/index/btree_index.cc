@@ -133,6 +133,21 @@ class BTreeIndex final : public Index {
   uint64_t Size() const override { return count_; }
   uint64_t MemoryBytes() const override { return 0; }
 
+  bool loaded() const override { return true; }
+  Status Load(MDB_txn*) override { return Status::OK(); }
+  void Unload() override {}
+  Status Reattach(MDB_txn* txn) override {
+    const std::string db = DbName(name_);
+    int rc = mdb_dbi_open(txn, db.c_str(), MDB_CREATE, &dbi_);
+    if (rc != MDB_SUCCESS) return LmdbStatus(rc, "reopen " + db);
+    MDB_stat stat;
+    rc = mdb_stat(txn, dbi_, &stat);
+    if (rc != MDB_SUCCESS) return LmdbStatus(rc, "stat " + db);
+    count_ = stat.ms_entries;
+    return Status::OK();
+  }
+  Status Rebalance() override { return Status::OK(); }
+
  private:
   // Fills `range` for a kRange query; false when no entry can match.
   static bool RangeToScan(const IndexQuery& q, ScanRange* range) {
@@ -196,7 +211,7 @@ class BTreeIndex final : public Index {
   }
 
   const std::string name_;
-  const MDB_dbi dbi_;
+  MDB_dbi dbi_;     // changed only by Reattach (exclusive, like a mutation)
   uint64_t count_;  // entries in the database; changed only by the single writer
 };
 

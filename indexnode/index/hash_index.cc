@@ -299,7 +299,7 @@ class HashIndex final : public Index {
     if (rc != MDB_SUCCESS && rc != MDB_KEYEXIST) {
       return LmdbStatus(rc, "hash index " + name_ + ": put");
     }
-    AddToMemory(std::move(encoded), id);
+    if (loaded_) AddToMemory(std::move(encoded), id);
     return Status::OK();
   }
 
@@ -314,7 +314,7 @@ class HashIndex final : public Index {
     if (rc != MDB_SUCCESS && rc != MDB_NOTFOUND) {
       return LmdbStatus(rc, "hash index " + name_ + ": delete");
     }
-    RemoveFromMemory(encoded, id);
+    if (loaded_) RemoveFromMemory(encoded, id);
     return Status::OK();
   }
 
@@ -329,6 +329,7 @@ class HashIndex final : public Index {
     if (q.kind != IndexQuery::Kind::kEqual) {
       return Status::NotSupported("hash index " + name_ + ": only equality lookups");
     }
+    if (!loaded_) return Status::Internal("hash index " + name_ + ": searched while not loaded");
     std::string encoded;
     AppendIndexValue(q.value, &encoded);
     const auto it = map_.find(encoded);
@@ -343,8 +344,39 @@ class HashIndex final : public Index {
            id_heap_bytes_;
   }
 
-  // Reads every entry of the database into memory. Called once, on open.
-  Status Load(MDB_txn* txn) {
+  bool loaded() const override { return loaded_; }
+
+  void Unload() override {
+    std::unordered_map<std::string, IdSet>().swap(map_);  // clear() keeps the buckets
+    size_ = 0;
+    key_heap_bytes_ = 0;
+    id_heap_bytes_ = 0;
+    loaded_ = false;
+  }
+
+  Status Reattach(MDB_txn* txn) override {
+    const std::string db = DbName(name_);
+    const int rc = mdb_dbi_open(txn, db.c_str(), MDB_CREATE, &dbi_);
+    if (rc != MDB_SUCCESS) return LmdbStatus(rc, "reopen " + db);
+    return Status::OK();
+  }
+
+  Status Rebalance() override { return Status::OK(); }
+
+  // Reads every entry of the database into memory.
+  Status Load(MDB_txn* txn) override {
+    if (loaded_) return Status::OK();
+    Status s = LoadEntries(txn);
+    if (!s.ok()) {
+      Unload();
+      return s;
+    }
+    loaded_ = true;
+    return Status::OK();
+  }
+
+ private:
+  Status LoadEntries(MDB_txn* txn) {
     MDB_cursor* cursor = nullptr;
     int rc = mdb_cursor_open(txn, dbi_, &cursor);
     if (rc != MDB_SUCCESS) return LmdbStatus(rc, "hash index " + name_ + ": cursor");
@@ -377,7 +409,6 @@ class HashIndex final : public Index {
     return Status::OK();
   }
 
- private:
   void AddToMemory(std::string encoded, FileId id) {
     auto [it, inserted] = map_.try_emplace(std::move(encoded));
     if (inserted) key_heap_bytes_ += KeyHeapBytes(it->first);
@@ -399,8 +430,9 @@ class HashIndex final : public Index {
   }
 
   const std::string name_;
-  const MDB_dbi dbi_;
+  MDB_dbi dbi_;  // changed only by Reattach (exclusive, like a mutation)
   // Changed only by the single writer; read by concurrent searches while no write runs.
+  bool loaded_ = false;
   std::unordered_map<std::string, IdSet> map_;
   uint64_t size_ = 0;            // (value, id) entries
   uint64_t key_heap_bytes_ = 0;  // heap held by keys longer than the inline buffer
@@ -410,12 +442,16 @@ class HashIndex final : public Index {
 }  // namespace
 
 Result<std::unique_ptr<Index>> OpenHashIndex(MDB_txn* txn, const std::string& name) {
+  return OpenHashIndex(txn, name, /*load=*/true);
+}
+
+Result<std::unique_ptr<Index>> OpenHashIndex(MDB_txn* txn, const std::string& name, bool load) {
   const std::string db = DbName(name);
   MDB_dbi dbi;
   const int rc = mdb_dbi_open(txn, db.c_str(), MDB_CREATE, &dbi);
   if (rc != MDB_SUCCESS) return LmdbStatus(rc, "open " + db);
   auto index = std::make_unique<HashIndex>(name, dbi);
-  PROPELLER_RETURN_IF_ERROR(index->Load(txn));
+  if (load) PROPELLER_RETURN_IF_ERROR(index->Load(txn));
   return std::unique_ptr<Index>(std::move(index));
 }
 

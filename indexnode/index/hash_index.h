@@ -34,6 +34,8 @@ namespace propeller {
 // The returned index keeps the database handle; it must not outlive the environment, and the
 // database must not be dropped while it is in use.
 Result<std::unique_ptr<Index>> OpenHashIndex(MDB_txn* txn, const std::string& name);
+// As above; with load = false nothing is read into memory until Load() (index.h).
+Result<std::unique_ptr<Index>> OpenHashIndex(MDB_txn* txn, const std::string& name, bool load);
 
 // Deletes the database "hs.<name>" inside `txn` (a write transaction). OK when it does not
 // exist. Any open index object of that name becomes unusable and must be discarded.

@@ -207,6 +207,82 @@ TEST(HashIndexTest, RandomStreamsAgainstModel) {
   EXPECT_LT(index->MemoryBytes(), 4096u);
 }
 
+// Not loaded (the ACG cache, index.h): changes reach only LMDB, searching is a caller bug,
+// Load reads exactly what LMDB holds, Unload frees the memory, and Reattach after the
+// environment was closed and reopened keeps the loaded contents working.
+TEST(HashIndexTest, LazyLoadUnloadAndReattach) {
+  const uint64_t seed = TestSeed();
+  SCOPED_TRACE("seed=" + std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  TempEnv env;
+  const std::vector<AttrValue> pool = ValuePool();
+  MDB_txn* txn = env.Begin();
+  auto opened = OpenHashIndex(txn, "tag", /*load=*/false);
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  std::unique_ptr<Index> index = std::move(opened).value();
+  ASSERT_EQ(mdb_txn_commit(txn), 0);
+  EXPECT_FALSE(index->loaded());
+  Model model;
+  auto mutate = [&](int ops) {
+    MDB_txn* w = env.Begin();
+    for (int i = 0; i < ops; ++i) {
+      const AttrValue& v = pool[rng() % pool.size()];
+      const FileId id = RandomId(rng);
+      if (rng() % 3 != 0) {
+        ASSERT_TRUE(index->Insert(w, v, id).ok());
+        model[Canonical(v)].insert(id);
+      } else {
+        ASSERT_TRUE(index->Remove(w, v, id).ok());
+        auto it = model.find(Canonical(v));
+        if (it != model.end() && it->second.erase(id) > 0 && it->second.empty()) model.erase(it);
+      }
+    }
+    ASSERT_EQ(mdb_txn_commit(w), 0);
+  };
+  auto check = [&] {
+    ASSERT_TRUE(index->loaded());
+    ASSERT_EQ(index->Size(), ModelSize(model));
+    for (const AttrValue& v : pool) CheckLookup(*index, model, v);
+  };
+  mutate(2000);
+  IndexQuery q;
+  q.value = pool[1];
+  EXPECT_EQ(index->Search(nullptr, q, [](FileId) { return true; }).code(), StatusCode::kInternal);
+  EXPECT_LT(index->MemoryBytes(), 64u);  // an empty table: one bucket
+  MDB_txn* r = env.Begin(/*read_only=*/true);
+  ASSERT_TRUE(index->Load(r).ok());
+  mdb_txn_abort(r);
+  check();
+  EXPECT_GT(index->MemoryBytes(), 0u);
+  mutate(1000);  // loaded: memory and LMDB change together
+  check();
+  index->Unload();
+  EXPECT_FALSE(index->loaded());
+  EXPECT_LT(index->MemoryBytes(), 64u);  // an empty table: one bucket
+  mutate(1000);
+  // The environment closes and opens again; the index object survives it.
+  env.Close();
+  env.Open();
+  txn = env.Begin();
+  ASSERT_TRUE(index->Reattach(txn).ok());
+  ASSERT_EQ(mdb_txn_commit(txn), 0);
+  r = env.Begin(/*read_only=*/true);
+  ASSERT_TRUE(index->Load(r).ok());
+  mdb_txn_abort(r);
+  check();
+  env.Close();
+  env.Open();
+  txn = env.Begin();
+  ASSERT_TRUE(index->Reattach(txn).ok());  // loaded this time: contents kept
+  ASSERT_EQ(mdb_txn_commit(txn), 0);
+  mutate(1000);
+  check();
+  // LMDB agrees with memory: a fresh object loads the same answers.
+  index = Open(env, "tag");
+  ASSERT_TRUE(index);
+  check();
+}
+
 TEST(HashIndexTest, OnlyEqualityAndNoPoints) {
   TempEnv env;
   std::unique_ptr<Index> index = Open(env, "h");

@@ -35,15 +35,20 @@ std::string ValidateIndexName(std::string_view name) {
 }
 
 Result<std::unique_ptr<Index>> OpenIndex(MDB_txn* txn, IndexType type, const std::string& name) {
+  return OpenIndex(txn, type, name, /*load=*/true);
+}
+
+Result<std::unique_ptr<Index>> OpenIndex(MDB_txn* txn, IndexType type, const std::string& name,
+                                         bool load) {
   const std::string problem = ValidateIndexName(name);
   if (!problem.empty()) return Status::InvalidArgument(problem);
   switch (type) {
     case IndexType::kBTree:
       return OpenBTreeIndex(txn, name);
     case IndexType::kHash:
-      return OpenHashIndex(txn, name);
+      return OpenHashIndex(txn, name, load);
     case IndexType::kKdTree:
-      return OpenKdTreeIndex(txn, name);
+      return OpenKdTreeIndex(txn, name, KdTreeOptions{}, load);
   }
   return Status::InvalidArgument("unknown index type " + std::to_string(static_cast<int>(type)));
 }

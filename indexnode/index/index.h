@@ -86,14 +86,40 @@ class Index {
   virtual Status Search(MDB_txn* txn, const IndexQuery& q, const IdCallback& fn) const = 0;
 
   // Number of entries (ids for kdtree, (value,id) pairs otherwise). For planning and stats.
+  // For a hash or kdtree index that is not loaded (below): 0.
   virtual uint64_t Size() const = 0;
-  // Bytes of heap memory held by in-memory structures (0 for btree).
+  // Bytes of heap memory held by in-memory structures (0 for btree and when not loaded).
   virtual uint64_t MemoryBytes() const = 0;
+
+  // ---- Lazy loading (the ACG cache of DESIGN §6: an ACG that is closed, or open only to be
+  // committed, does not pay for in-memory structures it does not search) ----
+  // Whether the in-memory contents are loaded. btree indexes have none and are always loaded.
+  // An index that is not loaded still takes Insert/Remove/InsertPoint/RemovePoint — they change
+  // only LMDB, which is authoritative — and Load() later reads the result. Search on an index
+  // that is not loaded returns Internal (a caller bug).
+  virtual bool loaded() const = 0;
+  // Reads the in-memory contents from LMDB through `txn` (read-only or write); OK and no-op when
+  // loaded. On error the index stays unloaded.
+  virtual Status Load(MDB_txn* txn) = 0;
+  // Drops the in-memory contents and returns their memory; a no-op for btree.
+  virtual void Unload() = 0;
+  // After the LMDB environment was closed and opened again: opens this index's database in the
+  // new environment through `txn` (a write transaction the caller commits; creating the
+  // database if missing) and keeps the in-memory contents. LMDB must hold what it held when
+  // the old environment closed.
+  virtual Status Reattach(MDB_txn* txn) = 0;
+  // Restructures in-memory contents now if they have drifted (the kdtree's rebuild), so the
+  // next Search does not pay for it. The ACG calls it after large commits (DESIGN §6: "rebalanced
+  // when it is committed"). OK and no-op for structures that never need it.
+  virtual Status Rebalance() = 0;
 };
 
 // Opens (creating if missing) the structure `name` of `type` in the LMDB environment of `txn`
 // (a write transaction; the caller commits it), loading in-memory contents from LMDB.
 Result<std::unique_ptr<Index>> OpenIndex(MDB_txn* txn, IndexType type, const std::string& name);
+// As above; with load = false the in-memory contents are not read (see Index::loaded()).
+Result<std::unique_ptr<Index>> OpenIndex(MDB_txn* txn, IndexType type, const std::string& name,
+                                         bool load);
 // Deletes the index's LMDB database (inside `txn`).
 Status DropIndexData(MDB_txn* txn, IndexType type, const std::string& name);
 

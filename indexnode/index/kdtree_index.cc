@@ -2,10 +2,10 @@
 //
 // Memory layout, per point version ("slot"), chosen for DESIGN §11 (≤ 200 B per file for the
 // whole node; this structure is the largest in-memory part):
-//   int64 point 48 B | inode 8 B | volume 4 B | tombstone 1 bit       (parallel vectors)
+//   float codes 24 B | inode 8 B | volume 4 B | tombstone 1 bit       (parallel vectors)
 //   FileId -> slot table: 4 B buckets at load 0.35-0.8                 (~5-11 B per point)
 //   nanoflann nodes at leaf size 32: 48 B per node, ~1 node per 10 points   (~5 B)
-// The tree's doubles are never stored: BuildAdaptor computes them from the int64 point when
+// The tree's doubles are never stored: BuildAdaptor computes them from the codes when
 // nanoflann asks, and only nanoflann's build asks (Search walks the nodes itself). After a build
 // the slots are permuted into the tree's leaf order, so a leaf's [left, right) is directly a
 // slot range and nanoflann's 4 B/point index array (vAcc) is freed; leaves are then also
@@ -18,15 +18,19 @@
 // keeps its own copy of the index arrays. Our updates are "replace the point of id", so
 // tombstone + append + periodic compaction is both simpler and smaller.
 //
-// Exactness: int64 -> double rounds (ns timestamps ~1.7e18 exceed 2^53), but every map used
-// here is monotone non-decreasing (rounding conversion and addition, subtraction of a constant,
+// A superset, never a miss: int64 -> double -> float rounds (CodeOf), but every map used here
+// is monotone non-decreasing (rounding conversions and additions, subtraction of a constant,
 // product with a positive constant, IEEE bit patterns of positive doubles), so p >= lo implies
 // N(p) >= N(lo). The traversal skips a child only when N(lo) > child max (or N(hi) < child min)
-// on the split axis, which then proves every point there is outside the int64 box; every point
-// reached is tested against the int64 box. Hence Search returns exactly the matching ids.
+// on the split axis, which then proves every point there is outside the box; every point
+// reached is tested against the box of codes. Hence Search returns exactly the ids whose codes
+// are in the box of the bounds' codes: every match, plus points that round onto a bound.
+// (Until 2026-11 the slots held the exact int64 points, 48 B, and answers were exact; the codes
+// halve the structure that stays resident for every ACG, open or closed — acg.h.)
 //
 // Measured (50k points; size log-uniform with 20% empty, three times over 3 years, 21 uids;
-// 2 shared cores, thread CPU time): MemoryBytes 84.8 B/point (also at 100k); build from LMDB
+// 2 shared cores, thread CPU time): MemoryBytes 84.8 B/point with int64 points (also at 100k;
+// see MemoryPerPoint in the test for the float codes); build from LMDB
 // 34 ms; a box of 3% of the size range x 3% of the mtime range (~46 hits, 0.09%) visits ~210
 // leaves / 4.3k points in ~45 us against ~300 us for a linear scan. The log map for size cut
 // the points visited by 2.5x. Down-weighting uid/gid splits helped size/mtime boxes by ~30%
@@ -56,11 +60,27 @@
 namespace propeller {
 namespace {
 
+std::string DbName(const std::string& name) { return "kd." + name; }
+
 constexpr int kDims = kNumInodeAxes;
 constexpr size_t kPointValueBytes = 8 * kDims;  // 6 ordered int64
 constexpr int kSizeAxis = 0;
 
-// ---- Monotone maps int64 -> double used for the tree's coordinates. ----
+// ---- Monotone maps int64 -> float -> double used for the tree's coordinates. ----
+
+// A point as kept in memory: each int64 coordinate rounded to the nearest float (through the
+// nearest double). Both roundings are monotone non-decreasing, so lo <= v <= hi implies
+// CodeOf(lo) <= CodeOf(v) <= CodeOf(hi): a point inside an int64 box has its code inside the
+// box of codes, and Search returns a superset of the exact answer. Codes are exact for
+// |v| < 2^24 (uids, gids, sizes below 16 MiB) and otherwise within a relative 2^-24 (±64 B at
+// 1 GiB; ±137 s for nanosecond timestamps of today). 24 bytes instead of 48 per point.
+using Code = std::array<float, kDims>;
+float CodeOf(int64_t v) { return static_cast<float>(static_cast<double>(v)); }
+Code CodeOf(const KdPoint& p) {
+  Code c;
+  for (int a = 0; a < kDims; ++a) c[a] = CodeOf(p[a]);
+  return c;
+}
 
 // File sizes are heavy tailed (most files are small, a few are huge). A linear axis makes
 // nanoflann's sliding-midpoint split peel off one outlier per level. The bit pattern of a
@@ -69,8 +89,8 @@ constexpr int kSizeAxis = 0;
 // between 0 and 1, and the many empty files would then get one split and no more); negative
 // values mirror it. (std::log is not guaranteed monotone; rounding additions are.) Other axes
 // stay linear.
-double AxisKey(int axis, int64_t v) {
-  const double d = static_cast<double>(v);
+double AxisKey(int axis, float code) {
+  const double d = code;
   if (axis != kSizeAxis) return d;
   constexpr uint64_t kOneBits = std::bit_cast<uint64_t>(1.0);
   if (d >= 0) return static_cast<double>(std::bit_cast<uint64_t>(d + 1.0) - kOneBits);
@@ -82,7 +102,7 @@ double AxisKey(int axis, int64_t v) {
 struct AxisScale {
   double offset = 0;
   double scale = 1;  // > 0 and finite
-  double Map(int axis, int64_t v) const { return (AxisKey(axis, v) - offset) * scale; }
+  double Map(int axis, float code) const { return (AxisKey(axis, code) - offset) * scale; }
 };
 using Scales = std::array<AxisScale, kDims>;
 
@@ -90,7 +110,7 @@ using Scales = std::array<AxisScale, kDims>;
 // Valid only during the build; the pointers are cleared afterwards (nanoflann keeps a
 // reference to this adaptor but Search never calls into nanoflann).
 struct BuildAdaptor {
-  const KdPoint* points = nullptr;
+  const Code* points = nullptr;
   const uint32_t* order = nullptr;
   size_t count = 0;
   Scales scales{};
@@ -145,15 +165,15 @@ uint32_t TagOf(uint64_t hash) { return static_cast<uint32_t>(hash >> 58) << kSlo
 // Smallest power of two >= kMinBuckets holding n entries at load <= 0.7.
 size_t BucketsFor(size_t n) { return std::max(kMinBuckets, std::bit_ceil(n * 10 / 7 + 1)); }
 
-// Axis-aligned int64 box of a query plus its image in tree coordinates.
+// The codes of an axis-aligned int64 box (unbounded sides: infinite).
 struct Box {
-  std::array<int64_t, kDims> lo;
-  std::array<int64_t, kDims> hi;
+  std::array<float, kDims> lo;
+  std::array<float, kDims> hi;
   std::array<int, kDims> axes;  // the bounded axes, checked per point
   int num_axes = 0;
-  bool empty = false;
+  bool empty = false;  // no int64 point can be inside
 
-  bool Contains(const KdPoint& p) const {
+  bool Contains(const Code& p) const {
     for (int k = 0; k < num_axes; ++k) {
       const int a = axes[k];
       if (p[a] < lo[a] || p[a] > hi[a]) return false;
@@ -164,11 +184,12 @@ struct Box {
 
 Box MakeBox(const IndexQuery& q) {
   Box box;
+  constexpr float kInf = std::numeric_limits<float>::infinity();
   for (int a = 0; a < kDims; ++a) {
-    box.lo[a] = q.box_lo[a].value_or(std::numeric_limits<int64_t>::min());
-    box.hi[a] = q.box_hi[a].value_or(std::numeric_limits<int64_t>::max());
+    box.lo[a] = q.box_lo[a] ? CodeOf(*q.box_lo[a]) : -kInf;
+    box.hi[a] = q.box_hi[a] ? CodeOf(*q.box_hi[a]) : kInf;
     if (q.box_lo[a] || q.box_hi[a]) box.axes[box.num_axes++] = a;
-    if (box.lo[a] > box.hi[a]) box.empty = true;
+    if (q.box_lo[a] && q.box_hi[a] && *q.box_lo[a] > *q.box_hi[a]) box.empty = true;
   }
   return box;
 }
@@ -193,14 +214,19 @@ class KdTreeIndex final : public Index {
   uint64_t Size() const override { return live_; }
   uint64_t MemoryBytes() const override;
 
-  // Reads every point of the database into memory and builds the tree. Called once, by Open.
-  Status Load(MDB_txn* txn);
+  bool loaded() const override { return loaded_; }
+  // Reads every point of the database into memory and builds the tree.
+  Status Load(MDB_txn* txn) override;
+  void Unload() override;
+  Status Reattach(MDB_txn* txn) override;
+  Status Rebalance() override;
 
  private:
+  Status LoadPoints(MDB_txn* txn);
   // Everything a rebuild replaces, so a rebuild can construct the new one aside and swap it in
   // (a failed rebuild leaves the old one intact).
   struct Store {
-    std::vector<KdPoint> points;
+    std::vector<Code> points;
     std::vector<uint64_t> inos;
     std::vector<uint32_t> volumes;
     std::vector<bool> dead;
@@ -240,9 +266,10 @@ class KdTreeIndex final : public Index {
   // Constant after construction.
   const std::string name_;
   const KdTreeOptions options_;
-  const MDB_dbi dbi_;
 
   // Changed only by mutations (exclusive).
+  MDB_dbi dbi_;            // and by Reattach
+  bool loaded_ = false;    // and by Load/Unload
   uint32_t live_ = 0;      // ids with a point == entries in the table
   std::string key_buf_;    // scratch for LMDB keys and values
   std::string value_buf_;
@@ -395,9 +422,11 @@ Status KdTreeIndex::PutPoint(MDB_txn* txn, FileId id, const KdPoint& point) {
 }
 
 Status KdTreeIndex::InsertPoint(MDB_txn* txn, const KdPoint& point, FileId id) {
+  if (!loaded_) return PutPoint(txn, id, point);
   uint64_t hash = HashId(id);
   int64_t pos = store_.FindBucket(id, hash);
-  if (pos >= 0 && store_.points[store_.buckets[pos] & kSlotMask] == point) {
+  const Code code = CodeOf(point);
+  if (pos >= 0 && store_.points[store_.buckets[pos] & kSlotMask] == code) {
     return PutPoint(txn, id, point);  // unchanged in memory; keep LMDB authoritative
   }
   if (store_.slots() >= kMaxKdTreeSlots) {
@@ -419,7 +448,7 @@ Status KdTreeIndex::InsertPoint(MDB_txn* txn, const KdPoint& point, FileId id) {
   PROPELLER_RETURN_IF_ERROR(PutPoint(txn, id, point));
 
   const uint32_t slot = store_.slots();
-  store_.points.push_back(point);
+  store_.points.push_back(code);
   store_.inos.push_back(id.ino);
   store_.volumes.push_back(id.volume);
   store_.dead.push_back(false);
@@ -445,6 +474,7 @@ Status KdTreeIndex::RemovePoint(MDB_txn* txn, FileId id) {
   if (rc != MDB_SUCCESS && rc != MDB_NOTFOUND) {
     return LmdbStatus(rc, "kdtree index " + name_ + ": delete");
   }
+  if (!loaded_) return Status::OK();
   const int64_t pos = store_.FindBucket(id, HashId(id));
   if (pos < 0) return Status::OK();
   const uint32_t slot = store_.buckets[pos] & kSlotMask;
@@ -461,6 +491,7 @@ Status KdTreeIndex::Search(MDB_txn* /*txn*/, const IndexQuery& q, const IdCallba
   if (q.kind != IndexQuery::Kind::kBox) {
     return Status::NotSupported("kdtree index " + name_ + " answers only box queries");
   }
+  if (!loaded_) return Status::Internal("kdtree index " + name_ + ": searched while not loaded");
   if (stale_.load(std::memory_order_acquire)) {
     std::lock_guard<std::mutex> lock(rebuild_mu_);
     if (stale_.load(std::memory_order_relaxed)) {
@@ -487,9 +518,9 @@ Status KdTreeIndex::Search(MDB_txn* /*txn*/, const IndexQuery& q, const IdCallba
     std::array<double, kDims> lo_t;
     std::array<double, kDims> hi_t;
     for (int a = 0; a < kDims; ++a) {
-      lo_t[a] = q.box_lo[a] ? scales[a].Map(a, *q.box_lo[a])
+      lo_t[a] = q.box_lo[a] ? scales[a].Map(a, box.lo[a])
                             : -std::numeric_limits<double>::infinity();
-      hi_t[a] = q.box_hi[a] ? scales[a].Map(a, *q.box_hi[a])
+      hi_t[a] = q.box_hi[a] ? scales[a].Map(a, box.hi[a])
                             : std::numeric_limits<double>::infinity();
     }
     std::vector<const TreeNode*> stack;
@@ -520,7 +551,7 @@ uint64_t KdTreeIndex::MemoryBytes() const {
   std::lock_guard<std::mutex> lock(rebuild_mu_);
   const Store& st = store_;
   uint64_t bytes = sizeof(*this) + name_.capacity() + key_buf_.capacity() + value_buf_.capacity();
-  bytes += st.points.capacity() * sizeof(KdPoint);
+  bytes += st.points.capacity() * sizeof(Code);
   bytes += st.inos.capacity() * sizeof(uint64_t);
   bytes += st.volumes.capacity() * sizeof(uint32_t);
   bytes += st.dead.capacity() / 8;
@@ -536,6 +567,40 @@ uint64_t KdTreeIndex::MemoryBytes() const {
 }
 
 Status KdTreeIndex::Load(MDB_txn* txn) {
+  if (loaded_) return Status::OK();
+  Status s = LoadPoints(txn);
+  if (!s.ok()) {
+    Unload();
+    return s;
+  }
+  loaded_ = true;
+  return Status::OK();
+}
+
+void KdTreeIndex::Unload() {
+  std::lock_guard<std::mutex> lock(rebuild_mu_);
+  store_ = Store();
+  live_ = 0;
+  loaded_ = false;
+  stale_.store(false, std::memory_order_release);
+}
+
+Status KdTreeIndex::Reattach(MDB_txn* txn) {
+  const std::string db = DbName(name_);
+  const int rc = mdb_dbi_open(txn, db.c_str(), MDB_CREATE, &dbi_);
+  if (rc != MDB_SUCCESS) return LmdbStatus(rc, "reopen " + db);
+  return Status::OK();
+}
+
+Status KdTreeIndex::Rebalance() {
+  if (!loaded_ || !stale_.load(std::memory_order_acquire)) return Status::OK();
+  std::lock_guard<std::mutex> lock(rebuild_mu_);
+  Status s = Rebuild();
+  stale_.store(false, std::memory_order_release);  // as in Search: no retry until a mutation
+  return s;
+}
+
+Status KdTreeIndex::LoadPoints(MDB_txn* txn) {
   MDB_stat stat;
   int rc = mdb_stat(txn, dbi_, &stat);
   if (rc != MDB_SUCCESS) return LmdbStatus(rc, "kdtree index " + name_ + ": stat");
@@ -571,7 +636,7 @@ Status KdTreeIndex::Load(MDB_txn* txn) {
       const char* bytes = static_cast<const char*>(value.mv_data);
       for (int a = 0; a < kDims; ++a) point[a] = DecodeOrderedI64(std::string_view(bytes + 8 * a, 8));
       // Keys are unique in LMDB, so no id repeats; the table needs no lookup.
-      store_.points.push_back(point);
+      store_.points.push_back(CodeOf(point));
       store_.inos.push_back(id.ino);
       store_.volumes.push_back(id.volume);
       store_.dead.push_back(false);
@@ -585,18 +650,21 @@ Status KdTreeIndex::Load(MDB_txn* txn) {
   return Rebuild();
 }
 
-std::string DbName(const std::string& name) { return "kd." + name; }
-
 }  // namespace
 
 Result<std::unique_ptr<Index>> OpenKdTreeIndex(MDB_txn* txn, const std::string& name,
                                                const KdTreeOptions& options) {
+  return OpenKdTreeIndex(txn, name, options, /*load=*/true);
+}
+
+Result<std::unique_ptr<Index>> OpenKdTreeIndex(MDB_txn* txn, const std::string& name,
+                                               const KdTreeOptions& options, bool load) {
   MDB_dbi dbi;
   const std::string db = DbName(name);
   const int rc = mdb_dbi_open(txn, db.c_str(), MDB_CREATE, &dbi);
   if (rc != MDB_SUCCESS) return LmdbStatus(rc, "open " + db);
   auto index = std::make_unique<KdTreeIndex>(name, options, dbi);
-  PROPELLER_RETURN_IF_ERROR(index->Load(txn));
+  if (load) PROPELLER_RETURN_IF_ERROR(index->Load(txn));
   return std::unique_ptr<Index>(std::move(index));
 }
 

@@ -6,14 +6,17 @@
 // every RemovePoint deletes; opening scans the database and builds the tree.
 //
 // In memory (kdtree_index.cc explains the layout and the numbers):
-//   - one slot per point version: the exact int64 point, the FileId and a tombstone bit;
+//   - one slot per point version: the point's float codes (each int64 coordinate rounded to
+//     the nearest float, 24 bytes), the FileId and a tombstone bit;
 //   - a static nanoflann K-D tree over the "base" slots [0, base_end), built over doubles that
-//     are computed on the fly from the int64 points by a monotone per-axis map (no second copy
-//     of the coordinates); slots appended since the build (the "delta") are scanned linearly;
+//     are computed on the fly from the codes by a monotone per-axis map (no second copy of the
+//     coordinates); slots appended since the build (the "delta") are scanned linearly;
 //   - an open-addressing table FileId -> live slot.
 //   An update tombstones the old slot and appends a new one (nanoflann cannot move a point).
-//   Search answers EXACTLY: the tree prunes conservatively in double space and every candidate
-//   is checked against the int64 box, so ns timestamps that differ by 1 ns are told apart.
+//   Search returns a SUPERSET of the exact answer (index.h allows it; callers verify): exactly
+//   the ids whose codes lie in the box of the bounds' codes. Coordinates below 2^24 in absolute
+//   value (uids, gids, sizes under 16 MiB) are exact; larger ones are within a relative 2^-24,
+//   e.g. nanosecond timestamps of today within ~137 s. LMDB keeps the exact int64 points.
 //
 // Rebuilds (each O(n log n), so amortised O(log n) per change):
 //   - lazily, by the first Search that finds more than live/8 + rebuild_slack slots outside the
@@ -66,6 +69,9 @@ inline constexpr uint32_t kMaxKdTreeSlots = (1u << 26) - 2;
 Result<std::unique_ptr<Index>> OpenKdTreeIndex(MDB_txn* txn, const std::string& name);
 Result<std::unique_ptr<Index>> OpenKdTreeIndex(MDB_txn* txn, const std::string& name,
                                                const KdTreeOptions& options);
+// As above; with load = false nothing is read into memory until Load() (index.h).
+Result<std::unique_ptr<Index>> OpenKdTreeIndex(MDB_txn* txn, const std::string& name,
+                                               const KdTreeOptions& options, bool load);
 
 // Deletes the database "kd.<name>" inside `txn` (a write transaction). OK when it does not exist.
 // Any open index object of that name becomes unusable and must be discarded.
