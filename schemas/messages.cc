@@ -135,6 +135,9 @@ PROPELLER_WIRE_CODEC(GetRecordRequest)
 PROPELLER_WIRE_CODEC(RecordReply)
 PROPELLER_WIRE_CODEC(NodeStatusReply)
 PROPELLER_WIRE_CODEC(Ping)
+PROPELLER_WIRE_CODEC(ListEdgesRequest)
+PROPELLER_WIRE_CODEC(WireEdge)
+PROPELLER_WIRE_CODEC(EdgesReply)
 #undef PROPELLER_WIRE_CODEC
 
 // ---- building blocks ------------------------------------------------------------------------
@@ -638,6 +641,34 @@ Status Get(const msgpack::object& o, NodeStatusReply* m) {
 void Put(Writer& w, const Ping& m) { PutFields(w, m.payload); }
 Status Get(const msgpack::object& o, Ping* m) { return GetFields(o, 0, {"payload"}, &m->payload); }
 
+// ListEdgesRequest (kListEdges)
+//   index field                  type               R  meaning                          since
+//   0     acg                    uint                  0 = every ACG of the node        1.0
+void Put(Writer& w, const ListEdgesRequest& m) { PutFields(w, m.acg); }
+Status Get(const msgpack::object& o, ListEdgesRequest* m) {
+  return GetFields(o, 0, {"acg"}, &m->acg);
+}
+
+// WireEdge (inside EdgesReply): the ACG edge src -> dst (src was read before dst was written)
+//   index field                  type               R  meaning                          since
+//   0     acg                    uint               R  the ACG holding the edge         1.0
+//   1     src                    FileId             R                                   1.0
+//   2     dst                    FileId             R                                   1.0
+//   3     weight                 uint               R  executions that made it          1.0
+void Put(Writer& w, const WireEdge& m) { PutFields(w, m.acg, m.src, m.dst, m.weight); }
+Status Get(const msgpack::object& o, WireEdge* m) {
+  return GetFields(o, 4, {"acg", "src", "dst", "weight"}, &m->acg, &m->src, &m->dst, &m->weight);
+}
+
+// EdgesReply (kListEdges)
+//   index field                  type               R  meaning                          since
+//   0     edges                  [WireEdge]         R                                   1.0
+//   1     truncated              bool                  more than kMaxEdgesPerReply      1.0
+void Put(Writer& w, const EdgesReply& m) { PutFields(w, m.edges, m.truncated); }
+Status Get(const msgpack::object& o, EdgesReply* m) {
+  return GetFields(o, 1, {"edges", "truncated"}, &m->edges, &m->truncated);
+}
+
 // ---- top level ----------------------------------------------------------------------------
 
 template <typename T>
@@ -727,6 +758,7 @@ const char* MsgTypeName(MsgType type) {
     case MsgType::kGetRecord: return "get-record";
     case MsgType::kNodeStatus: return "node-status";
     case MsgType::kPing: return "ping";
+    case MsgType::kListEdges: return "list-edges";
   }
   return "unknown";
 }
@@ -760,6 +792,8 @@ PROPELLER_WIRE_MESSAGE(GetRecordRequest)
 PROPELLER_WIRE_MESSAGE(RecordReply)
 PROPELLER_WIRE_MESSAGE(NodeStatusReply)
 PROPELLER_WIRE_MESSAGE(Ping)
+PROPELLER_WIRE_MESSAGE(ListEdgesRequest)
+PROPELLER_WIRE_MESSAGE(EdgesReply)
 #undef PROPELLER_WIRE_MESSAGE
 
 // Request envelope

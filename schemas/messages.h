@@ -63,6 +63,7 @@ enum class MsgType : uint16_t {
   kSearch = 33,         // SearchQuery -> SearchHitsChunk* (partial frames), SearchDone (final)
   kGetRecord = 34,      // GetRecordRequest -> RecordReply
   kNodeStatus = 35,     // Empty -> NodeStatusReply
+  kListEdges = 36,      // ListEdgesRequest -> EdgesReply
 
   kPing = 64,           // Ping -> Ping (echo)
 };
@@ -238,6 +239,23 @@ struct Ping {
   std::string payload;
 };
 
+// ---- ACG edges (index node) ---------------------------------------------------------------
+
+struct ListEdgesRequest {
+  uint64_t acg = 0;  // 0 = every ACG the node holds
+};
+struct WireEdge {
+  uint64_t acg = 0;
+  FileId src;
+  FileId dst;
+  uint64_t weight = 0;
+};
+struct EdgesReply {
+  std::vector<WireEdge> edges;
+  bool truncated = false;  // more edges than one reply carries (kMaxEdgesPerReply)
+};
+inline constexpr size_t kMaxEdgesPerReply = 1 << 19;
+
 // ---- encodings ----------------------------------------------------------------------------
 // Encode appends to *out. Decode replaces *msg entirely.
 #define PROPELLER_WIRE_MESSAGE(T)              \
@@ -269,6 +287,8 @@ PROPELLER_WIRE_MESSAGE(GetRecordRequest)
 PROPELLER_WIRE_MESSAGE(RecordReply)
 PROPELLER_WIRE_MESSAGE(NodeStatusReply)
 PROPELLER_WIRE_MESSAGE(Ping)
+PROPELLER_WIRE_MESSAGE(ListEdgesRequest)
+PROPELLER_WIRE_MESSAGE(EdgesReply)
 #undef PROPELLER_WIRE_MESSAGE
 
 // A decoded request envelope. `body` points into the bytes given to DecodeRequest.

@@ -1045,7 +1045,7 @@ TEST(EnvelopeTest, MsgTypeNames) {
       {MsgType::kListVolumes, "list-volumes"},   {MsgType::kIndexHolders, "index-holders"},
       {MsgType::kApply, "apply"},                {MsgType::kSearch, "search"},
       {MsgType::kGetRecord, "get-record"},       {MsgType::kNodeStatus, "node-status"},
-      {MsgType::kPing, "ping"},
+      {MsgType::kPing, "ping"},                 {MsgType::kListEdges, "list-edges"},
   };
   for (const auto& [type, name] : names) EXPECT_STREQ(MsgTypeName(type), name);
   // Every number 0..1000 that is not listed is "unknown".

@@ -84,6 +84,7 @@ std::string NodeService::HandleRequest(const wire::RequestEnvelope& env, const r
     case MsgType::kSearch: return HandleSearch(env.body, peer, out);
     case MsgType::kGetRecord: return HandleGetRecord(env.body);
     case MsgType::kNodeStatus: return HandleNodeStatus(env.body);
+    case MsgType::kListEdges: return HandleListEdges(env.body);
     case MsgType::kCreateIndex: return HandleCreateIndex(env.body);
     case MsgType::kDropIndex: return HandleDropIndex(env.body);
     case MsgType::kListIndexes: return HandleListIndexes(env.body);
@@ -265,6 +266,35 @@ std::string NodeService::HandleGetRecord(std::string_view body) {
   }
   wire::RecordReply reply;
   reply.record = std::move(rec).value();
+  return wire::EncodeOkReply(reply);
+}
+
+// The captured ACG edges of one ACG or of every ACG here (committed first: Engine::ListEdges).
+std::string NodeService::HandleListEdges(std::string_view body) {
+  wire::ListEdgesRequest req;
+  Status st = wire::Decode(body, &req);
+  if (!st.ok()) return BadRequest("list-edges", st);
+  std::vector<uint64_t> acgs;
+  if (req.acg != 0) {
+    acgs.push_back(req.acg);
+  } else {
+    for (const AcgInfo& a : engine_->ListAcgs()) acgs.push_back(a.id);
+  }
+  wire::EdgesReply reply;
+  std::vector<std::tuple<FileId, FileId, uint64_t>> edges;
+  for (uint64_t acg : acgs) {
+    edges.clear();
+    st = engine_->ListEdges(acg, &edges);
+    if (st.code() == StatusCode::kNotFound && req.acg == 0) continue;  // gone meanwhile
+    if (!st.ok()) return ErrorReply(st);
+    for (const auto& [src, dst, weight] : edges) {
+      if (reply.edges.size() >= wire::kMaxEdgesPerReply) {
+        reply.truncated = true;
+        break;
+      }
+      reply.edges.push_back(wire::WireEdge{acg, src, dst, weight});
+    }
+  }
   return wire::EncodeOkReply(reply);
 }
 

@@ -122,6 +122,7 @@ class NodeService {
                            rpc::ReplyStream& out);
   std::string HandleGetRecord(std::string_view body);
   std::string HandleNodeStatus(std::string_view body);
+  std::string HandleListEdges(std::string_view body);
   std::string HandleCreateIndex(std::string_view body);
   std::string HandleDropIndex(std::string_view body);
   std::string HandleListIndexes(std::string_view body);

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include <algorithm>
 #include <atomic>
 #include <set>
@@ -633,7 +635,7 @@ TEST_F(NodeServiceTest, HostileBytesGetErrorsAndChangeNothing) {
   }
 
   // Types an index node does not serve: the master's, unassigned numbers.
-  for (unsigned t : {0u, 1u, 2u, 3u, 4u, 6u, 11u, 12u, 14u, 15u, 31u, 36u, 63u, 65u, 999u}) {
+  for (unsigned t : {0u, 1u, 2u, 3u, 4u, 6u, 11u, 12u, 14u, 15u, 31u, 37u, 63u, 65u, 999u}) {
     CollectStream out;
     std::string reply = service_->Handle(
         wire::EncodeRequest(static_cast<MsgType>(t), std::string_view()), rpc::PeerInfo{}, out);
@@ -739,6 +741,47 @@ TEST_F(NodeServiceTest, ReconcileIndexes) {
   // A bad name is reported, and the rest is still reconciled.
   EXPECT_FALSE(service_->ReconcileIndexes({D{"bad name!", IndexType::kHash}}, 2).ok());
   EXPECT_EQ(have(), L{});
+}
+
+}  // namespace
+}  // namespace propeller
+
+namespace propeller {
+namespace {
+
+Update Edge(uint64_t acg, uint64_t src, uint64_t dst, uint32_t weight) {
+  Update u;
+  u.op = UpdateOp::kAddEdge;
+  u.acg = acg;
+  u.record.id = FileId{1, src};
+  u.edge_dst = FileId{1, dst};
+  u.edge_weight = weight;
+  return u;
+}
+
+TEST_F(NodeServiceTest, ListEdgesReturnsTheCommittedAndCachedEdgesOfEveryAcg) {
+  ASSERT_TRUE(Apply({Put(1, 1, "/a.c", 1), Put(1, 2, "/a.o", 1), Put(2, 3, "/b.c", 1),
+                     Put(2, 4, "/b.o", 1)})
+                  .ok());
+  ASSERT_TRUE(Apply({Edge(1, 1, 2, 1), Edge(2, 3, 4, 2), Edge(1, 1, 2, 3)}).ok());
+  // Brute force: the sum of weights per (acg, src, dst).
+  std::map<std::tuple<uint64_t, uint64_t, uint64_t>, uint64_t> want = {{{1, 1, 2}, 4},
+                                                                       {{2, 3, 4}, 2}};
+  wire::EdgesReply all;
+  ASSERT_TRUE(wire::WireCall(*client_, MsgType::kListEdges, wire::ListEdgesRequest{}, &all).ok());
+  std::map<std::tuple<uint64_t, uint64_t, uint64_t>, uint64_t> got;
+  for (const wire::WireEdge& e : all.edges) got[{e.acg, e.src.ino, e.dst.ino}] += e.weight;
+  EXPECT_EQ(got, want);
+  EXPECT_FALSE(all.truncated);
+  wire::EdgesReply one;
+  ASSERT_TRUE(wire::WireCall(*client_, MsgType::kListEdges, wire::ListEdgesRequest{2}, &one).ok());
+  ASSERT_EQ(one.edges.size(), 1u);
+  EXPECT_EQ(one.edges[0].acg, 2u);
+  EXPECT_EQ(one.edges[0].weight, 2u);
+  // An ACG this node does not hold: an error, not an empty answer.
+  wire::EdgesReply none;
+  EXPECT_FALSE(
+      wire::WireCall(*client_, MsgType::kListEdges, wire::ListEdgesRequest{77}, &none).ok());
 }
 
 }  // namespace

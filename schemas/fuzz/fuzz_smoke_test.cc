@@ -105,8 +105,8 @@ TEST(FuzzSeedsTest, SeedsAreValidEncodings) {
     if (DecodeRecord(s, &r).ok()) ++records;
     if (DecodeUpdateBatch(s, &u).ok()) ++batches;
   }
-  EXPECT_EQ(requests, 19u);  // one envelope per request type
-  EXPECT_EQ(replies, 17u);   // one per reply type, an error and a redirect
+  EXPECT_EQ(requests, 20u);  // one envelope per request type
+  EXPECT_EQ(replies, 18u);   // one per reply type, an error and a redirect
   EXPECT_EQ(records, 2u);
   EXPECT_EQ(batches, 1u);
 }

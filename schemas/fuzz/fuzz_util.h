@@ -13,7 +13,7 @@
 
 namespace propeller::fuzz {
 
-// request_fuzz: data[0] % 19 picks the request body decoder of kRequestTypes[data[0] % 19].
+// request_fuzz: data[0] % 20 picks the request body decoder of kRequestTypes[data[0] % 20].
 inline constexpr wire::MsgType kRequestTypes[] = {
     wire::MsgType::kRegisterNode, wire::MsgType::kHeartbeat,     wire::MsgType::kLookupFiles,
     wire::MsgType::kAssignFiles,  wire::MsgType::kForgetFiles,   wire::MsgType::kLocateAcgs,
@@ -21,16 +21,16 @@ inline constexpr wire::MsgType kRequestTypes[] = {
     wire::MsgType::kListIndexes,  wire::MsgType::kClusterStatus, wire::MsgType::kRegisterVolume,
     wire::MsgType::kListVolumes,  wire::MsgType::kIndexHolders,  wire::MsgType::kApply,
     wire::MsgType::kSearch,       wire::MsgType::kGetRecord,     wire::MsgType::kNodeStatus,
-    wire::MsgType::kPing,
+    wire::MsgType::kPing,         wire::MsgType::kListEdges,
 };
 // reply_fuzz: data[0] % kNumReplyTypes picks the reply body decoder of this message.
 inline constexpr const char* kReplyTypeNames[] = {
     "Empty",        "RegisterNodeReply",  "HeartbeatReply",  "NodesReply",
     "LocationsReply", "AcgLocationsReply", "IndexesReply",   "VolumeInfo",
     "VolumesReply", "ClusterStatusReply", "SearchHitsChunk", "SearchDone",
-    "RecordReply",  "NodeStatusReply",    "Ping",
+    "RecordReply",  "NodeStatusReply",    "Ping",            "EdgesReply",
 };
-inline constexpr size_t kNumReplyTypes = 15;
+inline constexpr size_t kNumReplyTypes = 16;
 // storage_fuzz: data[0] % 7 picks 0 DecodeFileIdKey, 1 DecodeEdgeKey, 2 SplitIndexEntryKey,
 // 3 CheckWalHeader, 4 ParseWalRecord (+ DecodeUpdateBatch of its payload),
 // 5 ParseWalSegmentName, 6 DecodeOrdered{U64,I64,Double}.

@@ -31,6 +31,7 @@ void CheckReplyBody(size_t pick, std::string_view body) {
     case 12: return CheckMessage<RecordReply>("RecordReply", body);
     case 13: return CheckMessage<NodeStatusReply>("NodeStatusReply", body);
     case 14: return CheckMessage<Ping>("Ping", body);
+    case 15: return CheckMessage<EdgesReply>("EdgesReply", body);
     default:
       for (size_t i = 0; i < kNumReplyTypes; ++i) CheckReplyBody(i, body);
   }

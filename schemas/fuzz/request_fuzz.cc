@@ -43,6 +43,8 @@ void CheckRequestBody(MsgType type, std::string_view body) {
       return CheckMessage<wire::GetRecordRequest>("GetRecordRequest", body);
     case MsgType::kPing:
       return CheckMessage<wire::Ping>("Ping", body);
+    case MsgType::kListEdges:
+      return CheckMessage<wire::ListEdgesRequest>("ListEdgesRequest", body);
     case MsgType::kListNodes:
     case MsgType::kListIndexes:
     case MsgType::kClusterStatus:

@@ -94,6 +94,7 @@ std::vector<std::string> RequestBodies() {
       Body(GetRecordRequest{9, {7, 0x1234}}),
       Body(Empty{}),
       Body(Ping{"hello"}),
+      Body(ListEdgesRequest{5}),
   };
 }
 
@@ -121,6 +122,7 @@ std::vector<std::string> ReplyBodies() {
       Body(RecordReply{SampleRecord()}),
       Body(NodeStatusReply{2, 4, 1000, 7, 1 << 20, 1 << 30, 1 << 24, {{1, 10}, {2, 300}}}),
       Body(Ping{"hello"}),
+      Body(EdgesReply{{{5, {1, 10}, {1, 11}, 3}, {5, {1, 12}, {1, 11}, 1}}, false}),
   };
 }
 
