@@ -49,6 +49,7 @@ Result<std::unique_ptr<Master>> Master::Open(const MasterConfig& config) {
   MasterStoreOptions so;
   so.dir = c.data_dir;
   so.sync = c.sync;
+  so.sync_interval_ms = c.sync_interval_ms;
   so.initial_map_bytes = c.initial_map_bytes;
   PROPELLER_ASSIGN_OR_RETURN(m->store_, MasterStore::Open(so));
   m->membership_ = std::make_unique<Membership>(m->store_.get(), c.node_timeout_ms, c.clock);

@@ -33,6 +33,7 @@ struct MasterConfig {
   // not mark a node down.
   uint32_t heartbeat_interval_ms = 1000;
   bool sync = true;                          // MasterStoreOptions::sync
+  int64_t sync_interval_ms = 0;              // MasterStoreOptions::sync_interval_ms
   uint64_t initial_map_bytes = 1ull << 30;   // MasterStoreOptions::initial_map_bytes
   MasterClock clock;                         // unset functions = the real clocks
 };

@@ -13,6 +13,7 @@ Result<std::unique_ptr<MasterServer>> MasterServer::Start(const MasterOptions& o
   rpc::ServerOptions so;
   so.endpoint = options.listen;
   so.worker_threads = options.worker_threads;
+  if (!options.inproc_alias.empty()) so.extra_endpoints.push_back(options.inproc_alias);
   if (!options.curve_key_file.empty()) {
     PROPELLER_ASSIGN_OR_RETURN(rpc::CurveKeys keys, rpc::ReadKeyFile(options.curve_key_file));
     if (keys.secret_key.empty()) {
@@ -31,6 +32,7 @@ Result<std::unique_ptr<MasterServer>> MasterServer::Start(const MasterOptions& o
   config.acg_threshold = options.acg_threshold;
   config.heartbeat_interval_ms = options.heartbeat_interval_ms;
   config.sync = options.sync;
+  config.sync_interval_ms = options.sync_interval_ms;
   config.clock = options.clock;
   std::unique_ptr<MasterServer> s(new MasterServer());
   PROPELLER_ASSIGN_OR_RETURN(s->master_, Master::Open(config));

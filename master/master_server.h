@@ -33,8 +33,14 @@ struct MasterOptions {
   int64_t node_timeout_ms = 5000;
   uint64_t acg_threshold = 50000;
   int worker_threads = 4;
+  // Also serve on this inproc:// endpoint (see IndexNodeOptions::inproc_alias).
+  std::string inproc_alias;
   uint32_t heartbeat_interval_ms = 1000;
-  bool sync = true;          // false only for tests and benchmarks (MasterStoreOptions::sync)
+  // Durability of the master's maps (MasterStoreOptions): sync = fsync every mutation before
+  // acknowledging it; !sync with sync_interval_ms > 0 = group commit every that many ms (the
+  // index nodes' default level); !sync with 0 = never (tests and benchmarks only).
+  bool sync = true;
+  int64_t sync_interval_ms = 10;
   MasterClock clock;         // unset = real clocks
 };
 

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cerrno>
 #include <filesystem>
 #include <limits>
@@ -171,7 +172,18 @@ Status ReadMetaU64(MDB_txn* txn, MDB_dbi dbi, std::string_view key, uint64_t* ou
 MasterStore::MasterStore(const MasterStoreOptions& options) : options_(options) {}
 
 MasterStore::~MasterStore() {
-  if (env_ != nullptr) mdb_env_close(env_);
+  if (syncer_.joinable()) {
+    {
+      std::lock_guard<std::mutex> lock(syncer_mu_);
+      syncer_stop_ = true;
+    }
+    syncer_cv_.notify_all();
+    syncer_.join();
+  }
+  if (env_ != nullptr) {
+    if (!options_.sync) mdb_env_sync(env_, 1);  // a clean stop loses nothing
+    mdb_env_close(env_);
+  }
   if (lock_fd_ >= 0) ::close(lock_fd_);  // releases the flock
 }
 
@@ -198,6 +210,20 @@ Result<std::unique_ptr<MasterStore>> MasterStore::Open(const MasterStoreOptions&
   }
   PROPELLER_RETURN_IF_ERROR(store->OpenEnv().WithContext(options.dir));
   PROPELLER_RETURN_IF_ERROR(store->LoadMirror().WithContext(options.dir));
+  if (!options.sync && options.sync_interval_ms > 0) {
+    MasterStore* raw = store.get();
+    raw->syncer_ = std::thread([raw] {
+      std::unique_lock<std::mutex> lock(raw->syncer_mu_);
+      while (!raw->syncer_stop_) {
+        raw->syncer_cv_.wait_for(lock, std::chrono::milliseconds(raw->options_.sync_interval_ms));
+        if (raw->syncer_stop_) break;
+        lock.unlock();
+        int rc = mdb_env_sync(raw->env_, 1);
+        if (rc != 0) Log(LogLevel::kError, "master: syncing the store: %s", mdb_strerror(rc));
+        lock.lock();
+      }
+    });
+  }
   return store;
 }
 

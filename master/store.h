@@ -42,7 +42,9 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <condition_variable>
 #include <mutex>
+#include <thread>
 #include <optional>
 #include <shared_mutex>
 #include <string>
@@ -92,8 +94,11 @@ struct MasterStoreOptions {
   // before the first growth.
   uint64_t initial_map_bytes = 1ull << 30;
   // false = MDB_NOSYNC: commits survive a crash of the process (kill -9) but not of the
-  // machine. For tests and benchmarks.
+  // machine. With sync_interval_ms > 0 a background thread fsyncs the environment that often
+  // (group commit: a power loss loses at most that window — the index nodes' default
+  // durability level, DESIGN §10); with 0 nothing is synced until close (tests, benchmarks).
   bool sync = true;
+  int64_t sync_interval_ms = 0;
 };
 
 class MasterStore {
@@ -155,6 +160,10 @@ class MasterStore {
   // Constant after Open.
   const MasterStoreOptions options_;
   int lock_fd_ = -1;  // holds the flock on <dir>/LOCK
+  std::thread syncer_;  // with !sync and sync_interval_ms > 0
+  std::mutex syncer_mu_;
+  std::condition_variable syncer_cv_;
+  bool syncer_stop_ = false;  // Under syncer_mu_.
   MDB_env* env_ = nullptr;
   MDB_dbi files_dbi_ = 0, acgs_dbi_ = 0, apps_dbi_ = 0, nodes_dbi_ = 0, indexes_dbi_ = 0,
           volumes_dbi_ = 0, meta_dbi_ = 0;
