@@ -16,6 +16,7 @@ PACKAGES=(
   libsqlite3-dev sqlite3
   clang-14            # libFuzzer (libclang-rt-14-dev) for scripts/fuzz.sh
   python3
+  postmark            # the FUSE benchmark (bench/fuse/postmark.sh)
 )
 
 SUDO=""

@@ -106,6 +106,10 @@ int RunUp(const GlobalOptions& /*global*/, const std::vector<std::string>& argv)
   mo.data_dir = JoinPath(data, "master");
   mo.listen = args->GetOr("--listen", master::kDefaultMasterEndpoint);
   mo.acg_threshold = *threshold;
+  // The master's maps get the node's durability level (DESIGN §10): group commit every 10 ms
+  // by default, an fsync per mutation with --durability sync.
+  mo.sync = durability == Durability::kSync;
+  mo.sync_interval_ms = 10;
   auto master = master::MasterServer::Start(mo);
   if (!master.ok()) return ReportError(master.status().WithContext("master"));
 

@@ -15,6 +15,8 @@ constexpr const char* kHelp = R"(usage: propeller [global options] COMMAND [args
 Real-time file-metadata search. Commands:
   up                 run Propeller here: master + one index node in this process (the
                      embedded default; keeps running until Ctrl-C)
+  mount BACKING MNT  serve BACKING at MNT with capture, exact indexing and query
+                     directories (ls 'MNT/?size>1m'); embedded service unless --master
   import DIR         index an existing directory tree (resumable, with progress)
   search QUERY       find indexed files: propeller search 'size>1g & mtime<1d'
   index create|list|drop   user-defined indexes
@@ -92,6 +94,7 @@ int main(int argc, char** argv) {
   if (command == "attr") return RunAttr(global, rest);
   if (command == "status") return RunStatus(global, rest);
   if (command == "up") return RunUp(global, rest);
+  if (command == "mount") return RunMount(global, rest);
   std::fprintf(stderr, "propeller: unknown command '%s' (see propeller --help)\n",
                command.c_str());
   return kExitUsage;

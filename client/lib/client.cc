@@ -16,6 +16,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "client/lib/mount_registry.h"
 #include "client/lib/propeller.h"
 #include "client/lib/routing_cache.h"
 #include "common/query/query.h"
@@ -105,6 +106,11 @@ class Client::Impl {
   Result<std::unique_ptr<rpc::Channel>> NewChannel(const std::string& endpoint) {
     rpc::ChannelOptions co;
     co.endpoint = endpoint;
+    if (auto alias = options_.endpoint_aliases.find(endpoint);
+        alias != options_.endpoint_aliases.end()) {
+      co.endpoint = alias->second;
+      return rpc::Channel::Connect(co);  // in-process: no handshake to secure
+    }
     if (keys_) {
       co.curve = *keys_;
       co.server_public_key = server_key_;
@@ -211,6 +217,13 @@ class Client::Impl {
       PROPELLER_RETURN_IF_ERROR(Query::Parse(query, po).status());
     }
     PROPELLER_RETURN_IF_ERROR(CheckSortKey(opts.sort_by));
+    if (!opts.volume && !opts.creds) {
+      // A scope inside a Propeller mount: that mount's query engine answers, as the caller
+      // the kernel names (DESIGN §9, §10), with paths under the mount point.
+      const std::string scope = NormalisePath(opts.scope.empty() ? "/" : opts.scope);
+      PROPELLER_ASSIGN_OR_RETURN(std::optional<MountRecord> mount, FindMountFor(scope));
+      if (mount) return SearchViaMount(*mount, scope, q, opts, on_hit, stats_out);
+    }
     q.limit = opts.limit;
     q.sort_by = opts.sort_by;
     q.descending = opts.descending;
@@ -295,6 +308,75 @@ class Client::Impl {
     if (stats_out != nullptr) {
       *stats_out = shared.stats;
       stats_out->nodes = nodes.size();
+      stats_out->hits = delivered;
+    }
+    return Status::OK();
+  }
+
+  // Search through the query engine of `mount` (`scope` is inside it).
+  Status SearchViaMount(const MountRecord& mount, const std::string& scope, wire::SearchQuery q,
+                        const ClientSearchOptions& opts,
+                        const std::function<bool(const ClientHit&)>& on_hit,
+                        ClientSearchStats* stats_out) {
+    q.scope = scope.size() > mount.mountpoint.size() ? scope.substr(mount.mountpoint.size()) : "/";
+    if (mount.mountpoint == "/") q.scope = scope;
+    q.limit = opts.limit;
+    q.sort_by = opts.sort_by;
+    q.descending = opts.descending;
+    q.creds.reset();  // the engine uses the kernel's word, not ours
+    rpc::Channel* ch = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(channels_mu_);
+      auto it = channels_.find(mount.engine_endpoint);
+      if (it == channels_.end()) {
+        rpc::ChannelOptions co;  // a local unix socket: no CURVE
+        co.endpoint = mount.engine_endpoint;
+        PROPELLER_ASSIGN_OR_RETURN(std::unique_ptr<rpc::Channel> fresh, rpc::Channel::Connect(co));
+        it = channels_.emplace(mount.engine_endpoint, std::move(fresh)).first;
+      }
+      ch = it->second.get();
+    }
+    const std::string prefix = mount.mountpoint == "/" ? "" : mount.mountpoint;
+    Status chunk_error;
+    bool stopped = false;
+    uint64_t delivered = 0;
+    auto on_chunk = [&](std::string_view bytes) -> bool {
+      wire::SearchHitsChunk chunk;
+      Status st = wire::Decode(bytes, &chunk);
+      if (!st.ok()) {
+        chunk_error = st.WithContext("query engine of " + mount.mountpoint);
+        return false;
+      }
+      for (wire::WireHit& h : chunk.hits) {
+        ClientHit hit;
+        hit.path = h.path == "/" ? (prefix.empty() ? "/" : prefix) : prefix + h.path;
+        hit.record = std::move(h.record);
+        hit.acg = h.acg;
+        ++delivered;
+        if (!on_hit(hit)) {
+          stopped = true;
+          return false;
+        }
+      }
+      return true;
+    };
+    wire::SearchDone done;
+    Status st = wire::WireCall(*ch, wire::MsgType::kSearch, q, &done, CallOpts(true), nullptr,
+                               on_chunk);
+    if (!chunk_error.ok()) return chunk_error;
+    if (!st.ok() && !(stopped && st.code() == StatusCode::kAborted)) {
+      if (st.code() == StatusCode::kTimeout || st.code() == StatusCode::kUnavailable) {
+        return st.WithContext("the query engine of the mount at " + mount.mountpoint +
+                              " (pid " + std::to_string(mount.pid) + ") does not answer");
+      }
+      return st;
+    }
+    if (stats_out != nullptr) {
+      *stats_out = ClientSearchStats{};
+      stats_out->nodes = 1;
+      stats_out->acgs_total = done.acgs_total;
+      stats_out->acgs_skipped = done.acgs_skipped;
+      stats_out->candidates = done.candidates;
       stats_out->hits = delivered;
     }
     return Status::OK();
@@ -679,6 +761,25 @@ class Client::Impl {
     return out;
   }
 
+  Result<std::vector<AcgEdge>> ListEdges() {
+    PROPELLER_ASSIGN_OR_RETURN(std::vector<wire::NodeInfo> nodes, SearchTargets());
+    std::vector<AcgEdge> out;
+    for (const wire::NodeInfo& node : nodes) {
+      PROPELLER_ASSIGN_OR_RETURN(rpc::Channel * ch, NodeChannel(node.endpoint));
+      wire::EdgesReply r;
+      PROPELLER_RETURN_IF_ERROR(wire::WireCall(*ch, wire::MsgType::kListEdges,
+                                               wire::ListEdgesRequest{}, &r, CallOpts(true))
+                                    .WithContext(node.endpoint));
+      if (r.truncated) {
+        return Status::ResourceExhausted(node.endpoint + " holds more than " +
+                                         std::to_string(wire::kMaxEdgesPerReply) +
+                                         " edges; list them per ACG");
+      }
+      for (const wire::WireEdge& e : r.edges) out.push_back(AcgEdge{e.acg, e.src, e.dst, e.weight});
+    }
+    return out;
+  }
+
  private:
   ClientOptions options_;
   std::optional<rpc::CurveKeys> keys_;  // Constant after Init.
@@ -749,6 +850,7 @@ Status Client::CreateIndex(const std::string& name, IndexType type) {
 Status Client::DropIndex(const std::string& name) { return impl_->DropIndex(name); }
 Result<std::vector<wire::IndexDef>> Client::ListIndexes() { return impl_->ListIndexes(); }
 Result<ClusterStatus> Client::GetStatus() { return impl_->GetStatus(); }
+Result<std::vector<AcgEdge>> Client::ListEdges() { return impl_->ListEdges(); }
 const std::string& Client::master_endpoint() const { return impl_->master_endpoint(); }
 
 }  // namespace propeller

@@ -26,6 +26,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <span>
@@ -48,6 +49,9 @@ struct ClientOptions {
   std::string curve_key_file;
   std::string server_key_file;
   int64_t timeout_ms = 5000;  // per request
+  // Endpoint -> the endpoint to dial instead (embedded mode: the in-process master's and
+  // node's tcp:// endpoints -> their inproc:// aliases, ~3x cheaper per call).
+  std::map<std::string, std::string> endpoint_aliases;
 };
 
 struct ClientCredentials {
@@ -94,6 +98,15 @@ struct FileUpdate {
   std::vector<FileId> producers;
   FileId edge_dst;
   uint32_t edge_weight = 1;
+};
+
+// One captured access-causality edge: a process read `src`, then wrote `dst` (DESIGN §3);
+// `weight` counts the executions that did.
+struct AcgEdge {
+  uint64_t acg = 0;
+  FileId src;
+  FileId dst;
+  uint64_t weight = 0;
 };
 
 struct NodeStatus {
@@ -160,6 +173,10 @@ class Client {
   // The master's view (nodes, ACGs, files, indexes, volumes) plus each up node's own status,
   // asked in parallel; an unreachable node is reported, not an error.
   Result<ClusterStatus> GetStatus();
+
+  // Every ACG edge the up index nodes hold (committed first). ResourceExhausted when a node
+  // holds more than one reply carries.
+  Result<std::vector<AcgEdge>> ListEdges();
 
   const std::string& master_endpoint() const;
 

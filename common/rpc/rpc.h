@@ -83,6 +83,9 @@ using Handler =
 
 struct ServerOptions {
   std::string endpoint;  // REQUIRED
+  // More endpoints on the same socket, e.g. an inproc:// alias through which a client in this
+  // process skips the network stack (embedded mode). endpoint() reports the first one.
+  std::vector<std::string> extra_endpoints;
   int worker_threads = 4;
   size_t max_message_bytes = kDefaultMaxMessageBytes;
   std::optional<CurveKeys> curve;            // server key pair (secret required)

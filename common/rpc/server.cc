@@ -195,6 +195,15 @@ class Server::Impl {
     } catch (const zmq::error_t&) {
       endpoint_ = options_.endpoint;
     }
+    for (const std::string& extra : options_.extra_endpoints) {
+      try {
+        router_->bind(extra);
+      } catch (const zmq::error_t& e) {
+        return internal::ZmqStatus(
+            IsEndpointSyntaxError(e.num()) ? StatusCode::kInvalidArgument : StatusCode::kIOError,
+            "cannot bind " + extra, e);
+      }
+    }
     io_thread_ = std::thread([this] { IoLoop(); });
     workers_.reserve(static_cast<size_t>(options_.worker_threads));
     for (int i = 0; i < options_.worker_threads; ++i) {

@@ -1,0 +1,1522 @@
+#define FUSE_USE_VERSION 314
+#include "client/fuse/capture_fs.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <fuse3/fuse_lowlevel.h>
+#include <sys/file.h>
+#include <sys/mount.h>
+#include <sys/fsuid.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/syscall.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstdlib>
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "client/fuse/process_table.h"
+#include "common/logging.h"
+#include "common/query/query.h"
+#include "common/tree_walk.h"
+
+namespace propeller::fuse {
+namespace {
+
+int64_t MonoNanos() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+int64_t WallNanos() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+bool IsQueryName(const char* name) { return name[0] == '?'; }
+
+std::string ChildPath(const std::string& parent, const char* name) {
+  return parent == "/" ? "/" + std::string(name) : parent + "/" + name;
+}
+
+// Whether `path` is `dir` or below it (in-volume paths).
+bool Under(const std::string& path, const std::string& dir) {
+  if (dir == "/") return true;
+  return path == dir || (path.size() > dir.size() && path.compare(0, dir.size(), dir) == 0 &&
+                         path[dir.size()] == '/');
+}
+
+}  // namespace
+
+std::string EncodeEntryName(std::string_view rel) {
+  std::string out;
+  out.reserve(rel.size() + 8);
+  for (char c : rel) {
+    if (c == '%') {
+      out += "%25";
+    } else if (c == '/') {
+      out += "%2F";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+bool DecodeEntryName(std::string_view name, std::string* rel) {
+  rel->clear();
+  for (size_t i = 0; i < name.size(); ++i) {
+    if (name[i] != '%') {
+      if (name[i] == '/') return false;
+      *rel += name[i];
+      continue;
+    }
+    if (i + 2 >= name.size()) return false;
+    std::string_view esc = name.substr(i + 1, 2);
+    if (esc == "25") {
+      *rel += '%';
+    } else if (esc == "2F") {
+      *rel += '/';
+    } else {
+      return false;
+    }
+    i += 2;
+  }
+  return !rel->empty();
+}
+
+class CaptureFs::Impl {
+ public:
+  enum class Kind : uint8_t { kFile, kQueryDir, kQueryEntry };
+
+  struct QueryEntry {
+    std::string name;
+    std::string target;
+    FileRecord record;
+  };
+
+  struct Inode;
+  struct Link {
+    Inode* dir = nullptr;
+    std::string name;
+  };
+
+  struct Inode {
+    Kind kind = Kind::kFile;
+    dev_t dev = 0;
+    ino_t ino = 0;
+    uint64_t nlookup = 0;   // the kernel's references. Under Impl::mu_.
+    uint64_t children = 0;  // links of other inodes into this one. Under Impl::mu_.
+    // The names the inode is known by: (directory, name) pairs seen by lookups and kept up to
+    // date by rename, link and unlink. A directory has one; a file with hard links may have
+    // several; none when every known name was removed (an open, unlinked file). kQueryDir:
+    // its scope directory; kQueryEntry: its query directory. Each link keeps its directory
+    // alive (`children`). Under Impl::mu_.
+    std::vector<Link> links;
+    Inode* parent() const { return links.empty() ? nullptr : links.front().dir; }
+    // Virtual inodes (query directories and their entries).
+    std::string vkey;        // key in virtual_
+    uint64_t vino = 0;       // st_ino shown for it
+    std::string query;       // kQueryDir
+    std::mutex qmu;
+    std::vector<QueryEntry> entries;  // kQueryDir: the last listing. Under qmu.
+    bool listed = false;              // Under qmu.
+    QueryEntry entry;                 // kQueryEntry
+  };
+
+  // An open file or directory.
+  struct Handle {
+    int fd = -1;
+    bool write = false;
+    bool has_owner = false;
+    ProcessInfo owner;
+    Inode* inode = nullptr;
+    // Directories.
+    DIR* dir = nullptr;
+    struct dirent* entry = nullptr;
+    off_t offset = 0;
+    // Query directories: a snapshot of the listing.
+    std::vector<QueryEntry> entries;
+  };
+
+  explicit Impl(const CaptureFsOptions& o)
+      : options_(o), processes_("/proc", o.edge_flush_interval_ms * 1'000'000) {}
+
+  ~Impl() {
+    StopFlusher();
+    if (session_ != nullptr) {
+      if (mounted_) fuse_session_unmount(session_);
+      fuse_session_destroy(session_);
+    }
+  }
+
+  Status Init() {
+    struct stat st;
+    if (::stat(options_.backing.c_str(), &st) != 0) {
+      return Status::IOError("opening " + options_.backing + ": " + std::strerror(errno));
+    }
+    root_.dev = st.st_dev;
+    root_.ino = st.st_ino;
+    root_.nlookup = 2;
+    backing_prefix_ = options_.backing == "/" ? "" : options_.backing;
+    // Modes arrive masked by the kernel; the daemon's own umask must not mask them again.
+    ::umask(0);
+    am_root_ = ::geteuid() == 0;
+    return Status::OK();
+  }
+
+  Status MountSession() {
+    std::vector<std::string> args = {"propeller", "-o", "fsname=propeller:" + options_.backing,
+                                     "-o", "subtype=propeller", "-o", "default_permissions"};
+    if (options_.allow_other) {
+      args.push_back("-o");
+      args.push_back("allow_other");
+    }
+    if (options_.debug) args.push_back("-d");
+    std::vector<char*> argv;
+    for (std::string& a : args) argv.push_back(a.data());
+    struct fuse_args fargs = FUSE_ARGS_INIT(static_cast<int>(argv.size()), argv.data());
+    static const fuse_lowlevel_ops ops = MakeOps();
+    session_ = fuse_session_new(&fargs, &ops, sizeof(ops), this);
+    fuse_opt_free_args(&fargs);
+    if (session_ == nullptr) return Status::IOError("fuse_session_new failed (see stderr)");
+    if (fuse_session_mount(session_, options_.mountpoint.c_str()) != 0) {
+      return Status::IOError("mounting at " + options_.mountpoint +
+                             " failed (needs /dev/fuse and root, or user_allow_other for "
+                             "allow_other; see stderr)");
+    }
+    mounted_ = true;
+    flusher_ = std::thread([this] { FlusherMain(); });
+    return Status::OK();
+  }
+
+  Status Run() {
+    struct fuse_loop_config* config = fuse_loop_cfg_create();
+    fuse_loop_cfg_set_clone_fd(config, 0);
+    fuse_loop_cfg_set_max_threads(config, static_cast<unsigned>(std::max(1, options_.max_threads)));
+    fuse_loop_cfg_set_idle_threads(config, static_cast<unsigned>(std::max(1, options_.max_threads)));
+    int rc = fuse_session_loop_mt(session_, config);
+    fuse_loop_cfg_destroy(config);
+    FlushEdges();
+    if (rc != 0 && !stopping_.load()) {
+      return Status::IOError("FUSE session loop failed: " + std::string(std::strerror(rc < 0 ? -rc : rc)));
+    }
+    return Status::OK();
+  }
+
+  void Stop() {
+    stopping_ = true;
+    if (session_ == nullptr) return;
+    fuse_session_exit(session_);
+    // Wake the workers blocked reading /dev/fuse: a lazy unmount ends the connection (reads
+    // then fail with ENODEV and the loop returns). The destructor's unmount is then a no-op.
+    if (::umount2(options_.mountpoint.c_str(), MNT_DETACH) != 0) {
+      std::string cmd = "fusermount3 -u -z '" + options_.mountpoint + "' 2>/dev/null";
+      (void)std::system(cmd.c_str());
+    }
+  }
+
+  CaptureFsStats stats() const {
+    CaptureFsStats s;
+    s.updates = updates_.load();
+    s.update_errors = update_errors_.load();
+    s.edges_sent = edges_sent_.load();
+    s.edge_errors = edge_errors_.load();
+    s.query_dirs = query_dirs_.load();
+    s.processes = processes_.processes();
+    return s;
+  }
+
+  // ---- ACG edges ----
+
+  void FlushEdges() {
+    std::vector<CapturedEdge> edges;
+    processes_.Sweep(MonoNanos(), /*all=*/true, &edges);
+    SendEdges(edges);
+  }
+
+  void SendEdges(const std::vector<CapturedEdge>& edges) {
+    constexpr size_t kChunk = 4096;
+    for (size_t i = 0; i < edges.size(); i += kChunk) {
+      std::vector<FileUpdate> ups;
+      for (size_t j = i; j < std::min(edges.size(), i + kChunk); ++j) {
+        FileUpdate u;
+        u.op = UpdateOp::kAddEdge;
+        u.record.id = edges[j].src;
+        u.edge_dst = edges[j].dst;
+        u.edge_weight = edges[j].weight;
+        ups.push_back(std::move(u));
+      }
+      Status s = options_.client->Update(ups);
+      if (s.ok()) {
+        edges_sent_ += ups.size();
+      } else {
+        // Weakly consistent (DESIGN §4): an edge to a file that was deleted meanwhile, or a
+        // node that is down, loses the edge, never a search result.
+        edge_errors_ += ups.size();
+        Log(LogLevel::kDebug, "mount: %zu ACG edges dropped: %s", ups.size(),
+            s.ToString().c_str());
+      }
+    }
+  }
+
+  void FlusherMain() {
+    std::unique_lock<std::mutex> lock(flusher_mu_);
+    while (!flusher_stop_) {
+      flusher_cv_.wait_for(lock, std::chrono::milliseconds(500));
+      if (flusher_stop_) break;
+      lock.unlock();
+      std::vector<CapturedEdge> edges;
+      processes_.Sweep(MonoNanos(), /*all=*/false, &edges);
+      if (!edges.empty()) SendEdges(edges);
+      lock.lock();
+    }
+  }
+
+  void StopFlusher() {
+    {
+      std::lock_guard<std::mutex> lock(flusher_mu_);
+      flusher_stop_ = true;
+    }
+    flusher_cv_.notify_all();
+    if (flusher_.joinable()) flusher_.join();
+  }
+
+  // ---- inodes ----
+
+  Inode* Get(fuse_ino_t ino) {
+    if (ino == FUSE_ROOT_ID) return &root_;
+    return reinterpret_cast<Inode*>(ino);
+  }
+  static fuse_ino_t Id(Inode* inode, Inode* root) {
+    return inode == root ? FUSE_ROOT_ID : reinterpret_cast<fuse_ino_t>(inode);
+  }
+  fuse_ino_t Id(Inode* inode) { return Id(inode, &root_); }
+
+  // Finds or creates the inode of file `st`, seen as `name` in `parent`, and counts one
+  // lookup. (No descriptor is kept per inode: the kernel may hold more inodes than the
+  // process may open files — 20,000 on this machine kind — so paths are the handles.)
+  Inode* Intern(Inode* parent, const char* name, const struct stat& st) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (st.st_dev == root_.dev && st.st_ino == root_.ino) {
+      ++root_.nlookup;
+      return &root_;
+    }
+    auto key = std::make_pair(st.st_dev, st.st_ino);
+    auto it = files_.find(key);
+    Inode* inode;
+    if (it != files_.end()) {
+      inode = it->second.get();
+    } else {
+      auto fresh = std::make_unique<Inode>();
+      inode = fresh.get();
+      inode->dev = st.st_dev;
+      inode->ino = st.st_ino;
+      files_.emplace(key, std::move(fresh));
+    }
+    ++inode->nlookup;
+    AddLinkLocked(inode, parent, name);
+    return inode;
+  }
+
+  // Records that `inode` is `name` in `dir` (first, so paths prefer the latest name).
+  // REQUIRES: mu_.
+  void AddLinkLocked(Inode* inode, Inode* dir, std::string_view name) {
+    for (size_t i = 0; i < inode->links.size(); ++i) {
+      if (inode->links[i].dir == dir && inode->links[i].name == name) {
+        std::rotate(inode->links.begin(), inode->links.begin() + static_cast<ptrdiff_t>(i),
+                    inode->links.begin() + static_cast<ptrdiff_t>(i) + 1);
+        return;
+      }
+    }
+    ++dir->children;
+    inode->links.insert(inode->links.begin(), Link{dir, std::string(name)});
+  }
+
+  // Forgets that `inode` is `name` in `dir`. REQUIRES: mu_.
+  void RemoveLinkLocked(Inode* inode, Inode* dir, std::string_view name) {
+    for (size_t i = 0; i < inode->links.size(); ++i) {
+      if (inode->links[i].dir == dir && inode->links[i].name == name) {
+        inode->links.erase(inode->links.begin() + static_cast<ptrdiff_t>(i));
+        --dir->children;
+        FreeIfUnusedLocked(dir);
+        return;
+      }
+    }
+  }
+
+  // The file inode `st` if it is known as `name` in `dir`. REQUIRES: mu_.
+  Inode* FindLocked(const struct stat& st, Inode* dir, std::string_view name) {
+    auto it = files_.find(std::make_pair(st.st_dev, st.st_ino));
+    if (it == files_.end()) return nullptr;
+    for (const Link& l : it->second->links) {
+      if (l.dir == dir && l.name == name) return it->second.get();
+    }
+    return nullptr;
+  }
+
+  // Frees `inode` when neither the kernel nor a link refers to it, then its unused
+  // directories. REQUIRES: mu_.
+  void FreeIfUnusedLocked(Inode* inode) {
+    if (inode == nullptr || inode == &root_ || inode->nlookup > 0 || inode->children > 0) return;
+    std::vector<Link> links = std::move(inode->links);
+    if (inode->kind == Kind::kFile) {
+      auto it = files_.find(std::make_pair(inode->dev, inode->ino));
+      if (it != files_.end() && it->second.get() == inode) files_.erase(it);
+    } else {
+      virtual_.erase(inode->vkey);
+    }
+    for (const Link& l : links) {
+      --l.dir->children;
+      FreeIfUnusedLocked(l.dir);
+    }
+  }
+
+  void Forget(Inode* inode, uint64_t n) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (inode == &root_) return;
+    inode->nlookup -= std::min(inode->nlookup, n);
+    FreeIfUnusedLocked(inode);
+  }
+
+  // The in-volume path of a file inode ("/" for the root); false when its name is gone.
+  bool PathOf(Inode* inode, std::string* path) {
+    std::vector<const std::string*> parts;
+    std::lock_guard<std::mutex> lock(mu_);
+    for (Inode* i = inode; i != &root_; i = i->links.front().dir) {
+      if (i->links.empty() || i->kind != Kind::kFile) return false;
+      parts.push_back(&i->links.front().name);
+      if (parts.size() > 4096) return false;  // a cycle would be a bug; never loop forever
+    }
+    path->clear();
+    for (auto it = parts.rbegin(); it != parts.rend(); ++it) {
+      *path += '/';
+      *path += **it;
+    }
+    if (path->empty()) *path = "/";
+    return true;
+  }
+
+  // The backing file's absolute path; false when the inode's name is gone (ENOENT).
+  bool AbsPathOf(Inode* inode, std::string* abs) {
+    std::string path;
+    if (!PathOf(inode, &path)) return false;
+    *abs = path == "/" ? options_.backing : backing_prefix_ + path;
+    return true;
+  }
+  std::string AbsChild(const std::string& dir_abs, const char* name) {
+    return dir_abs == "/" ? "/" + std::string(name) : dir_abs + "/" + name;
+  }
+
+  // ---- index updates ----
+
+  // The record of the file at in-volume `path` as it is now. Files with several links keep
+  // their other paths (from the index) that still name this file. NotFound if it vanished.
+  Status RecordAt(const std::string& path, uint64_t parent_ino, FileRecord* rec) {
+    PROPELLER_RETURN_IF_ERROR(
+        ReadFileRecord(backing_prefix_ + path, path, options_.volume, parent_ino, rec));
+    if (rec->nlink > 1 && rec->type != FileType::kDirectory) {
+      Result<FileRecord> old = options_.client->Get(rec->id);
+      if (old.ok()) {
+        for (const std::string& p : old->paths) {
+          if (p == path) continue;
+          struct stat st;
+          if (::lstat((backing_prefix_ + p).c_str(), &st) == 0 && st.st_ino == rec->id.ino) {
+            rec->paths.push_back(p);
+          }
+        }
+        std::sort(rec->paths.begin(), rec->paths.end());
+      }
+    }
+    return Status::OK();
+  }
+
+  // Sends `ups` and waits for the acknowledgement; 0 or EIO (logged).
+  int Send(std::vector<FileUpdate>& ups, const std::string& what) {
+    if (ups.empty()) return 0;
+    Status s = options_.client->Update(ups);
+    if (!s.ok()) {
+      ++update_errors_;
+      Log(LogLevel::kError, "mount: indexing %s failed: %s", what.c_str(), s.ToString().c_str());
+      return EIO;
+    }
+    updates_ += ups.size();
+    return 0;
+  }
+
+  // Indexes the file at `path` (kPut of its current record); with `creator` set, the placement
+  // hints of the creating process. 0 or an errno.
+  int IndexPath(const std::string& path, uint64_t parent_ino, const ProcessInfo* creator,
+                const std::vector<FileId>* producers) {
+    FileUpdate u;
+    Status s = RecordAt(path, parent_ino, &u.record);
+    if (s.code() == StatusCode::kNotFound) return 0;  // gone again: nothing to index
+    if (!s.ok()) {
+      ++update_errors_;
+      Log(LogLevel::kError, "mount: reading %s for the index: %s", path.c_str(),
+          s.ToString().c_str());
+      return EIO;
+    }
+    if (creator != nullptr) u.app = creator->app;
+    if (producers != nullptr) u.producers = *producers;
+    std::vector<FileUpdate> ups;
+    ups.push_back(std::move(u));
+    return Send(ups, path);
+  }
+
+  // The update for a name that no longer refers to file `st` (unlink, rename over it):
+  // a delete when it was the last link, else the record with that path removed.
+  void RemovedName(const std::string& path, const struct stat& st, std::vector<FileUpdate>* ups) {
+    FileUpdate u;
+    const FileId id{options_.volume, st.st_ino};
+    if (S_ISDIR(st.st_mode) || st.st_nlink <= 1) {
+      u.op = UpdateOp::kDelete;
+      u.record.id = id;
+      ups->push_back(std::move(u));
+      return;
+    }
+    Result<FileRecord> old = options_.client->Get(id);
+    if (!old.ok()) return;  // not indexed: nothing to remove
+    u.record = std::move(*old);
+    std::erase(u.record.paths, path);
+    u.record.nlink = st.st_nlink - 1;
+    if (u.record.paths.empty()) {
+      u.op = UpdateOp::kDelete;
+      u.record = FileRecord{};
+      u.record.id = id;
+    }
+    ups->push_back(std::move(u));
+  }
+
+  // Re-indexes every file under the directory now at in-volume `dir` (after a rename moved
+  // it): every descendant's path changed.
+  int IndexSubtree(const std::string& dir, uint64_t parent_ino) {
+    std::vector<FileUpdate> ups;
+    int err = 0;
+    TreeWalkOptions wo;
+    wo.volume = options_.volume;
+    Status s = WalkTree(backing_prefix_ + dir, wo, [&](FileRecord&& rec) -> Status {
+      for (std::string& p : rec.paths) p = p == "/" ? dir : dir + p;
+      if (rec.paths.size() == 1 && rec.paths[0] == dir) rec.parent_ino = parent_ino;
+      if (rec.nlink > 1 && rec.type != FileType::kDirectory) {
+        // Other links outside the subtree keep their paths.
+        Result<FileRecord> old = options_.client->Get(rec.id);
+        if (old.ok()) {
+          for (const std::string& p : old->paths) {
+            if (std::find(rec.paths.begin(), rec.paths.end(), p) != rec.paths.end()) continue;
+            if (Under(p, dir)) continue;
+            struct stat st;
+            if (::lstat((backing_prefix_ + p).c_str(), &st) == 0 && st.st_ino == rec.id.ino) {
+              rec.paths.push_back(p);
+            }
+          }
+          std::sort(rec.paths.begin(), rec.paths.end());
+        }
+      }
+      FileUpdate u;
+      u.record = std::move(rec);
+      ups.push_back(std::move(u));
+      if (ups.size() >= 1000) {
+        err = Send(ups, dir + " (subtree)");
+        ups.clear();
+        if (err != 0) return Status::IOError("index update failed");
+      }
+      return Status::OK();
+    }, nullptr);
+    if (err != 0) return err;
+    if (!s.ok()) {
+      ++update_errors_;
+      Log(LogLevel::kError, "mount: re-indexing %s: %s", dir.c_str(), s.ToString().c_str());
+      return EIO;
+    }
+    return Send(ups, dir + " (subtree)");
+  }
+
+  // ---- credentials of the caller for creating files ----
+
+  class AsCaller {
+   public:
+    AsCaller(Impl* fs, fuse_req_t req) {
+      const fuse_ctx* ctx = fuse_req_ctx(req);
+      if (!fs->am_root_ || (ctx->uid == 0 && ctx->gid == 0)) return;
+      active_ = true;
+      gid_t groups[64];
+      int n = fuse_req_getgroups(req, 64, groups);
+      if (n > 0 && n <= 64) {
+        // The raw system call changes this thread only (glibc's wrapper changes every thread).
+        if (::syscall(SYS_setgroups, n, groups) == 0) groups_set_ = true;
+      }
+      ::setfsgid(ctx->gid);
+      ::setfsuid(ctx->uid);
+    }
+    ~AsCaller() {
+      if (!active_) return;
+      ::setfsuid(0);
+      ::setfsgid(0);
+      if (groups_set_) ::syscall(SYS_setgroups, 0, nullptr);
+    }
+
+   private:
+    bool active_ = false;
+    bool groups_set_ = false;
+  };
+
+  // ---- replies ----
+
+  void FillVirtualAttr(Inode* inode, struct stat* st) {
+    std::memset(st, 0, sizeof(*st));
+    st->st_ino = inode->vino;
+    if (inode->kind == Kind::kQueryDir) {
+      st->st_mode = S_IFDIR | 0555;
+      st->st_nlink = 2;
+      const int64_t now = WallNanos();
+      st->st_mtim.tv_sec = now / 1'000'000'000;
+      st->st_mtim.tv_nsec = now % 1'000'000'000;
+      st->st_atim = st->st_ctim = st->st_mtim;
+      st->st_size = 0;
+    } else {
+      const FileRecord& r = inode->entry.record;
+      st->st_mode = S_IFLNK | 0777;
+      st->st_nlink = 1;
+      st->st_uid = r.uid;
+      st->st_gid = r.gid;
+      st->st_size = static_cast<off_t>(inode->entry.target.size());
+      st->st_mtim.tv_sec = r.mtime / 1'000'000'000;
+      st->st_mtim.tv_nsec = r.mtime % 1'000'000'000;
+      st->st_atim = st->st_ctim = st->st_mtim;
+    }
+    st->st_blksize = 4096;
+  }
+
+  int StatFile(Inode* inode, struct stat* st) {
+    std::string abs;
+    if (!AbsPathOf(inode, &abs)) return ENOENT;
+    if (::lstat(abs.c_str(), st) != 0) return errno;
+    return 0;
+  }
+
+  // Looks `name` up in directory `parent` and fills `e` (one lookup counted). 0 or an errno.
+  int DoLookup(Inode* parent, const char* name, fuse_entry_param* e) {
+    std::memset(e, 0, sizeof(*e));
+    std::string dir;
+    if (!AbsPathOf(parent, &dir)) return ENOENT;
+    if (::lstat(AbsChild(dir, name).c_str(), &e->attr) != 0) return errno;
+    Inode* inode = Intern(parent, name, e->attr);
+    e->ino = Id(inode);
+    e->attr_timeout = options_.attr_timeout_s;
+    e->entry_timeout = options_.entry_timeout_s;
+    return 0;
+  }
+
+  // ---- query directories ----
+
+  Inode* InternVirtual(Inode* parent, const std::string& name, Kind kind, bool* created) {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::string key = std::to_string(reinterpret_cast<uintptr_t>(parent)) + '\0' + name;
+    auto it = virtual_.find(key);
+    *created = it == virtual_.end();
+    if (!*created) {
+      ++it->second->nlookup;
+      return it->second.get();
+    }
+    auto inode = std::make_unique<Inode>();
+    inode->kind = kind;
+    inode->vkey = key;
+    inode->vino = (uint64_t{1} << 62) | next_vino_++;
+    inode->nlookup = 1;
+    inode->links.push_back(Link{parent, name});
+    ++parent->children;  // the parent lives while this inode does
+    Inode* raw = inode.get();
+    virtual_.emplace(std::move(key), std::move(inode));
+    return raw;
+  }
+
+  // Runs the query of directory `qdir` as the caller of `req`; the listing replaces the
+  // directory's last one. 0, EINVAL (bad query, logged with its position) or EIO.
+  int ListQuery(fuse_req_t req, Inode* qdir, std::vector<QueryEntry>* out) {
+    std::string scope;
+    if (!PathOf(qdir->parent(), &scope)) return ENOENT;
+    const fuse_ctx* ctx = fuse_req_ctx(req);
+    ClientSearchOptions so;
+    so.volume = options_.volume;
+    so.scope = scope;
+    ClientCredentials creds;
+    creds.uid = ctx->uid;
+    creds.gid = ctx->gid;
+    gid_t groups[256];
+    int n = fuse_req_getgroups(req, 256, groups);
+    for (int i = 0; i > -1 && i < n && i < 256; ++i) creds.groups.push_back(groups[i]);
+    so.creds = creds;
+    std::vector<QueryEntry> entries;
+    Status s = options_.client->Search(qdir->query, so, [&](const ClientHit& hit) {
+      // The hit's in-volume path under the scope.
+      std::string path;
+      for (const std::string& p : hit.record.paths) {
+        if (Under(p, scope) && p != scope) {
+          path = p;
+          break;
+        }
+      }
+      if (path.empty()) return true;
+      std::string rel = scope == "/" ? path.substr(1) : path.substr(scope.size() + 1);
+      QueryEntry e;
+      e.name = EncodeEntryName(rel);
+      e.target = "../" + rel;
+      e.record = hit.record;
+      entries.push_back(std::move(e));
+      return true;
+    });
+    if (!s.ok()) {
+      Log(LogLevel::kError, "mount: query directory '?%s' under %s: %s", qdir->query.c_str(),
+          scope.c_str(), s.ToString().c_str());
+      return s.code() == StatusCode::kInvalidArgument ? EINVAL : EIO;
+    }
+    std::sort(entries.begin(), entries.end(),
+              [](const QueryEntry& a, const QueryEntry& b) { return a.name < b.name; });
+    entries.erase(std::unique(entries.begin(), entries.end(),
+                              [](const QueryEntry& a, const QueryEntry& b) {
+                                return a.name == b.name;
+                              }),
+                  entries.end());
+    ++query_dirs_;
+    {
+      std::lock_guard<std::mutex> lock(qdir->qmu);
+      qdir->entries = entries;
+      qdir->listed = true;
+    }
+    *out = std::move(entries);
+    return 0;
+  }
+
+  void LookupQueryDir(fuse_req_t req, Inode* parent, const char* name) {
+    // Parse now: a malformed query fails the lookup with EINVAL and a log line naming the
+    // position (the search would say the same, later and less visibly).
+    Result<Query> q = Query::Parse(name + 1);
+    if (!q.ok()) {
+      Log(LogLevel::kError, "mount: query directory '%s': %s", name,
+          q.status().ToString().c_str());
+      fuse_reply_err(req, EINVAL);
+      return;
+    }
+    bool created = false;
+    Inode* qdir = InternVirtual(parent, name, Kind::kQueryDir, &created);
+    if (created) qdir->query = name + 1;
+    fuse_entry_param e;
+    std::memset(&e, 0, sizeof(e));
+    e.ino = Id(qdir);
+    FillVirtualAttr(qdir, &e.attr);
+    e.attr_timeout = 0;  // fresh at every access
+    e.entry_timeout = 0;
+    fuse_reply_entry(req, &e);
+  }
+
+  void LookupQueryEntry(fuse_req_t req, Inode* qdir, const char* name) {
+    QueryEntry found;
+    bool have = false;
+    {
+      std::lock_guard<std::mutex> lock(qdir->qmu);
+      for (const QueryEntry& e : qdir->entries) {
+        if (e.name == name) {
+          found = e;
+          have = true;
+          break;
+        }
+      }
+    }
+    if (!have) {
+      // Not listed yet (a path used directly): run the query now.
+      std::vector<QueryEntry> entries;
+      int err = ListQuery(req, qdir, &entries);
+      if (err != 0) {
+        fuse_reply_err(req, err);
+        return;
+      }
+      for (QueryEntry& e : entries) {
+        if (e.name == name) {
+          found = std::move(e);
+          have = true;
+          break;
+        }
+      }
+    }
+    if (!have) {
+      fuse_reply_err(req, ENOENT);
+      return;
+    }
+    bool created = false;
+    Inode* inode = InternVirtual(qdir, name, Kind::kQueryEntry, &created);
+    inode->entry = found;  // the latest listing's view
+    fuse_entry_param e;
+    std::memset(&e, 0, sizeof(e));
+    e.ino = Id(inode);
+    FillVirtualAttr(inode, &e.attr);
+    e.attr_timeout = 0;
+    e.entry_timeout = 0;
+    fuse_reply_entry(req, &e);
+  }
+
+  // ---- operations ----
+
+  static Impl* Self(fuse_req_t req) { return static_cast<Impl*>(fuse_req_userdata(req)); }
+
+  void OnInit(struct fuse_conn_info* conn) {
+    if (options_.writeback && (conn->capable & FUSE_CAP_WRITEBACK_CACHE)) {
+      conn->want |= FUSE_CAP_WRITEBACK_CACHE;
+    } else {
+      conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
+    }
+    // Plain readdir: readdirplus would take a lookup per entry (PITFALLS).
+    conn->want &= ~FUSE_CAP_READDIRPLUS;
+    conn->want &= ~FUSE_CAP_READDIRPLUS_AUTO;
+    // Never FUSE_CAP_NO_OPEN_SUPPORT / no-flush: they silently stop open/close tracking.
+  }
+
+  void OnLookup(fuse_req_t req, fuse_ino_t parent_ino, const char* name) {
+    Inode* parent = Get(parent_ino);
+    if (parent->kind == Kind::kQueryDir) return LookupQueryEntry(req, parent, name);
+    if (parent->kind == Kind::kQueryEntry) return (void)fuse_reply_err(req, ENOTDIR);
+    if (IsQueryName(name)) return LookupQueryDir(req, parent, name);
+    fuse_entry_param e;
+    int err = DoLookup(parent, name, &e);
+    if (err == ENOENT) {
+      // Negative entry, cached by the kernel for the entry timeout (creates invalidate it).
+      std::memset(&e, 0, sizeof(e));
+      e.entry_timeout = options_.entry_timeout_s;
+      fuse_reply_entry(req, &e);
+      return;
+    }
+    if (err != 0) return (void)fuse_reply_err(req, err);
+    fuse_reply_entry(req, &e);
+  }
+
+  void OnGetattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* fi) {
+    Inode* inode = Get(ino);
+    struct stat st;
+    if (inode->kind != Kind::kFile) {
+      FillVirtualAttr(inode, &st);
+      fuse_reply_attr(req, &st, 0);
+      return;
+    }
+    int err = 0;
+    if (fi != nullptr && HandleOf(fi)->fd >= 0) {
+      if (::fstat(HandleOf(fi)->fd, &st) != 0) err = errno;
+    } else {
+      err = StatFile(inode, &st);
+    }
+    if (err != 0) return (void)fuse_reply_err(req, err);
+    fuse_reply_attr(req, &st, options_.attr_timeout_s);
+  }
+
+  void OnSetattr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int valid,
+                 struct fuse_file_info* fi) {
+    Inode* inode = Get(ino);
+    if (inode->kind != Kind::kFile) return (void)fuse_reply_err(req, EROFS);
+    std::string abs;
+    if (!AbsPathOf(inode, &abs) && fi == nullptr) return (void)fuse_reply_err(req, ENOENT);
+    int rc = 0;
+    if (valid & FUSE_SET_ATTR_MODE) {
+      rc = fi != nullptr ? ::fchmod(HandleOf(fi)->fd, attr->st_mode)
+                         : ::chmod(abs.c_str(), attr->st_mode);
+      if (rc != 0) return (void)fuse_reply_err(req, errno);
+    }
+    if (valid & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID)) {
+      uid_t uid = (valid & FUSE_SET_ATTR_UID) ? attr->st_uid : static_cast<uid_t>(-1);
+      gid_t gid = (valid & FUSE_SET_ATTR_GID) ? attr->st_gid : static_cast<gid_t>(-1);
+      rc = fi != nullptr ? ::fchown(HandleOf(fi)->fd, uid, gid) : ::lchown(abs.c_str(), uid, gid);
+      if (rc != 0) return (void)fuse_reply_err(req, errno);
+    }
+    if (valid & FUSE_SET_ATTR_SIZE) {
+      if (fi != nullptr) {
+        rc = ::ftruncate(HandleOf(fi)->fd, attr->st_size);
+      } else {
+        rc = ::truncate(abs.c_str(), attr->st_size);
+      }
+      if (rc != 0) return (void)fuse_reply_err(req, errno);
+    }
+    if (valid & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME)) {
+      struct timespec tv[2];
+      tv[0].tv_sec = 0;
+      tv[1].tv_sec = 0;
+      tv[0].tv_nsec = UTIME_OMIT;
+      tv[1].tv_nsec = UTIME_OMIT;
+      if (valid & FUSE_SET_ATTR_ATIME_NOW) {
+        tv[0].tv_nsec = UTIME_NOW;
+      } else if (valid & FUSE_SET_ATTR_ATIME) {
+        tv[0] = attr->st_atim;
+      }
+      if (valid & FUSE_SET_ATTR_MTIME_NOW) {
+        tv[1].tv_nsec = UTIME_NOW;
+      } else if (valid & FUSE_SET_ATTR_MTIME) {
+        tv[1] = attr->st_mtim;
+      }
+      if (fi != nullptr) {
+        rc = ::futimens(HandleOf(fi)->fd, tv);
+      } else {
+        rc = ::utimensat(AT_FDCWD, abs.c_str(), tv, AT_SYMLINK_NOFOLLOW);
+      }
+      if (rc != 0) return (void)fuse_reply_err(req, errno);
+    }
+    struct stat st;
+    int err = fi != nullptr ? (::fstat(HandleOf(fi)->fd, &st) == 0 ? 0 : errno)
+                            : StatFile(inode, &st);
+    if (err != 0) return (void)fuse_reply_err(req, err);
+    // Times set through a handle open for writing — the kernel's writeback cache flushing
+    // mtime before the close — are indexed by that handle's close (flush), which follows.
+    constexpr int kTimes = FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_ATIME_NOW |
+                           FUSE_SET_ATTR_MTIME_NOW | FUSE_SET_ATTR_CTIME;
+    const bool flushed_by_close = fi != nullptr && HandleOf(fi)->write && (valid & ~kTimes) == 0;
+    std::string path;
+    if (!flushed_by_close && PathOf(inode, &path)) {
+      err = IndexPath(path, ParentIno(path), nullptr, nullptr);
+      if (err != 0) return (void)fuse_reply_err(req, err);
+    }
+    fuse_reply_attr(req, &st, options_.attr_timeout_s);
+  }
+
+  // The inode number of the directory holding in-volume `path`.
+  uint64_t ParentIno(const std::string& path) {
+    if (path == "/") return 0;
+    size_t slash = path.rfind('/');
+    std::string dir = slash == 0 ? "/" : path.substr(0, slash);
+    struct stat st;
+    if (::lstat((backing_prefix_ + (dir == "/" ? "" : dir) + "/").c_str(), &st) != 0) return 0;
+    return st.st_ino;
+  }
+
+  void OnReadlink(fuse_req_t req, fuse_ino_t ino) {
+    Inode* inode = Get(ino);
+    if (inode->kind == Kind::kQueryEntry) {
+      fuse_reply_readlink(req, inode->entry.target.c_str());
+      return;
+    }
+    if (inode->kind != Kind::kFile) return (void)fuse_reply_err(req, EINVAL);
+    std::string abs;
+    if (!AbsPathOf(inode, &abs)) return (void)fuse_reply_err(req, ENOENT);
+    char buf[PATH_MAX + 1];
+    ssize_t n = ::readlink(abs.c_str(), buf, PATH_MAX);
+    if (n < 0) return (void)fuse_reply_err(req, errno);
+    buf[n] = '\0';
+    fuse_reply_readlink(req, buf);
+  }
+
+  // Creates through `make` (mkdir, mknod, symlink) as the caller, then looks the new entry up
+  // and indexes it.
+  template <typename MakeFn>
+  void MakeEntry(fuse_req_t req, fuse_ino_t parent_ino, const char* name, MakeFn make) {
+    Inode* parent = Get(parent_ino);
+    if (parent->kind != Kind::kFile) return (void)fuse_reply_err(req, EROFS);
+    if (IsQueryName(name)) return (void)fuse_reply_err(req, EINVAL);
+    std::string dir_abs;
+    if (!AbsPathOf(parent, &dir_abs)) return (void)fuse_reply_err(req, ENOENT);
+    {
+      AsCaller as(this, req);
+      if (make(AbsChild(dir_abs, name)) != 0) return (void)fuse_reply_err(req, errno);
+    }
+    fuse_entry_param e;
+    int err = DoLookup(parent, name, &e);
+    if (err != 0) return (void)fuse_reply_err(req, err);
+    std::string dir;
+    if (PathOf(parent, &dir)) {
+      ProcessInfo creator;
+      const bool known = processes_.Identify(fuse_req_ctx(req)->pid, MonoNanos(), &creator);
+      err = IndexPath(ChildPath(dir, name), parent->ino, known ? &creator : nullptr, nullptr);
+      if (err != 0) {
+        Forget(Get(e.ino), 1);
+        return (void)fuse_reply_err(req, err);
+      }
+    }
+    fuse_reply_entry(req, &e);
+  }
+
+  void OnMknod(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode, dev_t rdev) {
+    MakeEntry(req, parent, name,
+              [&](const std::string& abs) { return ::mknod(abs.c_str(), mode, rdev); });
+  }
+  void OnMkdir(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode) {
+    MakeEntry(req, parent, name,
+              [&](const std::string& abs) { return ::mkdir(abs.c_str(), mode); });
+  }
+  void OnSymlink(fuse_req_t req, const char* link, fuse_ino_t parent, const char* name) {
+    MakeEntry(req, parent, name,
+              [&](const std::string& abs) { return ::symlink(link, abs.c_str()); });
+  }
+
+  void OnLink(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent_ino, const char* newname) {
+    Inode* inode = Get(ino);
+    Inode* newparent = Get(newparent_ino);
+    if (inode->kind != Kind::kFile || newparent->kind != Kind::kFile) {
+      return (void)fuse_reply_err(req, EROFS);
+    }
+    if (IsQueryName(newname)) return (void)fuse_reply_err(req, EINVAL);
+    std::string from, to_dir;
+    if (!AbsPathOf(inode, &from) || !AbsPathOf(newparent, &to_dir)) {
+      return (void)fuse_reply_err(req, ENOENT);
+    }
+    {
+      AsCaller as(this, req);
+      if (::link(from.c_str(), AbsChild(to_dir, newname).c_str()) != 0) {
+        return (void)fuse_reply_err(req, errno);
+      }
+    }
+    fuse_entry_param e;
+    int err = DoLookup(newparent, newname, &e);
+    if (err != 0) return (void)fuse_reply_err(req, err);
+    std::string dir;
+    if (PathOf(newparent, &dir)) {
+      err = IndexPath(ChildPath(dir, newname), newparent->ino, nullptr, nullptr);
+      if (err != 0) {
+        Forget(Get(e.ino), 1);
+        return (void)fuse_reply_err(req, err);
+      }
+    }
+    fuse_reply_entry(req, &e);
+  }
+
+  void OnUnlinkOrRmdir(fuse_req_t req, fuse_ino_t parent_ino, const char* name, bool dir) {
+    Inode* parent = Get(parent_ino);
+    if (parent->kind != Kind::kFile) return (void)fuse_reply_err(req, EROFS);
+    std::string dir_abs;
+    if (!AbsPathOf(parent, &dir_abs)) return (void)fuse_reply_err(req, ENOENT);
+    const std::string abs = AbsChild(dir_abs, name);
+    struct stat st;
+    if (::lstat(abs.c_str(), &st) != 0) return (void)fuse_reply_err(req, errno);
+    if ((dir ? ::rmdir(abs.c_str()) : ::unlink(abs.c_str())) != 0) {
+      return (void)fuse_reply_err(req, errno);
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (Inode* gone = FindLocked(st, parent, name)) RemoveLinkLocked(gone, parent, name);
+    }
+    std::string dpath;
+    if (!PathOf(parent, &dpath)) return (void)fuse_reply_err(req, 0);
+    std::vector<FileUpdate> ups;
+    RemovedName(ChildPath(dpath, name), st, &ups);
+    fuse_reply_err(req, Send(ups, ChildPath(dpath, name)));
+  }
+
+  void OnRename(fuse_req_t req, fuse_ino_t parent_ino, const char* name, fuse_ino_t newparent_ino,
+                const char* newname, unsigned int flags) {
+    Inode* parent = Get(parent_ino);
+    Inode* newparent = Get(newparent_ino);
+    if (parent->kind != Kind::kFile || newparent->kind != Kind::kFile) {
+      return (void)fuse_reply_err(req, EROFS);
+    }
+    if (IsQueryName(newname)) return (void)fuse_reply_err(req, EINVAL);
+    std::string from_abs, to_abs;
+    if (!AbsPathOf(parent, &from_abs) || !AbsPathOf(newparent, &to_abs)) {
+      return (void)fuse_reply_err(req, ENOENT);
+    }
+    from_abs = AbsChild(from_abs, name);
+    to_abs = AbsChild(to_abs, newname);
+    struct stat src, dst;
+    if (::lstat(from_abs.c_str(), &src) != 0) return (void)fuse_reply_err(req, errno);
+    const bool had_dst = ::lstat(to_abs.c_str(), &dst) == 0;
+    if (::renameat2(AT_FDCWD, from_abs.c_str(), AT_FDCWD, to_abs.c_str(), flags) != 0) {
+      return (void)fuse_reply_err(req, errno);
+    }
+    {
+      // The inode tree follows: the moved file is now newname in newparent; what it replaced
+      // lost that name (or, exchanged, took the old one).
+      std::lock_guard<std::mutex> lock(mu_);
+      Inode* moved = FindLocked(src, parent, name);
+      Inode* other = had_dst ? FindLocked(dst, newparent, newname) : nullptr;
+      if (moved != nullptr && moved == other) other = nullptr;  // links of one file
+      // Add before removing: removing a last link may free the directory otherwise.
+      if (moved != nullptr) AddLinkLocked(moved, newparent, newname);
+      if (other != nullptr && (flags & RENAME_EXCHANGE)) AddLinkLocked(other, parent, name);
+      if (other != nullptr) RemoveLinkLocked(other, newparent, newname);
+      if (moved != nullptr) RemoveLinkLocked(moved, parent, name);
+    }
+    std::string from_dir, to_dir;
+    if (!PathOf(parent, &from_dir) || !PathOf(newparent, &to_dir)) {
+      return (void)fuse_reply_err(req, 0);
+    }
+    const std::string from = ChildPath(from_dir, name), to = ChildPath(to_dir, newname);
+    if (had_dst && src.st_ino == dst.st_ino && src.st_dev == dst.st_dev) {
+      return (void)fuse_reply_err(req, 0);  // two links of one file: rename does nothing
+    }
+    int err = 0;
+    if (had_dst && !(flags & RENAME_EXCHANGE)) {
+      std::vector<FileUpdate> ups;
+      RemovedName(to, dst, &ups);
+      err = Send(ups, to);
+    }
+    // The moved file (or tree) under its new name; with RENAME_EXCHANGE the other one too.
+    auto reindex = [&](const struct stat& st, const std::string& path, const std::string& old,
+                       Inode* dir) -> int {
+      if (S_ISDIR(st.st_mode)) return IndexSubtree(path, dir->ino);
+      FileUpdate u;
+      Status s = RecordAt(path, dir->ino, &u.record);
+      if (!s.ok()) return s.code() == StatusCode::kNotFound ? 0 : EIO;
+      std::erase(u.record.paths, old);
+      std::vector<FileUpdate> ups;
+      ups.push_back(std::move(u));
+      return Send(ups, path);
+    };
+    if (err == 0) err = reindex(src, to, from, newparent);
+    if (err == 0 && had_dst && (flags & RENAME_EXCHANGE)) err = reindex(dst, from, to, parent);
+    fuse_reply_err(req, err);
+  }
+
+  // ---- files ----
+
+  static Handle* HandleOf(struct fuse_file_info* fi) { return reinterpret_cast<Handle*>(fi->fh); }
+
+  int OpenFlags(int flags) {
+    if (options_.writeback) {
+      // PITFALLS: with the writeback cache the kernel may read a file opened write-only and
+      // owns the file's end; open read-write and without O_APPEND.
+      if ((flags & O_ACCMODE) == O_WRONLY) flags = (flags & ~O_ACCMODE) | O_RDWR;
+      flags &= ~O_APPEND;
+    }
+    return (flags & ~O_NOFOLLOW) | O_CLOEXEC;
+  }
+
+  // Capture for an open of `inode` by the caller of `req`; fills the handle's owner.
+  void Capture(fuse_req_t req, Inode* inode, Handle* h, std::vector<FileId>* producers) {
+    const int64_t now = MonoNanos();
+    if (!processes_.Identify(fuse_req_ctx(req)->pid, now, &h->owner)) return;
+    h->has_owner = true;
+    processes_.OnOpen(h->owner, FileId{options_.volume, inode->ino}, h->write, now, producers);
+  }
+
+  void OnCreate(fuse_req_t req, fuse_ino_t parent_ino, const char* name, mode_t mode,
+                struct fuse_file_info* fi) {
+    Inode* parent = Get(parent_ino);
+    if (parent->kind != Kind::kFile) return (void)fuse_reply_err(req, EROFS);
+    if (IsQueryName(name)) return (void)fuse_reply_err(req, EINVAL);
+    std::string dir_abs;
+    if (!AbsPathOf(parent, &dir_abs)) return (void)fuse_reply_err(req, ENOENT);
+    int fd;
+    {
+      AsCaller as(this, req);
+      fd = ::open(AbsChild(dir_abs, name).c_str(), OpenFlags(fi->flags) | O_CREAT, mode);
+    }
+    if (fd < 0) return (void)fuse_reply_err(req, errno);
+    fuse_entry_param e;
+    int err = DoLookup(parent, name, &e);
+    if (err != 0) {
+      ::close(fd);
+      return (void)fuse_reply_err(req, err);
+    }
+    Inode* inode = Get(e.ino);
+    auto h = std::make_unique<Handle>();
+    h->fd = fd;
+    h->inode = inode;
+    h->write = true;  // create is a write-open (DESIGN §4)
+    std::vector<FileId> producers;
+    Capture(req, inode, h.get(), &producers);
+    std::string dir;
+    if (PathOf(parent, &dir)) {
+      err = IndexPath(ChildPath(dir, name), parent->ino, h->has_owner ? &h->owner : nullptr,
+                      &producers);
+      if (err != 0) {
+        ::close(fd);
+        Forget(inode, 1);
+        return (void)fuse_reply_err(req, err);
+      }
+    }
+    fi->fh = reinterpret_cast<uint64_t>(h.release());
+    if (options_.writeback) fi->keep_cache = 1;
+    fuse_reply_create(req, &e, fi);
+  }
+
+  void OnOpen(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* fi) {
+    Inode* inode = Get(ino);
+    if (inode->kind != Kind::kFile) return (void)fuse_reply_err(req, EISDIR);
+    std::string abs;
+    if (!AbsPathOf(inode, &abs)) return (void)fuse_reply_err(req, ENOENT);
+    int fd = ::open(abs.c_str(), OpenFlags(fi->flags));
+    if (fd < 0) return (void)fuse_reply_err(req, errno);
+    auto h = std::make_unique<Handle>();
+    h->fd = fd;
+    h->inode = inode;
+    h->write = (fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC);
+    Capture(req, inode, h.get(), nullptr);
+    fi->fh = reinterpret_cast<uint64_t>(h.release());
+    // Data stays in the page cache across opens when the kernel's cache is trusted.
+    if (options_.writeback) fi->keep_cache = 1;
+    fuse_reply_open(req, fi);
+  }
+
+  void OnRead(fuse_req_t req, size_t size, off_t off, struct fuse_file_info* fi) {
+    struct fuse_bufvec buf = FUSE_BUFVEC_INIT(size);
+    buf.buf[0].flags = static_cast<fuse_buf_flags>(FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK);
+    buf.buf[0].fd = HandleOf(fi)->fd;
+    buf.buf[0].pos = off;
+    fuse_reply_data(req, &buf, FUSE_BUF_SPLICE_MOVE);
+  }
+
+  void OnWriteBuf(fuse_req_t req, struct fuse_bufvec* in, off_t off, struct fuse_file_info* fi) {
+    struct fuse_bufvec out = FUSE_BUFVEC_INIT(fuse_buf_size(in));
+    out.buf[0].flags = static_cast<fuse_buf_flags>(FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK);
+    out.buf[0].fd = HandleOf(fi)->fd;
+    out.buf[0].pos = off;
+    ssize_t n = fuse_buf_copy(&out, in, static_cast<fuse_buf_copy_flags>(0));
+    if (n < 0) return (void)fuse_reply_err(req, static_cast<int>(-n));
+    fuse_reply_write(req, static_cast<size_t>(n));
+  }
+
+  void OnFlush(fuse_req_t req, struct fuse_file_info* fi) {
+    Handle* h = HandleOf(fi);
+    // close() of a duplicate releases POSIX locks the caller holds, as a local close would.
+    int rc = ::close(::dup(h->fd));
+    if (rc != 0) return (void)fuse_reply_err(req, errno);
+    if (!h->write) return (void)fuse_reply_err(req, 0);
+    struct stat st;
+    if (::fstat(h->fd, &st) != 0 || st.st_nlink == 0) return (void)fuse_reply_err(req, 0);
+    if (h->has_owner) {
+      processes_.OnWriteClose(h->owner, FileId{options_.volume, h->inode->ino}, MonoNanos());
+    }
+    std::string path;
+    if (!PathOf(h->inode, &path)) return (void)fuse_reply_err(req, 0);
+    fuse_reply_err(req, IndexPath(path, ParentIno(path), nullptr, nullptr));
+  }
+
+  void OnRelease(fuse_req_t req, struct fuse_file_info* fi) {
+    Handle* h = HandleOf(fi);
+    ::close(h->fd);
+    delete h;
+    fuse_reply_err(req, 0);
+  }
+
+  void OnFsync(fuse_req_t req, int datasync, struct fuse_file_info* fi) {
+    int fd = HandleOf(fi)->fd;
+    int rc = datasync ? ::fdatasync(fd) : ::fsync(fd);
+    fuse_reply_err(req, rc == 0 ? 0 : errno);
+  }
+
+  void OnFallocate(fuse_req_t req, int mode, off_t offset, off_t length,
+                   struct fuse_file_info* fi) {
+    int rc = ::fallocate(HandleOf(fi)->fd, mode, offset, length);
+    fuse_reply_err(req, rc == 0 ? 0 : errno);
+  }
+
+  // ---- directories ----
+
+  void OnOpendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* fi) {
+    Inode* inode = Get(ino);
+    auto h = std::make_unique<Handle>();
+    h->inode = inode;
+    if (inode->kind == Kind::kQueryDir) {
+      int err = ListQuery(req, inode, &h->entries);
+      if (err != 0) return (void)fuse_reply_err(req, err);
+    } else if (inode->kind == Kind::kFile) {
+      std::string abs;
+      if (!AbsPathOf(inode, &abs)) return (void)fuse_reply_err(req, ENOENT);
+      int fd = ::open(abs.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+      if (fd < 0) return (void)fuse_reply_err(req, errno);
+      h->dir = ::fdopendir(fd);
+      if (h->dir == nullptr) {
+        int err = errno;
+        ::close(fd);
+        return (void)fuse_reply_err(req, err);
+      }
+    } else {
+      return (void)fuse_reply_err(req, ENOTDIR);
+    }
+    fi->fh = reinterpret_cast<uint64_t>(h.release());
+    if (inode->kind == Kind::kFile) fi->cache_readdir = 0;
+    fuse_reply_open(req, fi);
+  }
+
+  void OnReaddir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t offset,
+                 struct fuse_file_info* fi) {
+    Handle* h = HandleOf(fi);
+    std::vector<char> buf(size);
+    size_t used = 0;
+    if (h->dir == nullptr) {
+      // A query directory: ".", "..", then the snapshot taken at opendir. Offsets are
+      // positions in that list (+1).
+      Inode* qdir = Get(ino);
+      const size_t total = h->entries.size() + 2;
+      for (size_t i = static_cast<size_t>(offset); i < total; ++i) {
+        struct stat st;
+        std::memset(&st, 0, sizeof(st));
+        std::string name;
+        if (i == 0) {
+          name = ".";
+          st.st_mode = S_IFDIR;
+          st.st_ino = qdir->vino;
+        } else if (i == 1) {
+          name = "..";
+          st.st_mode = S_IFDIR;
+        } else {
+          name = h->entries[i - 2].name;
+          st.st_mode = S_IFLNK;
+          st.st_ino = (uint64_t{1} << 61) | i;
+        }
+        size_t n = fuse_add_direntry(req, buf.data() + used, size - used, name.c_str(), &st,
+                                     static_cast<off_t>(i + 1));
+        if (n > size - used) break;
+        used += n;
+      }
+      fuse_reply_buf(req, buf.data(), used);
+      return;
+    }
+    if (offset != h->offset) {
+      ::seekdir(h->dir, offset);
+      h->entry = nullptr;
+      h->offset = offset;
+    }
+    while (true) {
+      if (h->entry == nullptr) {
+        errno = 0;
+        h->entry = ::readdir(h->dir);
+        if (h->entry == nullptr) {
+          if (errno != 0 && used == 0) return (void)fuse_reply_err(req, errno);
+          break;
+        }
+      }
+      struct stat st;
+      std::memset(&st, 0, sizeof(st));
+      st.st_ino = h->entry->d_ino;
+      st.st_mode = static_cast<mode_t>(h->entry->d_type) << 12;
+      const off_t next = h->entry->d_off;
+      size_t n = fuse_add_direntry(req, buf.data() + used, size - used, h->entry->d_name, &st,
+                                   next);
+      if (n > size - used) break;
+      used += n;
+      h->entry = nullptr;
+      h->offset = next;
+    }
+    fuse_reply_buf(req, buf.data(), used);
+  }
+
+  void OnReleasedir(fuse_req_t req, struct fuse_file_info* fi) {
+    Handle* h = HandleOf(fi);
+    if (h->dir != nullptr) ::closedir(h->dir);
+    delete h;
+    fuse_reply_err(req, 0);
+  }
+
+  void OnFsyncdir(fuse_req_t req, int datasync, struct fuse_file_info* fi) {
+    Handle* h = HandleOf(fi);
+    if (h->dir == nullptr) return (void)fuse_reply_err(req, 0);
+    int fd = ::dirfd(h->dir);
+    int rc = datasync ? ::fdatasync(fd) : ::fsync(fd);
+    fuse_reply_err(req, rc == 0 ? 0 : errno);
+  }
+
+  void OnStatfs(fuse_req_t req, fuse_ino_t /*ino*/) {
+    struct statvfs sv;
+    if (::statvfs(options_.backing.c_str(), &sv) != 0) return (void)fuse_reply_err(req, errno);
+    fuse_reply_statfs(req, &sv);
+  }
+
+  // ---- extended attributes (on the path, never following a symlink) ----
+
+  std::string XattrPath(Inode* inode) {
+    std::string abs;
+    return AbsPathOf(inode, &abs) ? abs : std::string();
+  }
+
+  void OnGetxattr(fuse_req_t req, fuse_ino_t ino, const char* name, size_t size) {
+    Inode* inode = Get(ino);
+    if (inode->kind != Kind::kFile) return (void)fuse_reply_err(req, ENODATA);
+    std::vector<char> buf(size);
+    ssize_t n = ::lgetxattr(XattrPath(inode).c_str(), name, size ? buf.data() : nullptr, size);
+    if (n < 0) return (void)fuse_reply_err(req, errno);
+    if (size == 0) return (void)fuse_reply_xattr(req, static_cast<size_t>(n));
+    fuse_reply_buf(req, buf.data(), static_cast<size_t>(n));
+  }
+
+  void OnListxattr(fuse_req_t req, fuse_ino_t ino, size_t size) {
+    Inode* inode = Get(ino);
+    if (inode->kind != Kind::kFile) {
+      return (void)(size == 0 ? fuse_reply_xattr(req, 0) : fuse_reply_buf(req, nullptr, 0));
+    }
+    std::vector<char> buf(size);
+    ssize_t n = ::llistxattr(XattrPath(inode).c_str(), size ? buf.data() : nullptr, size);
+    if (n < 0) return (void)fuse_reply_err(req, errno);
+    if (size == 0) return (void)fuse_reply_xattr(req, static_cast<size_t>(n));
+    fuse_reply_buf(req, buf.data(), static_cast<size_t>(n));
+  }
+
+  void XattrChanged(fuse_req_t req, Inode* inode, const char* name) {
+    if (std::strncmp(name, "user.", 5) != 0) return (void)fuse_reply_err(req, 0);
+    std::string path;
+    if (!PathOf(inode, &path)) return (void)fuse_reply_err(req, 0);
+    fuse_reply_err(req, IndexPath(path, ParentIno(path), nullptr, nullptr));
+  }
+
+  void OnSetxattr(fuse_req_t req, fuse_ino_t ino, const char* name, const char* value,
+                  size_t size, int flags) {
+    Inode* inode = Get(ino);
+    if (inode->kind != Kind::kFile) return (void)fuse_reply_err(req, EROFS);
+    if (::lsetxattr(XattrPath(inode).c_str(), name, value, size, flags) != 0) {
+      return (void)fuse_reply_err(req, errno);
+    }
+    XattrChanged(req, inode, name);
+  }
+
+  void OnRemovexattr(fuse_req_t req, fuse_ino_t ino, const char* name) {
+    Inode* inode = Get(ino);
+    if (inode->kind != Kind::kFile) return (void)fuse_reply_err(req, EROFS);
+    if (::lremovexattr(XattrPath(inode).c_str(), name) != 0) {
+      return (void)fuse_reply_err(req, errno);
+    }
+    XattrChanged(req, inode, name);
+  }
+
+  static fuse_lowlevel_ops MakeOps();
+
+  const CaptureFsOptions options_;
+  ProcessTable processes_;
+  std::string backing_prefix_;  // options_.backing without a trailing '/' ("" for "/")
+  bool am_root_ = false;
+  Inode root_;
+
+  std::mutex mu_;
+  std::map<std::pair<dev_t, ino_t>, std::unique_ptr<Inode>> files_;  // Under mu_.
+  std::unordered_map<std::string, std::unique_ptr<Inode>> virtual_;   // Under mu_.
+  uint64_t next_vino_ = 1;                                            // Under mu_.
+
+  struct fuse_session* session_ = nullptr;
+  bool mounted_ = false;
+  std::atomic<bool> stopping_{false};
+
+  std::thread flusher_;
+  std::mutex flusher_mu_;
+  std::condition_variable flusher_cv_;
+  bool flusher_stop_ = false;  // Under flusher_mu_.
+
+  std::atomic<uint64_t> updates_{0}, update_errors_{0}, edges_sent_{0}, edge_errors_{0},
+      query_dirs_{0};
+};
+
+fuse_lowlevel_ops CaptureFs::Impl::MakeOps() {
+  fuse_lowlevel_ops ops;
+  std::memset(&ops, 0, sizeof(ops));
+  ops.init = [](void* userdata, struct fuse_conn_info* conn) {
+    static_cast<Impl*>(userdata)->OnInit(conn);
+  };
+  ops.lookup = [](fuse_req_t req, fuse_ino_t parent, const char* name) {
+    Self(req)->OnLookup(req, parent, name);
+  };
+  ops.forget = [](fuse_req_t req, fuse_ino_t ino, uint64_t n) {
+    Self(req)->Forget(Self(req)->Get(ino), n);
+    fuse_reply_none(req);
+  };
+  ops.forget_multi = [](fuse_req_t req, size_t count, struct fuse_forget_data* forgets) {
+    for (size_t i = 0; i < count; ++i) {
+      Self(req)->Forget(Self(req)->Get(forgets[i].ino), forgets[i].nlookup);
+    }
+    fuse_reply_none(req);
+  };
+  ops.getattr = [](fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* fi) {
+    Self(req)->OnGetattr(req, ino, fi);
+  };
+  ops.setattr = [](fuse_req_t req, fuse_ino_t ino, struct stat* attr, int valid,
+                   struct fuse_file_info* fi) { Self(req)->OnSetattr(req, ino, attr, valid, fi); };
+  ops.readlink = [](fuse_req_t req, fuse_ino_t ino) { Self(req)->OnReadlink(req, ino); };
+  ops.mknod = [](fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode, dev_t rdev) {
+    Self(req)->OnMknod(req, parent, name, mode, rdev);
+  };
+  ops.mkdir = [](fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode) {
+    Self(req)->OnMkdir(req, parent, name, mode);
+  };
+  ops.symlink = [](fuse_req_t req, const char* link, fuse_ino_t parent, const char* name) {
+    Self(req)->OnSymlink(req, link, parent, name);
+  };
+  ops.link = [](fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char* newname) {
+    Self(req)->OnLink(req, ino, newparent, newname);
+  };
+  ops.unlink = [](fuse_req_t req, fuse_ino_t parent, const char* name) {
+    Self(req)->OnUnlinkOrRmdir(req, parent, name, /*dir=*/false);
+  };
+  ops.rmdir = [](fuse_req_t req, fuse_ino_t parent, const char* name) {
+    Self(req)->OnUnlinkOrRmdir(req, parent, name, /*dir=*/true);
+  };
+  ops.rename = [](fuse_req_t req, fuse_ino_t parent, const char* name, fuse_ino_t newparent,
+                  const char* newname, unsigned int flags) {
+    Self(req)->OnRename(req, parent, name, newparent, newname, flags);
+  };
+  ops.create = [](fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode,
+                  struct fuse_file_info* fi) { Self(req)->OnCreate(req, parent, name, mode, fi); };
+  ops.open = [](fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* fi) {
+    Self(req)->OnOpen(req, ino, fi);
+  };
+  ops.read = [](fuse_req_t req, fuse_ino_t, size_t size, off_t off, struct fuse_file_info* fi) {
+    Self(req)->OnRead(req, size, off, fi);
+  };
+  ops.write_buf = [](fuse_req_t req, fuse_ino_t, struct fuse_bufvec* in, off_t off,
+                     struct fuse_file_info* fi) { Self(req)->OnWriteBuf(req, in, off, fi); };
+  ops.flush = [](fuse_req_t req, fuse_ino_t, struct fuse_file_info* fi) {
+    Self(req)->OnFlush(req, fi);
+  };
+  ops.release = [](fuse_req_t req, fuse_ino_t, struct fuse_file_info* fi) {
+    Self(req)->OnRelease(req, fi);
+  };
+  ops.fsync = [](fuse_req_t req, fuse_ino_t, int datasync, struct fuse_file_info* fi) {
+    Self(req)->OnFsync(req, datasync, fi);
+  };
+  ops.fallocate = [](fuse_req_t req, fuse_ino_t, int mode, off_t offset, off_t length,
+                     struct fuse_file_info* fi) {
+    Self(req)->OnFallocate(req, mode, offset, length, fi);
+  };
+  ops.opendir = [](fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* fi) {
+    Self(req)->OnOpendir(req, ino, fi);
+  };
+  ops.readdir = [](fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+                   struct fuse_file_info* fi) { Self(req)->OnReaddir(req, ino, size, off, fi); };
+  ops.releasedir = [](fuse_req_t req, fuse_ino_t, struct fuse_file_info* fi) {
+    Self(req)->OnReleasedir(req, fi);
+  };
+  ops.fsyncdir = [](fuse_req_t req, fuse_ino_t, int datasync, struct fuse_file_info* fi) {
+    Self(req)->OnFsyncdir(req, datasync, fi);
+  };
+  ops.statfs = [](fuse_req_t req, fuse_ino_t ino) { Self(req)->OnStatfs(req, ino); };
+  ops.getxattr = [](fuse_req_t req, fuse_ino_t ino, const char* name, size_t size) {
+    Self(req)->OnGetxattr(req, ino, name, size);
+  };
+  ops.listxattr = [](fuse_req_t req, fuse_ino_t ino, size_t size) {
+    Self(req)->OnListxattr(req, ino, size);
+  };
+  ops.setxattr = [](fuse_req_t req, fuse_ino_t ino, const char* name, const char* value,
+                    size_t size, int flags) {
+    Self(req)->OnSetxattr(req, ino, name, value, size, flags);
+  };
+  ops.removexattr = [](fuse_req_t req, fuse_ino_t ino, const char* name) {
+    Self(req)->OnRemovexattr(req, ino, name);
+  };
+  return ops;
+}
+
+CaptureFs::CaptureFs(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+CaptureFs::~CaptureFs() = default;
+
+Result<std::unique_ptr<CaptureFs>> CaptureFs::Mount(const CaptureFsOptions& options) {
+  if (options.backing.empty() || options.backing[0] != '/') {
+    return Status::InvalidArgument("the backing directory must be an absolute path");
+  }
+  if (options.mountpoint.empty() || options.mountpoint[0] != '/') {
+    return Status::InvalidArgument("the mount point must be an absolute path");
+  }
+  if (options.client == nullptr || options.volume == 0) {
+    return Status::InvalidArgument("a client and a volume are required");
+  }
+  auto impl = std::make_unique<Impl>(options);
+  PROPELLER_RETURN_IF_ERROR(impl->Init());
+  PROPELLER_RETURN_IF_ERROR(impl->MountSession());
+  return std::unique_ptr<CaptureFs>(new CaptureFs(std::move(impl)));
+}
+
+Status CaptureFs::Run() { return impl_->Run(); }
+void CaptureFs::Stop() { impl_->Stop(); }
+void CaptureFs::FlushEdges() { impl_->FlushEdges(); }
+CaptureFsStats CaptureFs::stats() const { return impl_->stats(); }
+
+}  // namespace propeller::fuse

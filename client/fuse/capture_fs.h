@@ -1,0 +1,97 @@
+// CaptureFs: the Propeller mount (DESIGN §2, §4, §9). A low-level libfuse passthrough of a
+// backing directory that
+//   - captures, per process, which files were opened before which file was written (the ACG
+//     edges of ProcessTable), kept in RAM and sent to the index nodes by a flusher thread;
+//   - keeps the index exact: on create, mkdir, mknod, symlink, link, unlink, rmdir, rename
+//     (a directory's whole subtree gets its new paths), setattr, user.* setxattr/removexattr
+//     and on close of a file opened for writing, the file's new record reaches its index node
+//     before the call returns (libpropeller's acknowledged Update; on failure or timeout the
+//     call fails with EIO and the log names the file and the error);
+//   - serves query directories: any path component starting with '?' is a read-only directory
+//     of symbolic links to the matches under its parent, computed at opendir with the calling
+//     process's credentials (DESIGN §10).
+//
+// Files are identified as (volume, backing inode number); the volume is the backing root
+// registered with the master. Query-directory entries are named by their path relative to the
+// query's scope with '%' written as "%25" and '/' as "%2F" (unique, reversible, and a plain file
+// name), and point to "../<relative path>".
+//
+// Inodes: like libfuse's passthrough_ll, every known file holds an O_PATH descriptor of the
+// backing file, keyed by (st_dev, st_ino), and lives while the kernel holds a lookup reference.
+// Paths are never cached: a file's current path is what /proc/self/fd says of its descriptor.
+//
+// Threading: FUSE callbacks run on libfuse's worker threads; no callback waits on the network
+// except for the acknowledged index update (and, for a query directory, its search), both
+// bounded by the client's timeout. ACG edges go out on the flusher thread.
+#ifndef PROPELLER_CLIENT_FUSE_CAPTURE_FS_H_
+#define PROPELLER_CLIENT_FUSE_CAPTURE_FS_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "client/lib/propeller.h"
+#include "common/status.h"
+
+namespace propeller::fuse {
+
+struct CaptureFsOptions {
+  std::string backing;     // REQUIRED: an absolute, existing directory
+  std::string mountpoint;  // REQUIRED: an absolute, existing directory (not inside backing)
+  uint32_t volume = 0;     // REQUIRED: the volume id of `backing` (Client::RegisterVolume)
+  Client* client = nullptr;  // REQUIRED; not owned; outlives the CaptureFs
+  // Kernel caching (PITFALLS: writeback cache makes the kernel own size and mtime).
+  bool writeback = false;
+  double entry_timeout_s = 1.0;
+  double attr_timeout_s = 1.0;
+  // allow_other + default_permissions (DESIGN §10); needs root (or user_allow_other).
+  bool allow_other = true;
+  int max_threads = 10;               // libfuse worker threads
+  int64_t edge_flush_interval_ms = 3000;  // live processes' edges go out this often
+  bool debug = false;                 // libfuse's request log on stderr
+};
+
+struct CaptureFsStats {
+  uint64_t updates = 0;         // records sent (acknowledged)
+  uint64_t update_errors = 0;   // calls failed with EIO because an update failed
+  uint64_t edges_sent = 0;
+  uint64_t edge_errors = 0;     // edges dropped (weakly consistent)
+  uint64_t query_dirs = 0;      // query-directory listings computed
+  uint64_t processes = 0;       // processes tracked now
+};
+
+class CaptureFs {
+ public:
+  // Mounts options.backing at options.mountpoint. Errors: InvalidArgument (options),
+  // IOError (backing unreadable, mount failed: the message says why, e.g. not root).
+  static Result<std::unique_ptr<CaptureFs>> Mount(const CaptureFsOptions& options);
+  // Unmounts (if still mounted) and flushes the captured edges.
+  ~CaptureFs();
+  CaptureFs(const CaptureFs&) = delete;
+  CaptureFs& operator=(const CaptureFs&) = delete;
+
+  // Serves requests until the file system is unmounted (fusermount3 -u) or Stop() is called.
+  // Multi-threaded. Returns an error only if the session loop failed.
+  Status Run();
+  // Makes Run() return soon; safe from any thread (not from a signal handler).
+  void Stop();
+  // Sends every captured edge now (also done periodically and at unmount).
+  void FlushEdges();
+
+  CaptureFsStats stats() const;
+
+  class Impl;
+
+ private:
+  explicit CaptureFs(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// Query-directory entry names (see above). Exposed for tests.
+std::string EncodeEntryName(std::string_view relative_path);
+// The relative path of an entry name; false when `name` is not an encoding.
+bool DecodeEntryName(std::string_view name, std::string* relative_path);
+
+}  // namespace propeller::fuse
+
+#endif  // PROPELLER_CLIENT_FUSE_CAPTURE_FS_H_

@@ -1,0 +1,247 @@
+#include "client/fuse/process_table.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
+namespace propeller::fuse {
+namespace {
+
+constexpr int64_t kRecheckNs = 1'000'000'000;
+
+// Reads a small /proc file whole; false when it does not exist (process gone).
+bool ReadSmallFile(const std::string& path, std::string* out) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  char buf[4096];
+  ssize_t n = ::read(fd, buf, sizeof(buf));
+  ::close(fd);
+  if (n <= 0) return false;
+  out->assign(buf, static_cast<size_t>(n));
+  return true;
+}
+
+// The value of "Key:\t..." in a /proc status file.
+bool StatusField(const std::string& status, const char* key, std::string* value) {
+  const std::string k = std::string("\n") + key + ":";
+  size_t pos = status.find(k);
+  if (pos == std::string::npos) {
+    if (status.rfind(std::string(key) + ":", 0) != 0) return false;
+    pos = 0;
+  } else {
+    pos += 1;
+  }
+  pos += std::strlen(key) + 1;
+  while (pos < status.size() && (status[pos] == '\t' || status[pos] == ' ')) ++pos;
+  size_t end = status.find('\n', pos);
+  *value = status.substr(pos, end == std::string::npos ? std::string::npos : end - pos);
+  return true;
+}
+
+}  // namespace
+
+ProcessTable::ProcessTable(std::string proc_root, int64_t flush_interval_ns)
+    : proc_root_(std::move(proc_root)), flush_interval_ns_(flush_interval_ns) {}
+
+bool ProcessTable::StartTime(uint32_t pid, uint64_t* start, uint32_t* ppid) {
+  std::string stat;
+  if (!ReadSmallFile(proc_root_ + "/" + std::to_string(pid) + "/stat", &stat)) return false;
+  // "pid (comm) state ppid ..." — comm may contain spaces and parentheses: parse after the
+  // last ')'.
+  size_t close = stat.rfind(')');
+  if (close == std::string::npos) return false;
+  const char* p = stat.c_str() + close + 1;
+  // Fields after comm: 3 state, 4 ppid, ..., 22 starttime.
+  int field = 2;
+  uint64_t values[23] = {};
+  while (*p != '\0' && field < 22) {
+    while (*p == ' ') ++p;
+    ++field;
+    char* end = nullptr;
+    if (field == 3) {
+      ++p;  // the state letter
+      continue;
+    }
+    values[field] = std::strtoull(p, &end, 10);
+    if (end == p) return false;
+    p = end;
+  }
+  if (field != 22) return false;
+  *start = values[22];
+  if (ppid != nullptr) *ppid = static_cast<uint32_t>(values[4]);
+  return true;
+}
+
+bool ProcessTable::ReadProcess(uint32_t tid, ProcessInfo* out) {
+  std::string status;
+  if (!ReadSmallFile(proc_root_ + "/" + std::to_string(tid) + "/status", &status)) return false;
+  std::string tgid, name;
+  if (!StatusField(status, "Tgid", &tgid) || !StatusField(status, "Name", &name)) return false;
+  out->key.pid = static_cast<uint32_t>(std::strtoul(tgid.c_str(), nullptr, 10));
+  out->app = name;
+  uint32_t ppid = 0;
+  if (!StartTime(out->key.pid, &out->key.start, &ppid)) return false;
+  out->parent = {};
+  if (ppid > 1) {
+    uint64_t pstart = 0;
+    if (StartTime(ppid, &pstart, nullptr)) out->parent = ProcessKey{ppid, pstart};
+  }
+  return true;
+}
+
+bool ProcessTable::Alive(const ProcessKey& key) {
+  uint64_t start = 0;
+  return StartTime(key.pid, &start, nullptr) && start == key.start;
+}
+
+bool ProcessTable::Identify(uint32_t tid, int64_t now_ns, ProcessInfo* out) {
+  if (tid == 0) return false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = threads_.find(tid);
+    if (it != threads_.end() && now_ns - it->second.checked_ns < kRecheckNs) {
+      *out = it->second.info;
+      return true;
+    }
+  }
+  ProcessInfo info;
+  if (!ReadProcess(tid, &info)) return false;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (threads_.size() > 4 * kMaxProcesses) threads_.clear();  // bound; entries are cheap to redo
+  threads_[tid] = Cached{info, now_ns};
+  *out = std::move(info);
+  return true;
+}
+
+ProcessTable::Proc* ProcessTable::GetProc(const ProcessInfo& info, int64_t now_ns) {
+  auto it = procs_.find(info.key);
+  if (it == procs_.end()) {
+    auto proc = std::make_unique<Proc>();
+    proc->info = info;
+    proc->last_flush_ns = now_ns;
+    it = procs_.emplace(info.key, std::move(proc)).first;
+  }
+  if (it->second->info.app.empty() && !info.app.empty()) {
+    it->second->info = info;  // first seen as somebody's parent; now from its own request
+  }
+  it->second->last_seen_ns = now_ns;
+  return it->second.get();
+}
+
+void ProcessTable::Remember(Proc* proc, const FileId& file) {
+  if (!proc->opened_set.insert(file).second) return;
+  proc->opened.push_back(file);
+  if (proc->opened.size() > kMaxOpened) {
+    proc->opened_set.erase(proc->opened.front());
+    proc->opened.erase(proc->opened.begin());
+  }
+}
+
+ProcessTable::Proc* ProcessTable::ParentOf(const ProcessInfo& p, int64_t now_ns) {
+  if (p.parent.pid == 0) return nullptr;
+  auto it = procs_.find(p.parent);
+  if (it != procs_.end()) return it->second.get();
+  // The parent has opened nothing itself yet; it still collects its children's opens.
+  ProcessInfo pi;
+  pi.key = p.parent;
+  return GetProc(pi, now_ns);
+}
+
+void ProcessTable::AddEdgesTo(const ProcessInfo& p, const FileId& file, int64_t now_ns,
+                              Proc** proc_out, Proc** parent_out,
+                              std::vector<FileId>* producers) {
+  if (procs_.size() >= kMaxProcesses && procs_.find(p.key) == procs_.end()) {
+    // Drop the least recently seen process (its edges are lost: weakly consistent).
+    auto victim = procs_.begin();
+    for (auto it = procs_.begin(); it != procs_.end(); ++it) {
+      if (it->second->last_seen_ns < victim->second->last_seen_ns) victim = it;
+    }
+    procs_.erase(victim);
+  }
+  Proc* proc = GetProc(p, now_ns);
+  Proc* parent = ParentOf(p, now_ns);
+  *proc_out = proc;
+  *parent_out = parent;
+  if (producers != nullptr) producers->clear();
+  auto add = [&](const FileId& f) {
+    if (f == file) return;
+    proc->edges.insert({f, file});
+    if (producers != nullptr && producers->size() < kMaxProducers) producers->push_back(f);
+  };
+  for (auto it = proc->opened.rbegin(); it != proc->opened.rend(); ++it) add(*it);
+  if (parent != nullptr) {
+    for (auto it = parent->opened.rbegin(); it != parent->opened.rend(); ++it) {
+      if (!proc->opened_set.contains(*it)) add(*it);
+    }
+  }
+}
+
+void ProcessTable::OnOpen(const ProcessInfo& p, const FileId& file, bool write, int64_t now_ns,
+                          std::vector<FileId>* producers) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Proc* proc = nullptr;
+  Proc* parent = nullptr;
+  if (write) {
+    AddEdgesTo(p, file, now_ns, &proc, &parent, producers);
+  } else {
+    if (producers != nullptr) producers->clear();
+    proc = GetProc(p, now_ns);
+    parent = ParentOf(p, now_ns);
+  }
+  Remember(proc, file);
+  if (parent != nullptr) Remember(parent, file);
+}
+
+void ProcessTable::OnWriteClose(const ProcessInfo& p, const FileId& file, int64_t now_ns) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Proc* proc = nullptr;
+  Proc* parent = nullptr;
+  AddEdgesTo(p, file, now_ns, &proc, &parent, nullptr);
+}
+
+void ProcessTable::TakeEdges(Proc* proc, std::vector<CapturedEdge>* out) {
+  for (const auto& [src, dst] : proc->edges) out->push_back(CapturedEdge{src, dst, 1});
+  proc->edges.clear();
+}
+
+void ProcessTable::Sweep(int64_t now_ns, bool all, std::vector<CapturedEdge>* out) {
+  // Which processes exited: checked outside the lock (it reads /proc).
+  std::vector<ProcessKey> keys;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [key, proc] : procs_) keys.push_back(key);
+  }
+  std::vector<ProcessKey> gone;
+  for (const ProcessKey& k : keys) {
+    if (!Alive(k)) gone.push_back(k);
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const ProcessKey& k : gone) {
+    auto it = procs_.find(k);
+    if (it == procs_.end()) continue;
+    TakeEdges(it->second.get(), out);
+    procs_.erase(it);
+  }
+  for (auto& [key, proc] : procs_) {
+    if (all || now_ns - proc->last_flush_ns >= flush_interval_ns_) {
+      TakeEdges(proc.get(), out);
+      proc->last_flush_ns = now_ns;
+    }
+  }
+  if (!gone.empty()) {
+    // Forget cached threads of exited processes.
+    std::erase_if(threads_, [&](const auto& kv) {
+      return std::find(gone.begin(), gone.end(), kv.second.info.key) != gone.end();
+    });
+  }
+}
+
+size_t ProcessTable::processes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return procs_.size();
+}
+
+}  // namespace propeller::fuse

@@ -1,0 +1,190 @@
+// ProcessTable against a fake /proc: thread -> process mapping, pid reuse, the edge rules of
+// DESIGN §4 (with the one-level parent rule), and when edges are flushed.
+#include "client/fuse/process_table.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+namespace propeller::fuse {
+namespace {
+
+class FakeProc {
+ public:
+  FakeProc() {
+    root_ = std::filesystem::temp_directory_path() /
+            ("ptable-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter_++));
+    std::filesystem::create_directories(root_);
+  }
+  ~FakeProc() { std::filesystem::remove_all(root_); }
+  std::string root() const { return root_.string(); }
+
+  // A process `pid` with parent `ppid`, started at `start`, named `comm`; `tids` are its
+  // other threads.
+  void AddProcess(uint32_t pid, uint32_t ppid, uint64_t start, const std::string& comm,
+                  std::vector<uint32_t> tids = {}) {
+    tids.push_back(pid);
+    for (uint32_t tid : tids) {
+      auto dir = root_ / std::to_string(tid);
+      std::filesystem::create_directories(dir);
+      std::ofstream(dir / "status") << "Name:\t" << comm << "\nUmask:\t0022\nState:\tS\nTgid:\t"
+                                    << pid << "\nPid:\t" << tid << "\nPPid:\t" << ppid << "\n";
+      // Fields 3..22; comm with a space and a ')' to check the parser.
+      std::ofstream(dir / "stat") << tid << " (" << comm << " x) y) S " << ppid
+                                  << " 0 0 0 -1 4194560 0 0 0 0 0 0 0 0 20 0 1 0 " << start
+                                  << " 1000 100\n";
+    }
+  }
+  void RemoveProcess(uint32_t pid) { std::filesystem::remove_all(root_ / std::to_string(pid)); }
+
+ private:
+  static inline int counter_ = 0;
+  std::filesystem::path root_;
+};
+
+FileId F(uint64_t ino) { return FileId{1, ino}; }
+
+std::set<std::tuple<uint64_t, uint64_t, uint32_t>> Edges(const std::vector<CapturedEdge>& v) {
+  std::set<std::tuple<uint64_t, uint64_t, uint32_t>> out;
+  for (const CapturedEdge& e : v) out.insert({e.src.ino, e.dst.ino, e.weight});
+  return out;
+}
+
+TEST(ProcessTableTest, ThreadsMapToTheirProcess) {
+  FakeProc proc;
+  proc.AddProcess(100, 1, 5000, "make", {101, 102});
+  ProcessTable table(proc.root());
+  ProcessInfo a, b;
+  ASSERT_TRUE(table.Identify(101, 0, &a));
+  ASSERT_TRUE(table.Identify(102, 0, &b));
+  EXPECT_EQ(a.key, b.key);
+  EXPECT_EQ(a.key.pid, 100u);
+  EXPECT_EQ(a.key.start, 5000u);
+  EXPECT_EQ(a.app, "make");
+  EXPECT_EQ(a.parent.pid, 0u);  // pid 1 is nobody's producer
+  EXPECT_FALSE(table.Identify(999, 0, &a));
+  EXPECT_FALSE(table.Identify(0, 0, &a));
+}
+
+TEST(ProcessTableTest, ReusedPidIsANewProcess) {
+  FakeProc proc;
+  proc.AddProcess(200, 1, 100, "a");
+  ProcessTable table(proc.root(), /*flush_interval_ns=*/1'000'000'000'000);
+  ProcessInfo p;
+  ASSERT_TRUE(table.Identify(200, 0, &p));
+  table.OnOpen(p, F(1), false, 0, nullptr);
+  // The process exits and the pid is reused (different start time) after the cache expired.
+  proc.RemoveProcess(200);
+  proc.AddProcess(200, 1, 999, "b");
+  ProcessInfo q;
+  ASSERT_TRUE(table.Identify(200, 2'000'000'000, &q));
+  EXPECT_NE(p.key, q.key);
+  table.OnOpen(q, F(2), true, 2'000'000'000, nullptr);
+  std::vector<CapturedEdge> edges;
+  table.Sweep(2'000'000'000, /*all=*/true, &edges);
+  EXPECT_TRUE(edges.empty()) << "file 1 was opened by another process";
+}
+
+TEST(ProcessTableTest, EdgesFromEverythingOpenedBefore) {
+  FakeProc proc;
+  proc.AddProcess(300, 1, 1, "cc");
+  ProcessTable table(proc.root());
+  ProcessInfo p;
+  ASSERT_TRUE(table.Identify(300, 0, &p));
+  std::vector<FileId> producers;
+  table.OnOpen(p, F(1), false, 0, nullptr);
+  table.OnOpen(p, F(2), false, 0, nullptr);
+  table.OnOpen(p, F(1), false, 0, nullptr);  // reopened: still one edge
+  table.OnOpen(p, F(3), true, 0, &producers);
+  EXPECT_EQ(producers, (std::vector<FileId>{F(2), F(1)}));  // most recent first
+  table.OnOpen(p, F(3), true, 0, &producers);  // again: same edges, once per process
+  table.OnOpen(p, F(4), false, 0, nullptr);    // after the write-open: no edge at open...
+  table.OnWriteClose(p, F(3), 0);              // ...but at the write's close
+  std::vector<CapturedEdge> edges;
+  table.Sweep(0, /*all=*/true, &edges);
+  EXPECT_EQ(Edges(edges), (std::set<std::tuple<uint64_t, uint64_t, uint32_t>>{
+                              {1, 3, 1}, {2, 3, 1}, {4, 3, 1}}));
+}
+
+TEST(ProcessTableTest, ChildrenOpensCountForTheParentOnlyOneLevelUp) {
+  // make(10) -> gcc(11) -> cc1(12) reads a.c, a.h; as(13) writes a.o.
+  // make(10) -> gcc(21) -> cc1(22) reads b.c;     as(23) writes b.o.
+  FakeProc proc;
+  proc.AddProcess(10, 1, 1, "make");
+  proc.AddProcess(11, 10, 2, "gcc");
+  proc.AddProcess(12, 11, 3, "cc1");
+  proc.AddProcess(13, 11, 4, "as");
+  proc.AddProcess(21, 10, 5, "gcc");
+  proc.AddProcess(22, 21, 6, "cc1");
+  proc.AddProcess(23, 21, 7, "as");
+  ProcessTable table(proc.root());
+  ProcessInfo p;
+  const uint64_t a_c = 1, a_h = 2, a_o = 3, b_c = 4, b_o = 5;
+  ASSERT_TRUE(table.Identify(12, 0, &p));
+  table.OnOpen(p, F(a_c), false, 0, nullptr);
+  table.OnOpen(p, F(a_h), false, 0, nullptr);
+  ASSERT_TRUE(table.Identify(13, 0, &p));
+  table.OnOpen(p, F(a_o), true, 0, nullptr);
+  ASSERT_TRUE(table.Identify(22, 0, &p));
+  table.OnOpen(p, F(b_c), false, 0, nullptr);
+  ASSERT_TRUE(table.Identify(23, 0, &p));
+  std::vector<FileId> producers;
+  table.OnOpen(p, F(b_o), true, 0, &producers);
+  EXPECT_EQ(producers, (std::vector<FileId>{F(b_c)}));
+  std::vector<CapturedEdge> edges;
+  table.Sweep(0, /*all=*/true, &edges);
+  EXPECT_EQ(Edges(edges), (std::set<std::tuple<uint64_t, uint64_t, uint32_t>>{
+                              {a_c, a_o, 1}, {a_h, a_o, 1}, {b_c, b_o, 1}}));
+}
+
+TEST(ProcessTableTest, SweepFlushesExitedProcessesAtOnceAndLiveOnesPeriodically) {
+  FakeProc proc;
+  proc.AddProcess(400, 1, 1, "live");
+  proc.AddProcess(500, 1, 1, "exits");
+  const int64_t interval = 1000;
+  ProcessTable table(proc.root(), interval);
+  ProcessInfo live, exits;
+  ASSERT_TRUE(table.Identify(400, 0, &live));
+  ASSERT_TRUE(table.Identify(500, 0, &exits));
+  table.OnOpen(live, F(1), false, 0, nullptr);
+  table.OnOpen(live, F(2), true, 0, nullptr);
+  table.OnOpen(exits, F(3), false, 0, nullptr);
+  table.OnOpen(exits, F(4), true, 0, nullptr);
+  std::vector<CapturedEdge> edges;
+  table.Sweep(10, false, &edges);
+  EXPECT_TRUE(edges.empty());
+  proc.RemoveProcess(500);
+  table.Sweep(20, false, &edges);
+  EXPECT_EQ(Edges(edges), (std::set<std::tuple<uint64_t, uint64_t, uint32_t>>{{3, 4, 1}}));
+  EXPECT_EQ(table.processes(), 1u);
+  edges.clear();
+  table.Sweep(interval + 1, false, &edges);
+  EXPECT_EQ(Edges(edges), (std::set<std::tuple<uint64_t, uint64_t, uint32_t>>{{1, 2, 1}}));
+  edges.clear();
+  table.Sweep(interval + 2, false, &edges);  // nothing new
+  EXPECT_TRUE(edges.empty());
+}
+
+TEST(ProcessTableTest, OpenedSetIsBounded) {
+  FakeProc proc;
+  proc.AddProcess(600, 1, 1, "big");
+  ProcessTable table(proc.root());
+  ProcessInfo p;
+  ASSERT_TRUE(table.Identify(600, 0, &p));
+  for (uint64_t i = 1; i <= ProcessTable::kMaxOpened + 100; ++i) {
+    table.OnOpen(p, F(i), false, 0, nullptr);
+  }
+  table.OnOpen(p, F(999999), true, 0, nullptr);
+  std::vector<CapturedEdge> edges;
+  table.Sweep(0, true, &edges);
+  EXPECT_EQ(edges.size(), ProcessTable::kMaxOpened);
+  // The oldest were forgotten.
+  for (const CapturedEdge& e : edges) EXPECT_GT(e.src.ino, 100u);
+}
+
+}  // namespace
+}  // namespace propeller::fuse

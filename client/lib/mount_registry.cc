@@ -1,0 +1,168 @@
+#include "client/lib/mount_registry.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <vector>
+
+namespace propeller {
+namespace {
+
+constexpr char kRootRegistry[] = "/run/propeller/mounts";
+
+// A file name for a mount point: '%' -> "%25", '/' -> "%2F".
+std::string FileNameOf(const std::string& mountpoint) {
+  std::string out;
+  for (char c : mountpoint) {
+    if (c == '%') {
+      out += "%25";
+    } else if (c == '/') {
+      out += "%2F";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+// /proc/self/mountinfo escapes ' ', '\t', '\n' and '\\' as \ooo.
+std::string Unescape(const std::string& s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '\\' && i + 3 < s.size()) {
+      int v = (s[i + 1] - '0') * 64 + (s[i + 2] - '0') * 8 + (s[i + 3] - '0');
+      out += static_cast<char>(v);
+      i += 3;
+    } else {
+      out += s[i];
+    }
+  }
+  return out;
+}
+
+bool Contains(const std::string& dir, const std::string& path) {
+  if (dir == "/") return true;
+  return path == dir || (path.size() > dir.size() && path.compare(0, dir.size(), dir) == 0 &&
+                         path[dir.size()] == '/');
+}
+
+Status MakeDirs(const std::string& dir) {
+  for (size_t i = 1; i <= dir.size(); ++i) {
+    if (i == dir.size() || dir[i] == '/') {
+      std::string part = dir.substr(0, i);
+      if (::mkdir(part.c_str(), 0755) != 0 && errno != EEXIST) {
+        return Status::IOError("creating " + part, errno);
+      }
+    }
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+std::string MountRegistryDir() {
+  if (::geteuid() == 0) return kRootRegistry;
+  if (const char* x = std::getenv("XDG_RUNTIME_DIR"); x != nullptr && *x == '/') {
+    return std::string(x) + "/propeller/mounts";
+  }
+  return "/tmp/propeller-" + std::to_string(::geteuid()) + "/mounts";
+}
+
+std::string EncodeMountRecord(const MountRecord& r) {
+  return "mountpoint " + r.mountpoint + "\nbacking " + r.backing + "\nengine " +
+         r.engine_endpoint + "\nmaster " + r.master_endpoint + "\nvolume " +
+         std::to_string(r.volume) + "\npid " + std::to_string(r.pid) + "\n";
+}
+
+Status DecodeMountRecord(const std::string& text, MountRecord* r) {
+  *r = MountRecord{};
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    size_t sp = line.find(' ');
+    if (sp == std::string::npos) return Status::Corruption("mount record line without a value");
+    std::string key = line.substr(0, sp), value = line.substr(sp + 1);
+    if (key == "mountpoint") {
+      r->mountpoint = value;
+    } else if (key == "backing") {
+      r->backing = value;
+    } else if (key == "engine") {
+      r->engine_endpoint = value;
+    } else if (key == "master") {
+      r->master_endpoint = value;
+    } else if (key == "volume" || key == "pid") {
+      char* end = nullptr;
+      unsigned long v = std::strtoul(value.c_str(), &end, 10);
+      if (value.empty() || *end != '\0' || v > UINT32_MAX) {
+        return Status::Corruption("mount record: bad " + key);
+      }
+      (key == "volume" ? r->volume : r->pid) = static_cast<uint32_t>(v);
+    }  // unknown keys: written by a newer version; ignored
+  }
+  if (r->mountpoint.empty() || r->engine_endpoint.empty() || r->volume == 0) {
+    return Status::Corruption("mount record lacks mountpoint, engine or volume");
+  }
+  return Status::OK();
+}
+
+Status MakeRegistryDirs() { return MakeDirs(MountRegistryDir()); }
+
+Status WriteMountRecord(const MountRecord& record) {
+  const std::string dir = MountRegistryDir();
+  PROPELLER_RETURN_IF_ERROR(MakeDirs(dir));
+  const std::string path = dir + "/" + FileNameOf(record.mountpoint);
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << EncodeMountRecord(record);
+    if (!out.good()) return Status::IOError("writing " + tmp);
+  }
+  ::chmod(tmp.c_str(), 0644);  // every user's searches read it
+  if (::rename(tmp.c_str(), path.c_str()) != 0) return Status::IOError("renaming " + tmp, errno);
+  return Status::OK();
+}
+
+void RemoveMountRecord(const std::string& mountpoint) {
+  ::unlink((MountRegistryDir() + "/" + FileNameOf(mountpoint)).c_str());
+}
+
+Result<std::optional<MountRecord>> FindMountFor(const std::string& path) {
+  std::ifstream info("/proc/self/mountinfo");
+  std::string line, best;
+  while (std::getline(info, line)) {
+    // "36 35 98:0 /root /mnt/x rw,noatime master:1 - fuse.propeller propeller:/src rw,..."
+    std::istringstream in(line);
+    std::vector<std::string> fields;
+    std::string f;
+    while (in >> f) fields.push_back(f);
+    size_t dash = 0;
+    while (dash < fields.size() && fields[dash] != "-") ++dash;
+    if (fields.size() < 5 || dash + 1 >= fields.size()) continue;
+    if (fields[dash + 1] != "fuse.propeller") continue;
+    std::string mp = Unescape(fields[4]);
+    if (Contains(mp, path) && mp.size() > best.size()) best = mp;
+  }
+  if (best.empty()) return std::optional<MountRecord>();
+  std::vector<std::string> dirs = {kRootRegistry};
+  if (MountRegistryDir() != kRootRegistry) dirs.push_back(MountRegistryDir());
+  for (const std::string& dir : dirs) {
+    std::ifstream in(dir + "/" + FileNameOf(best));
+    if (!in) continue;
+    std::stringstream ss;
+    ss << in.rdbuf();
+    MountRecord r;
+    PROPELLER_RETURN_IF_ERROR(DecodeMountRecord(ss.str(), &r).WithContext(dir));
+    if (r.mountpoint != best) continue;
+    return std::optional<MountRecord>(std::move(r));
+  }
+  return Status::NotFound("no query engine is registered for the Propeller mount at " + best +
+                          " (was it mounted by another propeller version or namespace?)");
+}
+
+}  // namespace propeller

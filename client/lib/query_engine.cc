@@ -1,0 +1,156 @@
+#include "client/lib/query_engine.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "client/lib/mount_registry.h"
+#include "common/rpc/rpc.h"
+#include "schemas/messages.h"
+
+namespace propeller {
+namespace {
+
+// The supplementary groups of process `pid` ("Groups:" of /proc/PID/status); empty if gone.
+std::vector<uint32_t> GroupsOf(uint32_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  std::vector<uint32_t> out;
+  while (std::getline(in, line)) {
+    if (line.rfind("Groups:", 0) != 0) continue;
+    std::istringstream fields(line.substr(7));
+    uint32_t g;
+    while (fields >> g) out.push_back(g);
+    break;
+  }
+  return out;
+}
+
+std::string ErrorReply(const Status& st) { return wire::EncodeReply(st, {}); }
+
+}  // namespace
+
+class QueryEngine::Impl {
+ public:
+  explicit Impl(const QueryEngineOptions& o) : options_(o) {}
+
+  Status Start() {
+    std::string endpoint = options_.endpoint;
+    if (endpoint.empty()) {
+      PROPELLER_RETURN_IF_ERROR(MakeRegistryDirs());
+      std::string dir = MountRegistryDir();
+      dir = dir.substr(0, dir.rfind('/'));  // beside the registry, outside every mount
+      socket_path_ = dir + "/engine-" + std::to_string(::getpid()) + ".sock";
+      ::unlink(socket_path_.c_str());
+      endpoint = "ipc://" + socket_path_;
+    }
+    rpc::ServerOptions so;
+    so.endpoint = endpoint;
+    so.worker_threads = options_.worker_threads;
+    PROPELLER_ASSIGN_OR_RETURN(
+        server_, rpc::Server::Start(so, [this](std::string_view request, const rpc::PeerInfo& peer,
+                                               rpc::ReplyStream& out) {
+          return Handle(request, peer, out);
+        }));
+    if (!socket_path_.empty()) ::chmod(socket_path_.c_str(), 0666);
+    return Status::OK();
+  }
+
+  ~Impl() {
+    server_.reset();
+    if (!socket_path_.empty()) ::unlink(socket_path_.c_str());
+  }
+
+  const std::string& endpoint() const { return server_->endpoint(); }
+
+ private:
+  std::string Handle(std::string_view request, const rpc::PeerInfo& peer, rpc::ReplyStream& out) {
+    wire::RequestEnvelope env;
+    Status st = wire::DecodeRequest(request, &env);
+    if (!st.ok()) return ErrorReply(st);
+    if (env.type == wire::MsgType::kPing) {
+      wire::Ping ping;
+      st = wire::Decode(env.body, &ping);
+      return st.ok() ? wire::EncodeOkReply(ping) : ErrorReply(st);
+    }
+    if (env.type != wire::MsgType::kSearch) {
+      return ErrorReply(Status::NotSupported(std::string("a mount's query engine serves searches "
+                                                         "only, not ") +
+                                             wire::MsgTypeName(env.type)));
+    }
+    wire::SearchQuery q;
+    st = wire::Decode(env.body, &q);
+    if (!st.ok()) return ErrorReply(st.WithContext("bad search request"));
+    if (!peer.uid || !peer.gid) {
+      // Only a unix socket tells who the peer is; never trust the body (DESIGN §10).
+      return ErrorReply(Status::PermissionDenied("the query engine needs a local (ipc) peer"));
+    }
+    ClientSearchOptions so;
+    so.volume = options_.volume;
+    so.scope = q.scope.empty() ? "/" : q.scope;
+    ClientCredentials creds;
+    creds.uid = *peer.uid;
+    creds.gid = *peer.gid;
+    if (peer.pid) creds.groups = GroupsOf(*peer.pid);
+    so.creds = creds;
+    so.limit = static_cast<size_t>(q.limit);
+    so.sort_by = q.sort_by;
+    so.descending = q.descending;
+    so.now_ns = q.now_ns;
+    wire::SearchHitsChunk chunk;
+    std::string bytes;
+    bool gone = false;
+    auto flush = [&]() {
+      if (chunk.hits.empty()) return;
+      bytes.clear();
+      wire::Encode(chunk, &bytes);
+      if (!out.Send(bytes)) gone = true;
+      chunk.hits.clear();
+    };
+    ClientSearchStats stats;
+    st = options_.client->Search(q.query, so, [&](const ClientHit& hit) {
+      wire::WireHit h;
+      // The in-volume path: the record's path the hit names (under the volume root).
+      h.path = hit.path.size() >= options_.backing.size()
+                   ? hit.path.substr(options_.backing == "/" ? 0 : options_.backing.size())
+                   : hit.path;
+      if (h.path.empty()) h.path = "/";
+      h.record = hit.record;
+      h.acg = hit.acg;
+      chunk.hits.push_back(std::move(h));
+      if (chunk.hits.size() >= 256) flush();
+      return !gone;
+    }, &stats);
+    if (!st.ok()) return ErrorReply(st);
+    flush();
+    wire::SearchDone done;
+    done.acgs_total = stats.acgs_total;
+    done.acgs_skipped = stats.acgs_skipped;
+    done.candidates = stats.candidates;
+    done.hits = stats.hits;
+    return wire::EncodeOkReply(done);
+  }
+
+  const QueryEngineOptions options_;
+  std::string socket_path_;
+  std::unique_ptr<rpc::Server> server_;
+};
+
+QueryEngine::QueryEngine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+QueryEngine::~QueryEngine() = default;
+
+Result<std::unique_ptr<QueryEngine>> QueryEngine::Start(const QueryEngineOptions& options) {
+  if (options.client == nullptr || options.volume == 0) {
+    return Status::InvalidArgument("the query engine needs a client and a volume");
+  }
+  auto impl = std::make_unique<Impl>(options);
+  PROPELLER_RETURN_IF_ERROR(impl->Start());
+  return std::unique_ptr<QueryEngine>(new QueryEngine(std::move(impl)));
+}
+
+const std::string& QueryEngine::endpoint() const { return impl_->endpoint(); }
+
+}  // namespace propeller

@@ -1,0 +1,623 @@
+// The capture client on real FUSE mounts (issue 4): `propeller mount` runs as a child process
+// with its embedded master and index node; the tests act on the mount and check against
+// independent oracles — the backing tree itself, a plain directory given the same operations,
+// and what each user may see by walking the tree.
+#include <dirent.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <random>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "client/lib/propeller.h"
+#include "common/random.h"
+#include "tests/cluster_harness.h"
+
+namespace propeller {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+using testing::ChildProcess;
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void WriteFile(const std::string& path, const std::string& data) {
+  std::ofstream out(path, std::ios::trunc | std::ios::binary);
+  out << data;
+}
+
+// A `propeller mount` of a fresh backing directory, stopped (unmounted) at destruction.
+class Mount {
+ public:
+  explicit Mount(std::vector<std::string> extra = {}) {
+    root_ = "/tmp/propeller-fuse-test-" + std::to_string(::getpid()) + "-" +
+            std::to_string(counter_++);
+    fs::remove_all(root_);
+    backing_ = root_ + "/backing";
+    mnt_ = root_ + "/mnt";
+    fs::create_directories(backing_);
+    fs::create_directories(mnt_);
+    fs::create_directories(root_ + "/data");
+    ::chmod(root_.c_str(), 0755);
+    ::chmod(backing_.c_str(), 0755);
+    std::vector<std::string> argv = {PROPELLER_CLI_BIN, "mount", backing_, mnt_,
+                                     "--data", root_ + "/data", "--ready-file", root_ + "/ready"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    child_ = std::make_unique<ChildProcess>(argv, log());
+  }
+  ~Mount() {
+    if (mounted_) {
+      std::string cmd = "fusermount3 -u " + mnt_ + " 2>/dev/null";
+      if (std::system(cmd.c_str()) != 0) {
+        cmd = "umount -l " + mnt_ + " 2>/dev/null";
+        (void)std::system(cmd.c_str());
+      }
+    }
+    child_->Terminate();
+    if (::getenv("PROPELLER_KEEP_TEST_DIRS") == nullptr) fs::remove_all(root_);
+  }
+
+  // Starts the mount and waits until it serves. false (with the log printed) on failure.
+  bool Start() {
+    if (!child_->Start()) return false;
+    const auto deadline = std::chrono::steady_clock::now() + 30s;
+    while (std::chrono::steady_clock::now() < deadline) {
+      if (fs::exists(root_ + "/ready")) {
+        mounted_ = true;
+        return true;
+      }
+      std::this_thread::sleep_for(20ms);
+    }
+    ADD_FAILURE() << "the mount did not become ready; log:\n" << ReadAll(log());
+    return false;
+  }
+
+  std::string log() const { return root_ + "/mount.log"; }
+  const std::string& backing() const { return backing_; }
+  const std::string& mnt() const { return mnt_; }
+  const std::string& root() const { return root_; }
+
+ private:
+  static inline int counter_ = 0;
+  std::string root_, backing_, mnt_;
+  std::unique_ptr<ChildProcess> child_;
+  bool mounted_ = false;
+};
+
+std::unique_ptr<Client> LocalClient() {
+  // Searches scoped inside the mount go to its query engine: no master endpoint is needed.
+  ClientOptions o;
+  o.master_endpoint = "tcp://127.0.0.1:1";
+  auto c = Client::Connect(o);
+  EXPECT_TRUE(c.ok()) << c.status().ToString();
+  return c.ok() ? std::move(*c) : nullptr;
+}
+
+// The names in a directory (no . and ..); empty with *err set on failure.
+std::vector<std::string> List(const std::string& dir, int* err = nullptr) {
+  std::vector<std::string> out;
+  DIR* d = ::opendir(dir.c_str());
+  if (err != nullptr) *err = d == nullptr ? errno : 0;
+  if (d == nullptr) return out;
+  while (struct dirent* e = ::readdir(d)) {
+    std::string n = e->d_name;
+    if (n != "." && n != "..") out.push_back(n);
+  }
+  ::closedir(d);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// Runs argv as uid/gid (no supplementary groups) in a child; returns its exit status and
+// stdout.
+int RunAs(uid_t uid, gid_t gid, const std::vector<std::string>& argv, std::string* out) {
+  int pipefd[2];
+  if (::pipe(pipefd) != 0) return -1;
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    ::dup2(pipefd[1], 1);
+    ::close(pipefd[0]);
+    if (::setgroups(0, nullptr) != 0 || ::setresgid(gid, gid, gid) != 0 ||
+        ::setresuid(uid, uid, uid) != 0) {
+      ::_exit(126);
+    }
+    ::setenv("HOME", "/tmp", 1);
+    std::vector<char*> args;
+    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    ::execvp(args[0], args.data());
+    ::_exit(127);
+  }
+  ::close(pipefd[1]);
+  out->clear();
+  char buf[4096];
+  ssize_t n;
+  while ((n = ::read(pipefd[0], buf, sizeof(buf))) > 0) out->append(buf, static_cast<size_t>(n));
+  ::close(pipefd[0]);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+}
+
+std::set<std::string> Lines(const std::string& text) {
+  std::set<std::string> out;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (!line.empty()) out.insert(line);
+  }
+  return out;
+}
+
+// ---- make: the ACG of a real build -------------------------------------------------------
+
+TEST(FuseTest, MakeBuildCapturesProducerEdgesAndNothingBetweenUnrelatedTargets) {
+  Mount m;
+  ASSERT_TRUE(m.Start());
+  const std::string proj = m.mnt() + "/proj";
+  ASSERT_EQ(::mkdir(proj.c_str(), 0755), 0);
+  // Two unrelated programs: app from a.c, b.c (+ common.h); tool from t.c (+ tool.h).
+  WriteFile(proj + "/common.h", "int a(void);\nint b(void);\n");
+  WriteFile(proj + "/a.c", "#include \"common.h\"\nint a(void) { return 1; }\n");
+  WriteFile(proj + "/b.c", "#include \"common.h\"\nint b(void) { return 2; }\n"
+                           "int main(void) { return a() + b() - 3; }\n");
+  WriteFile(proj + "/tool.h", "#define TOOL 7\n");
+  WriteFile(proj + "/t.c", "#include \"tool.h\"\nint main(void) { return TOOL - 7; }\n");
+  WriteFile(proj + "/Makefile",
+            "all: app tool\n"
+            "app: a.o b.o\n\tcc -o app a.o b.o\n"
+            "tool: t.o\n\tcc -o tool t.o\n"
+            "a.o: a.c common.h\n\tcc -c a.c -o a.o\n"
+            "b.o: b.c common.h\n\tcc -c b.c -o b.o\n"
+            "t.o: t.c tool.h\n\tcc -c t.c -o t.o\n");
+  std::string out;
+  ASSERT_EQ(RunAs(0, 0, {"make", "-s", "-C", proj}, &out), 0) << out << ReadAll(m.log());
+  ASSERT_EQ(std::system((proj + "/app").c_str()), 0);
+
+  // File ids from the backing tree (the oracle for identity).
+  std::map<uint64_t, std::string> name_of;
+  for (const char* f : {"common.h", "a.c", "b.c", "tool.h", "t.c", "a.o", "b.o", "t.o", "app",
+                        "tool", "Makefile"}) {
+    struct stat st;
+    ASSERT_EQ(::lstat((m.backing() + "/proj/" + f).c_str(), &st), 0) << f;
+    name_of[st.st_ino] = f;
+  }
+  auto client = LocalClient();
+  ASSERT_NE(client, nullptr);
+  // The mount flushes edges when the processes exit; the master endpoint is the embedded one.
+  std::string ready = ReadAll(m.root() + "/ready");
+  std::string master = ready.substr(ready.find("master ") + 7);
+  master = master.substr(0, master.find('\n'));
+  ClientOptions co;
+  co.master_endpoint = master;
+  auto cluster = Client::Connect(co);
+  ASSERT_TRUE(cluster.ok());
+  const std::set<std::pair<std::string, std::string>> want = {
+      {"a.c", "a.o"},    {"common.h", "a.o"}, {"b.c", "b.o"}, {"common.h", "b.o"},
+      {"t.c", "t.o"},    {"tool.h", "t.o"},   {"a.o", "app"}, {"b.o", "app"},
+      {"t.o", "tool"}};
+  std::set<std::pair<std::string, std::string>> got;
+  const auto deadline = std::chrono::steady_clock::now() + 20s;
+  while (std::chrono::steady_clock::now() < deadline) {
+    auto edges = (*cluster)->ListEdges();
+    ASSERT_TRUE(edges.ok()) << edges.status().ToString();
+    got.clear();
+    for (const AcgEdge& e : *edges) {
+      auto s = name_of.find(e.src.ino), d = name_of.find(e.dst.ino);
+      if (s != name_of.end() && d != name_of.end()) got.insert({s->second, d->second});
+    }
+    if (std::includes(got.begin(), got.end(), want.begin(), want.end())) break;
+    std::this_thread::sleep_for(200ms);
+  }
+  for (const auto& e : want) {
+    EXPECT_TRUE(got.count(e)) << "missing edge " << e.first << " -> " << e.second;
+  }
+  const std::set<std::string> app_side = {"common.h", "a.c", "b.c", "a.o", "b.o", "app"};
+  const std::set<std::string> tool_side = {"tool.h", "t.c", "t.o", "tool"};
+  for (const auto& [src, dst] : got) {
+    const bool cross = (app_side.count(src) && tool_side.count(dst)) ||
+                       (tool_side.count(src) && app_side.count(dst));
+    EXPECT_FALSE(cross) << "edge between unrelated targets: " << src << " -> " << dst;
+  }
+}
+
+// ---- freshness -----------------------------------------------------------------------------
+
+TEST(FuseTest, EveryClosedWriteIsFoundAtOnceAndDeletedOrRenamedFilesNever) {
+  Mount m;
+  ASSERT_TRUE(m.Start());
+  auto client = LocalClient();
+  ASSERT_NE(client, nullptr);
+  const std::string dir = m.mnt() + "/fresh";
+  ASSERT_EQ(::mkdir(dir.c_str(), 0755), 0);
+  ClientSearchOptions so;
+  so.scope = dir;
+  int misses = 0;
+  for (int i = 0; i < 1000; ++i) {
+    SCOPED_TRACE("iteration " + std::to_string(i));
+    const std::string name = "f" + std::to_string(i % 37);
+    const std::string path = dir + "/" + name;
+    const size_t size = 100 + static_cast<size_t>(i);
+    WriteFile(path, std::string(size, 'x'));  // closed when the stream goes
+    // The library, through the mount's query engine.
+    auto hits = client->SearchAll("name=" + name, so);
+    ASSERT_TRUE(hits.ok()) << hits.status().ToString();
+    ASSERT_EQ(hits->size(), 1u);
+    EXPECT_EQ((*hits)[0].path, path);
+    if ((*hits)[0].record.size != size) ++misses;
+    // A query directory, listed right away.
+    const std::string qdir = dir + "/?name=" + name + "&size=" + std::to_string(size);
+    std::vector<std::string> entries = List(qdir);
+    ASSERT_EQ(entries, std::vector<std::string>{name});
+    struct stat st;
+    ASSERT_EQ(::stat((qdir + "/" + name).c_str(), &st), 0);  // through the symlink
+    EXPECT_EQ(static_cast<size_t>(st.st_size), size);
+    if (i % 10 == 9) {
+      const std::string renamed = dir + "/r" + std::to_string(i);
+      ASSERT_EQ(::rename(path.c_str(), renamed.c_str()), 0);
+      EXPECT_TRUE(List(dir + "/?name=" + name).empty());
+      auto again = client->SearchAll("name=r" + std::to_string(i), so);
+      ASSERT_TRUE(again.ok());
+      ASSERT_EQ(again->size(), 1u);
+      EXPECT_EQ((*again)[0].path, renamed);
+      ASSERT_EQ(::unlink(renamed.c_str()), 0);
+      EXPECT_TRUE(List(dir + "/?name=r" + std::to_string(i)).empty());
+      auto gone = client->SearchAll("name=r" + std::to_string(i), so);
+      ASSERT_TRUE(gone.ok());
+      EXPECT_TRUE(gone->empty());
+    }
+  }
+  EXPECT_EQ(misses, 0) << "searches that saw an old size";
+  // The CLI finds the engine by itself and prints paths under the mount point.
+  std::string out;
+  ASSERT_EQ(RunAs(0, 0, {PROPELLER_CLI_BIN, "search", "name=f1", "--scope", dir}, &out), 0);
+  EXPECT_EQ(Lines(out), (std::set<std::string>{dir + "/f1"}));
+}
+
+// ---- the mount behaves like the plain directory ---------------------------------------------
+
+struct Entry {
+  char type = 0;
+  uint64_t size = 0;
+  mode_t mode = 0;
+  nlink_t nlink = 0;
+  std::string content;  // file data or link target
+  std::string xattr;    // user.tag
+  int64_t mtime = 0;    // only for entries given explicit times (-1 otherwise)
+  bool operator==(const Entry&) const = default;
+};
+
+std::map<std::string, Entry> Snapshot(const std::string& root, const std::set<std::string>& timed) {
+  std::map<std::string, Entry> out;
+  for (auto it = fs::recursive_directory_iterator(root); it != fs::recursive_directory_iterator();
+       ++it) {
+    const std::string abs = it->path().string();
+    const std::string rel = abs.substr(root.size());
+    struct stat st;
+    if (::lstat(abs.c_str(), &st) != 0) continue;
+    Entry e;
+    e.mode = st.st_mode;
+    e.nlink = S_ISDIR(st.st_mode) ? 0 : st.st_nlink;
+    e.mtime = timed.count(rel) ? st.st_mtim.tv_sec : -1;
+    if (S_ISREG(st.st_mode)) {
+      e.type = 'f';
+      e.size = static_cast<uint64_t>(st.st_size);
+      e.content = ReadAll(abs);
+    } else if (S_ISLNK(st.st_mode)) {
+      e.type = 'l';
+      char buf[4096];
+      ssize_t n = ::readlink(abs.c_str(), buf, sizeof(buf));
+      e.content.assign(buf, n > 0 ? static_cast<size_t>(n) : 0);
+    } else if (S_ISDIR(st.st_mode)) {
+      e.type = 'd';
+    }
+    if (!S_ISLNK(st.st_mode)) {
+      char buf[256];
+      ssize_t n = ::getxattr(abs.c_str(), "user.tag", buf, sizeof(buf));
+      if (n > 0) e.xattr.assign(buf, static_cast<size_t>(n));
+    }
+    out[rel] = e;
+  }
+  return out;
+}
+
+TEST(FuseTest, RandomOperationsGiveTheSameTreeAsAPlainDirectoryAndAnExactIndex) {
+  Mount m;
+  ASSERT_TRUE(m.Start());
+  const std::string plain = m.root() + "/plain";
+  const std::string mine = m.mnt() + "/r";
+  ASSERT_EQ(::mkdir(plain.c_str(), 0755), 0);
+  ASSERT_EQ(::mkdir(mine.c_str(), 0755), 0);
+  const uint64_t seed = TestSeed();
+  SCOPED_TRACE("seed " + std::to_string(seed) + " (PROPELLER_SEED)");
+  std::mt19937_64 rng(seed);
+  auto pick = [&](size_t n) { return static_cast<size_t>(rng() % n); };
+  std::vector<std::string> files, dirs = {""};
+  std::set<std::string> timed;
+  int applied = 0;
+  for (int step = 0; step < 600; ++step) {
+    const int op = static_cast<int>(pick(12));
+    // Each op runs on both trees; errno results must agree.
+    auto both = [&](auto fn) {
+      errno = 0;
+      int a = fn(plain);
+      int ea = a < 0 ? errno : 0;
+      errno = 0;
+      int b = fn(mine);
+      int eb = b < 0 ? errno : 0;
+      EXPECT_EQ(ea, eb) << "step " << step << " op " << op;
+      if (ea == 0) ++applied;
+      return ea == 0;
+    };
+    const std::string d = dirs[pick(dirs.size())];
+    if (op <= 2 || files.empty()) {  // create or overwrite a file
+      std::string f = d + "/f" + std::to_string(pick(40));
+      std::string data(pick(3000), static_cast<char>('a' + pick(26)));
+      if (both([&](const std::string& r) {
+            int fd = ::open((r + f).c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+            if (fd < 0) return -1;
+            ssize_t n = ::write(fd, data.data(), data.size());
+            ::close(fd);
+            return n == static_cast<ssize_t>(data.size()) ? 0 : -1;
+          })) {
+        if (std::find(files.begin(), files.end(), f) == files.end()) files.push_back(f);
+      }
+    } else if (op == 3) {  // mkdir
+      std::string nd = d + "/d" + std::to_string(pick(8));
+      if (both([&](const std::string& r) { return ::mkdir((r + nd).c_str(), 0755); })) {
+        dirs.push_back(nd);
+      }
+    } else if (op == 4) {  // rename a file
+      std::string f = files[pick(files.size())];
+      std::string to = dirs[pick(dirs.size())] + "/m" + std::to_string(pick(40));
+      if (both([&](const std::string& r) { return ::rename((r + f).c_str(), (r + to).c_str()); })) {
+        std::erase(files, f);
+        std::erase(files, to);
+        files.push_back(to);
+      }
+    } else if (op == 5 && dirs.size() > 1) {  // rename a directory (its subtree moves)
+      std::string from = dirs[1 + pick(dirs.size() - 1)];
+      std::string to = dirs[pick(dirs.size())] + "/n" + std::to_string(pick(8));
+      if (both([&](const std::string& r) { return ::rename((r + from).c_str(), (r + to).c_str()); })) {
+        auto move = [&](std::string& p) {
+          if (p == from || p.rfind(from + "/", 0) == 0) p = to + p.substr(from.size());
+        };
+        for (std::string& f : files) move(f);
+        for (std::string& x : dirs) move(x);
+        std::set<std::string> t2;
+        for (std::string t : timed) {
+          move(t);
+          t2.insert(t);
+        }
+        timed = t2;
+        std::sort(dirs.begin(), dirs.end());
+        dirs.erase(std::unique(dirs.begin(), dirs.end()), dirs.end());
+      }
+    } else if (op == 6) {  // unlink
+      std::string f = files[pick(files.size())];
+      if (both([&](const std::string& r) { return ::unlink((r + f).c_str()); })) {
+        std::erase(files, f);
+        timed.erase(f);
+      }
+    } else if (op == 7) {  // hard link
+      std::string f = files[pick(files.size())];
+      std::string to = dirs[pick(dirs.size())] + "/h" + std::to_string(pick(20));
+      if (both([&](const std::string& r) { return ::link((r + f).c_str(), (r + to).c_str()); })) {
+        files.push_back(to);
+      }
+    } else if (op == 8) {  // symlink
+      std::string to = d + "/s" + std::to_string(pick(10));
+      std::string target = "../t" + std::to_string(pick(5));
+      both([&](const std::string& r) { return ::symlink(target.c_str(), (r + to).c_str()); });
+    } else if (op == 9) {  // chmod / truncate
+      std::string f = files[pick(files.size())];
+      const mode_t mode = pick(2) ? 0600 : 0640;
+      const off_t len = static_cast<off_t>(pick(500));
+      both([&](const std::string& r) {
+        return ::chmod((r + f).c_str(), mode) == 0 ? ::truncate((r + f).c_str(), len) : -1;
+      });
+    } else if (op == 10) {  // explicit times
+      std::string f = files[pick(files.size())];
+      struct timespec tv[2] = {{1700000000 + static_cast<time_t>(pick(1000)), 0},
+                               {1600000000 + static_cast<time_t>(pick(100000)), 0}};
+      if (both([&](const std::string& r) { return ::utimensat(AT_FDCWD, (r + f).c_str(), tv, 0); })) {
+        timed.insert(f);
+      }
+    } else if (op == 11) {  // user.* xattr / rmdir
+      if (pick(2) == 0) {
+        std::string f = files[pick(files.size())];
+        std::string v = "v" + std::to_string(pick(100));
+        both([&](const std::string& r) {
+          return ::setxattr((r + f).c_str(), "user.tag", v.data(), v.size(), 0);
+        });
+      } else if (dirs.size() > 1) {
+        std::string x = dirs[1 + pick(dirs.size() - 1)];
+        if (both([&](const std::string& r) { return ::rmdir((r + x).c_str()); })) std::erase(dirs, x);
+      }
+    }
+  }
+  EXPECT_GT(applied, 300);
+  // Same tree, same attributes.
+  auto a = Snapshot(plain, timed);
+  auto b = Snapshot(mine, timed);
+  EXPECT_EQ(a.size(), b.size());
+  for (const auto& [path, e] : a) {
+    auto it = b.find(path);
+    if (it == b.end()) {
+      ADD_FAILURE() << "missing on the mount: " << path;
+      continue;
+    }
+    EXPECT_EQ(e.type, it->second.type) << path;
+    EXPECT_EQ(e.size, it->second.size) << path;
+    EXPECT_EQ(e.mode, it->second.mode) << path;
+    EXPECT_EQ(e.nlink, it->second.nlink) << path;
+    EXPECT_EQ(e.content, it->second.content) << path;
+    EXPECT_EQ(e.xattr, it->second.xattr) << path;
+    EXPECT_EQ(e.mtime, it->second.mtime) << path;
+  }
+  // The index holds exactly the tree: every path with its size and type.
+  auto client = LocalClient();
+  ASSERT_NE(client, nullptr);
+  ClientSearchOptions so;
+  so.scope = mine;
+  auto hits = client->SearchAll("size>=0", so);
+  ASSERT_TRUE(hits.ok()) << hits.status().ToString();
+  std::map<std::string, std::pair<char, uint64_t>> indexed;
+  std::map<std::string, std::string> record_of;  // for failure messages
+  for (const ClientHit& h : *hits) {
+    std::string all;
+    for (const std::string& p : h.record.paths) all += p + " ";
+    all += "ino " + std::to_string(h.record.id.ino) + " nlink " + std::to_string(h.record.nlink);
+    for (const std::string& p : h.record.paths) {
+      const std::string host = m.mnt() + p;
+      if (host.rfind(mine + "/", 0) != 0) continue;
+      indexed[host.substr(mine.size())] = {static_cast<char>(h.record.type), h.record.size};
+      record_of[host.substr(mine.size())] = all;
+    }
+  }
+  std::map<std::string, std::pair<char, uint64_t>> truth;
+  for (const auto& [path, e] : b) {
+    truth[path] = {e.type, e.type == 'f' ? e.size : indexed.count(path) ? indexed[path].second : 0};
+  }
+  EXPECT_EQ(indexed.size(), truth.size());
+  for (const auto& [path, t] : truth) {
+    auto it = indexed.find(path);
+    if (it == indexed.end()) {
+      ADD_FAILURE() << "not indexed: " << path;
+      continue;
+    }
+    EXPECT_EQ(it->second.first, t.first) << path;
+    if (t.first == 'f') {
+      EXPECT_EQ(it->second.second, t.second) << path;
+    }
+  }
+  for (const auto& [path, t] : indexed) {
+    EXPECT_TRUE(truth.count(path)) << "indexed but not in the tree: " << path << " (record "
+                                   << record_of[path] << ")";
+  }
+}
+
+// ---- isolation between users -----------------------------------------------------------------
+
+TEST(FuseTest, UsersSeeOnlyWhatTheyCouldFindByWalkingTheTree) {
+  Mount m;
+  ASSERT_TRUE(m.Start());
+  const uid_t alice = 41001, bob = 41002;
+  const gid_t alice_g = 41001, bob_g = 41002;
+  const std::string home = m.mnt() + "/home";
+  ASSERT_EQ(::mkdir(home.c_str(), 0755), 0);
+  ASSERT_EQ(::mkdir((home + "/shared").c_str(), 0755), 0);
+  ASSERT_EQ(::chmod((home + "/shared").c_str(), 01777), 0);  // like /tmp
+  for (auto [user, group, name] : {std::tuple{alice, alice_g, "alice"}, {bob, bob_g, "bob"}}) {
+    const std::string dir = home + "/" + name;
+    ASSERT_EQ(::mkdir(dir.c_str(), 0700), 0);
+    ASSERT_EQ(::chown(dir.c_str(), user, group), 0);
+    std::string out;
+    // The users write through the mount themselves: files are theirs, as on a local disk.
+    ASSERT_EQ(RunAs(user, group,
+                    {"/bin/sh", "-c",
+                     std::string("echo secret > ") + dir + "/private.txt && echo hi > " + home +
+                         "/shared/" + name + ".txt"},
+                    &out),
+              0);
+    struct stat st;
+    ASSERT_EQ(::stat((m.backing() + "/home/" + name + "/private.txt").c_str(), &st), 0);
+    EXPECT_EQ(st.st_uid, user);
+  }
+  struct Case {
+    uid_t uid;
+    gid_t gid;
+    std::set<std::string> visible;
+  };
+  for (const Case& c : {Case{alice, alice_g, {"alice%2Fprivate.txt", "shared%2Falice.txt",
+                                               "shared%2Fbob.txt"}},
+                        Case{bob, bob_g, {"bob%2Fprivate.txt", "shared%2Falice.txt",
+                                           "shared%2Fbob.txt"}}}) {
+    SCOPED_TRACE("uid " + std::to_string(c.uid));
+    std::string out;
+    ASSERT_EQ(RunAs(c.uid, c.gid, {"/bin/ls", "-1", home + "/?type=f"}, &out), 0);
+    EXPECT_EQ(Lines(out), c.visible);
+    ASSERT_EQ(RunAs(c.uid, c.gid, {PROPELLER_CLI_BIN, "search", "type=f", "--scope", home}, &out),
+              0);
+    std::set<std::string> want;
+    for (std::string v : c.visible) {
+      v.replace(v.find("%2F"), 3, "/");
+      want.insert(home + "/" + v);
+    }
+    EXPECT_EQ(Lines(out), want);
+    // The other user's file cannot be reached through a query directory entry either.
+    const std::string other = c.uid == alice ? "bob%2Fprivate.txt" : "alice%2Fprivate.txt";
+    ASSERT_NE(RunAs(c.uid, c.gid, {"/bin/cat", home + "/?type=f/" + other}, &out), 0);
+  }
+  // Root sees both.
+  std::vector<std::string> all = List(home + "/?name=private.txt");
+  EXPECT_EQ(all, (std::vector<std::string>{"alice%2Fprivate.txt", "bob%2Fprivate.txt"}));
+}
+
+// ---- query directories: behaviour and errors --------------------------------------------------
+
+TEST(FuseTest, QueryDirectoriesBehaveLikeReadOnlyDirectoriesAndReportBadQueries) {
+  Mount m;
+  ASSERT_TRUE(m.Start());
+  const std::string src = m.mnt() + "/src";
+  ASSERT_EQ(::mkdir(src.c_str(), 0755), 0);
+  ASSERT_EQ(::mkdir((src + "/lib").c_str(), 0755), 0);
+  WriteFile(src + "/big.bin", std::string(3 << 20, 'b'));
+  WriteFile(src + "/lib/big2.bin", std::string(2 << 20, 'c'));
+  WriteFile(src + "/small.txt", "s");
+  WriteFile(m.mnt() + "/outside.bin", std::string(4 << 20, 'o'));
+  // Scope = the directory before '?'; recursive; names encode the relative path.
+  const std::string q = src + "/?size>1m";
+  EXPECT_EQ(List(q), (std::vector<std::string>{"big.bin", "lib%2Fbig2.bin"}));
+  EXPECT_EQ(ReadAll(q + "/lib%2Fbig2.bin"), std::string(2 << 20, 'c'));  // cat through it
+  char target[256];
+  ssize_t n = ::readlink((q + "/lib%2Fbig2.bin").c_str(), target, sizeof(target));
+  ASSERT_GT(n, 0);
+  EXPECT_EQ(std::string(target, static_cast<size_t>(n)), "../lib/big2.bin");
+  struct stat st;
+  ASSERT_EQ(::stat(q.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISDIR(st.st_mode));
+  // cd into it, then relative paths work.
+  std::string out;
+  ASSERT_EQ(RunAs(0, 0, {"/bin/sh", "-c", "cd '" + q + "' && cat big.bin | wc -c"}, &out), 0);
+  EXPECT_EQ(out, std::to_string(3 << 20) + "\n");
+  // find -L follows the entries.
+  ASSERT_EQ(RunAs(0, 0, {"find", "-L", q, "-type", "f", "-size", "+1M"}, &out), 0);
+  EXPECT_EQ(Lines(out), (std::set<std::string>{q + "/big.bin", q + "/lib%2Fbig2.bin"}));
+  // Read-only.
+  EXPECT_NE(::mkdir((q + "/x").c_str(), 0755), 0);
+  EXPECT_EQ(::open((q + "/new").c_str(), O_WRONLY | O_CREAT, 0644), -1);
+  EXPECT_NE(::unlink((q + "/big.bin").c_str()), 0);
+  // A malformed query: EINVAL, and the log names the position.
+  int err = 0;
+  List(src + "/?size>>1m", &err);
+  EXPECT_EQ(err, EINVAL);
+  std::string log = ReadAll(m.log());
+  EXPECT_NE(log.find("?size>>1m"), std::string::npos) << log;
+  EXPECT_NE(log.find("error at"), std::string::npos) << log;
+}
+
+}  // namespace
+}  // namespace propeller
