@@ -13,7 +13,7 @@ Result<std::unique_ptr<MasterServer>> MasterServer::Start(const MasterOptions& o
   rpc::ServerOptions so;
   so.endpoint = options.listen;
   so.worker_threads = options.worker_threads;
-  if (!options.inproc_alias.empty()) so.extra_endpoints.push_back(options.inproc_alias);
+  if (!options.local_alias.empty()) so.extra_endpoints.push_back(options.local_alias);
   if (!options.curve_key_file.empty()) {
     PROPELLER_ASSIGN_OR_RETURN(rpc::CurveKeys keys, rpc::ReadKeyFile(options.curve_key_file));
     if (keys.secret_key.empty()) {

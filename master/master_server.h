@@ -33,8 +33,8 @@ struct MasterOptions {
   int64_t node_timeout_ms = 5000;
   uint64_t acg_threshold = 50000;
   int worker_threads = 4;
-  // Also serve on this inproc:// endpoint (see IndexNodeOptions::inproc_alias).
-  std::string inproc_alias;
+  // Also serve on this inproc:// or direct:// endpoint (see IndexNodeOptions::local_alias).
+  std::string local_alias;
   uint32_t heartbeat_interval_ms = 1000;
   // Durability of the master's maps (MasterStoreOptions): sync = fsync every mutation before
   // acknowledging it; !sync with sync_interval_ms > 0 = group commit every that many ms (the

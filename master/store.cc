@@ -214,9 +214,13 @@ Result<std::unique_ptr<MasterStore>> MasterStore::Open(const MasterStoreOptions&
     MasterStore* raw = store.get();
     raw->syncer_ = std::thread([raw] {
       std::unique_lock<std::mutex> lock(raw->syncer_mu_);
+      uint64_t synced = 0;
       while (!raw->syncer_stop_) {
         raw->syncer_cv_.wait_for(lock, std::chrono::milliseconds(raw->options_.sync_interval_ms));
         if (raw->syncer_stop_) break;
+        const uint64_t commits = raw->commits_.load(std::memory_order_relaxed);
+        if (commits == synced) continue;  // nothing new: no fsync (it stalls writers)
+        synced = commits;
         lock.unlock();
         int rc = mdb_env_sync(raw->env_, 1);
         if (rc != 0) Log(LogLevel::kError, "master: syncing the store: %s", mdb_strerror(rc));
@@ -411,6 +415,7 @@ Status MasterStore::Update(const std::function<Status(Txn& txn)>& fn) {
       if (s.ok()) {
         rc = guard.Commit();
         if (rc == 0) {
+          commits_.fetch_add(1, std::memory_order_relaxed);
           std::unique_lock<std::shared_mutex> lock(mirror_mu_);
           txn.Publish(&mirror_);
           return Status::OK();

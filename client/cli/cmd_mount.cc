@@ -208,7 +208,7 @@ int RunMount(const GlobalOptions& global, const std::vector<std::string>& argv) 
     mo.sync = durability == Durability::kSync;
     mo.sync_interval_ms = 10;
     const std::string tag = std::to_string(::getpid());
-    mo.inproc_alias = "inproc://propeller-mount-master-" + tag;
+    mo.local_alias = "direct://propeller-mount-master-" + tag;
     auto m = master::MasterServer::Start(mo);
     if (!m.ok()) return ReportError(m.status().WithContext("master"));
     master = std::move(*m);
@@ -217,7 +217,7 @@ int RunMount(const GlobalOptions& global, const std::vector<std::string>& argv) 
     no.listen_endpoint = "tcp://127.0.0.1:0";
     no.master_endpoint = master->endpoint();
     no.durability = durability;
-    no.inproc_alias = "inproc://propeller-mount-node-" + tag;
+    no.local_alias = "direct://propeller-mount-node-" + tag;
     auto n = IndexNodeServer::Start(no);
     if (!n.ok()) return ReportError(n.status().WithContext("index node"));
     node = std::move(*n);
@@ -230,8 +230,8 @@ int RunMount(const GlobalOptions& global, const std::vector<std::string>& argv) 
     }
     copts.master_endpoint = master->endpoint();
     // This process's own client skips the network stack; others use the tcp endpoints.
-    copts.endpoint_aliases[master->endpoint()] = mo.inproc_alias;
-    copts.endpoint_aliases[node->advertised_endpoint()] = no.inproc_alias;
+    copts.endpoint_aliases[master->endpoint()] = mo.local_alias;
+    copts.endpoint_aliases[node->advertised_endpoint()] = no.local_alias;
   }
   auto client = Client::Connect(copts);
   if (!client.ok()) return ReportError(client.status());

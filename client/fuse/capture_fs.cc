@@ -1084,12 +1084,16 @@ class CaptureFs::Impl {
     return (flags & ~O_NOFOLLOW) | O_CLOEXEC;
   }
 
-  // Capture for an open of `inode` by the caller of `req`; fills the handle's owner.
-  void Capture(fuse_req_t req, Inode* inode, Handle* h, std::vector<FileId>* producers) {
+  // Capture for an open of `inode` with `flags` by the caller of `req` (created: by create);
+  // fills the handle's owner.
+  void Capture(fuse_req_t req, Inode* inode, Handle* h, int flags, bool created,
+               std::vector<FileId>* producers) {
     const int64_t now = MonoNanos();
     if (!processes_.Identify(fuse_req_ctx(req)->pid, now, &h->owner)) return;
     h->has_owner = true;
-    processes_.OnOpen(h->owner, FileId{options_.volume, inode->ino}, h->write, now, producers);
+    const bool reads = !created && (flags & O_ACCMODE) != O_WRONLY && !(flags & O_TRUNC);
+    processes_.OnOpen(h->owner, FileId{options_.volume, inode->ino}, reads, h->write, now,
+                      producers);
   }
 
   void OnCreate(fuse_req_t req, fuse_ino_t parent_ino, const char* name, mode_t mode,
@@ -1117,7 +1121,7 @@ class CaptureFs::Impl {
     h->inode = inode;
     h->write = true;  // create is a write-open (DESIGN §4)
     std::vector<FileId> producers;
-    Capture(req, inode, h.get(), &producers);
+    Capture(req, inode, h.get(), fi->flags, /*created=*/true, &producers);
     std::string dir;
     if (PathOf(parent, &dir)) {
       err = IndexPath(ChildPath(dir, name), parent->ino, h->has_owner ? &h->owner : nullptr,
@@ -1144,7 +1148,7 @@ class CaptureFs::Impl {
     h->fd = fd;
     h->inode = inode;
     h->write = (fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC);
-    Capture(req, inode, h.get(), nullptr);
+    Capture(req, inode, h.get(), fi->flags, /*created=*/false, nullptr);
     fi->fh = reinterpret_cast<uint64_t>(h.release());
     // Data stays in the page cache across opens when the kernel's cache is trusted.
     if (options_.writeback) fi->keep_cache = 1;

@@ -168,7 +168,11 @@ void ProcessTable::AddEdgesTo(const ProcessInfo& p, const FileId& file, int64_t 
   if (producers != nullptr) producers->clear();
   auto add = [&](const FileId& f) {
     if (f == file) return;
-    proc->edges.insert({f, file});
+    if (proc->edges.size() < kMaxPendingEdges) {
+      proc->edges.insert({f, file});
+    } else {
+      ++dropped_edges_;  // weakly consistent (DESIGN §4); flushed sets make room again
+    }
     if (producers != nullptr && producers->size() < kMaxProducers) producers->push_back(f);
   };
   for (auto it = proc->opened.rbegin(); it != proc->opened.rend(); ++it) add(*it);
@@ -179,18 +183,19 @@ void ProcessTable::AddEdgesTo(const ProcessInfo& p, const FileId& file, int64_t 
   }
 }
 
-void ProcessTable::OnOpen(const ProcessInfo& p, const FileId& file, bool write, int64_t now_ns,
-                          std::vector<FileId>* producers) {
+void ProcessTable::OnOpen(const ProcessInfo& p, const FileId& file, bool reads, bool writes,
+                          int64_t now_ns, std::vector<FileId>* producers) {
   std::lock_guard<std::mutex> lock(mu_);
   Proc* proc = nullptr;
   Proc* parent = nullptr;
-  if (write) {
+  if (writes) {
     AddEdgesTo(p, file, now_ns, &proc, &parent, producers);
   } else {
     if (producers != nullptr) producers->clear();
     proc = GetProc(p, now_ns);
     parent = ParentOf(p, now_ns);
   }
+  if (!reads) return;
   Remember(proc, file);
   if (parent != nullptr) Remember(parent, file);
 }
@@ -237,6 +242,11 @@ void ProcessTable::Sweep(int64_t now_ns, bool all, std::vector<CapturedEdge>* ou
       return std::find(gone.begin(), gone.end(), kv.second.info.key) != gone.end();
     });
   }
+}
+
+uint64_t ProcessTable::dropped_edges() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return dropped_edges_;
 }
 
 size_t ProcessTable::processes() const {

@@ -4,8 +4,9 @@
 // maps it to its process — thread-group id plus the process's start time, so a reused pid is a
 // different process — reading /proc once per thread and caching the answer.
 //
-// Per process it keeps the files opened so far, in order. Opening g for writing adds the edge
-// f -> g for every f opened before (f != g), and so does closing g after writing it: a linker
+// Per process it keeps the files opened so far for reading, in order. Opening g for writing
+// adds the edge f -> g for every f opened before (f != g), and so does closing g after
+// writing it: a linker
 // opens its output before it reads its inputs, and a strict "opened before the write-open"
 // rule would never link objects to the binary. Each edge counts once per process (weight +1
 // per execution, DESIGN §3), however often the process reopens the file. Edges stay in RAM and are taken by
@@ -19,9 +20,16 @@
 // level: make itself (the grandparent) does not collect every target's sources, so unrelated
 // targets stay unrelated.
 //
-// Bounds: a process remembers its last kMaxOpened distinct files (a long-running process that
-// opens millions of files would otherwise make every write an edge storm) and at most
-// kMaxProcesses processes are tracked (the least recently seen are flushed and dropped).
+// What counts as a producer: a file opened for reading (O_RDONLY, or O_RDWR of an existing file
+// without O_TRUNC). DESIGN §4 also lists files opened for writing; a file the process itself
+// created or overwrote carries nothing into the next file it writes, and counting it turns a
+// process that writes many files (PostMark, an unpacker, a logger) into an edge storm of
+// written x written pairs. A file it reads back after writing is a producer again.
+//
+// Bounds: a process remembers its last kMaxOpened distinct producers (a long-running process
+// that reads millions of files would otherwise make every write an edge storm), holds at most
+// kMaxPendingEdges edges between flushes (more are dropped and counted), and at most
+// kMaxProcesses processes are tracked (the least recently seen are dropped).
 //
 // Thread-safe: FUSE worker threads call Identify/OnOpen concurrently; Sweep runs on the
 // flusher thread.
@@ -67,7 +75,8 @@ struct CapturedEdge {
 
 class ProcessTable {
  public:
-  static constexpr size_t kMaxOpened = 1024;
+  static constexpr size_t kMaxOpened = 256;
+  static constexpr size_t kMaxPendingEdges = 1 << 16;
   static constexpr size_t kMaxProcesses = 4096;
   // At most this many producers are reported for placement.
   static constexpr size_t kMaxProducers = 16;
@@ -80,10 +89,10 @@ class ProcessTable {
   // /proc again after a second, so a recycled tid is noticed.
   bool Identify(uint32_t tid, int64_t now_ns, ProcessInfo* out);
 
-  // Process `p` opened `file`, for writing when `write`. For a write-open, `producers` (may be
-  // null) receives the files opened before, most recent first, at most kMaxProducers: the
-  // placement hint of DESIGN §5.
-  void OnOpen(const ProcessInfo& p, const FileId& file, bool write, int64_t now_ns,
+  // Process `p` opened `file`: `reads` = its content is read (a producer from now on),
+  // `writes` = it is written. For a write-open, `producers` (may be null) receives the files
+  // read before, most recent first, at most kMaxProducers: the placement hint of DESIGN §5.
+  void OnOpen(const ProcessInfo& p, const FileId& file, bool reads, bool writes, int64_t now_ns,
               std::vector<FileId>* producers);
   // Process `p` closed `file` after opening it for writing: edges from everything it opened
   // until now.
@@ -95,13 +104,20 @@ class ProcessTable {
   void Sweep(int64_t now_ns, bool all, std::vector<CapturedEdge>* out);
 
   size_t processes() const;
+  // Edges dropped because a process exceeded kMaxPendingEdges.
+  uint64_t dropped_edges() const;
 
  private:
   struct Proc {
     ProcessInfo info;
     std::vector<FileId> opened;                       // in first-open order
     std::unordered_set<FileId, FileIdHash> opened_set;
-    std::set<std::pair<FileId, FileId>> edges;  // (src, dst), once per process
+    struct PairHash {
+      size_t operator()(const std::pair<FileId, FileId>& p) const {
+        return FileIdHash()(p.first) * 31 + FileIdHash()(p.second);
+      }
+    };
+    std::unordered_set<std::pair<FileId, FileId>, PairHash> edges;  // (src, dst), once each
     int64_t last_flush_ns = 0;
     int64_t last_seen_ns = 0;
   };
@@ -129,6 +145,7 @@ class ProcessTable {
   mutable std::mutex mu_;
   std::unordered_map<uint32_t, Cached> threads_;       // Under mu_. tid -> process
   std::map<ProcessKey, std::unique_ptr<Proc>> procs_;  // Under mu_.
+  uint64_t dropped_edges_ = 0;                         // Under mu_.
 };
 
 }  // namespace propeller::fuse

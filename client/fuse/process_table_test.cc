@@ -76,14 +76,14 @@ TEST(ProcessTableTest, ReusedPidIsANewProcess) {
   ProcessTable table(proc.root(), /*flush_interval_ns=*/1'000'000'000'000);
   ProcessInfo p;
   ASSERT_TRUE(table.Identify(200, 0, &p));
-  table.OnOpen(p, F(1), false, 0, nullptr);
+  table.OnOpen(p, F(1), true, false, 0, nullptr);
   // The process exits and the pid is reused (different start time) after the cache expired.
   proc.RemoveProcess(200);
   proc.AddProcess(200, 1, 999, "b");
   ProcessInfo q;
   ASSERT_TRUE(table.Identify(200, 2'000'000'000, &q));
   EXPECT_NE(p.key, q.key);
-  table.OnOpen(q, F(2), true, 2'000'000'000, nullptr);
+  table.OnOpen(q, F(2), false, true, 2'000'000'000, nullptr);
   std::vector<CapturedEdge> edges;
   table.Sweep(2'000'000'000, /*all=*/true, &edges);
   EXPECT_TRUE(edges.empty()) << "file 1 was opened by another process";
@@ -96,13 +96,13 @@ TEST(ProcessTableTest, EdgesFromEverythingOpenedBefore) {
   ProcessInfo p;
   ASSERT_TRUE(table.Identify(300, 0, &p));
   std::vector<FileId> producers;
-  table.OnOpen(p, F(1), false, 0, nullptr);
-  table.OnOpen(p, F(2), false, 0, nullptr);
-  table.OnOpen(p, F(1), false, 0, nullptr);  // reopened: still one edge
-  table.OnOpen(p, F(3), true, 0, &producers);
+  table.OnOpen(p, F(1), true, false, 0, nullptr);
+  table.OnOpen(p, F(2), true, false, 0, nullptr);
+  table.OnOpen(p, F(1), true, false, 0, nullptr);  // reopened: still one edge
+  table.OnOpen(p, F(3), false, true, 0, &producers);
   EXPECT_EQ(producers, (std::vector<FileId>{F(2), F(1)}));  // most recent first
-  table.OnOpen(p, F(3), true, 0, &producers);  // again: same edges, once per process
-  table.OnOpen(p, F(4), false, 0, nullptr);    // after the write-open: no edge at open...
+  table.OnOpen(p, F(3), false, true, 0, &producers);  // again: same edges, once per process
+  table.OnOpen(p, F(4), true, false, 0, nullptr);    // after the write-open: no edge at open...
   table.OnWriteClose(p, F(3), 0);              // ...but at the write's close
   std::vector<CapturedEdge> edges;
   table.Sweep(0, /*all=*/true, &edges);
@@ -125,15 +125,15 @@ TEST(ProcessTableTest, ChildrenOpensCountForTheParentOnlyOneLevelUp) {
   ProcessInfo p;
   const uint64_t a_c = 1, a_h = 2, a_o = 3, b_c = 4, b_o = 5;
   ASSERT_TRUE(table.Identify(12, 0, &p));
-  table.OnOpen(p, F(a_c), false, 0, nullptr);
-  table.OnOpen(p, F(a_h), false, 0, nullptr);
+  table.OnOpen(p, F(a_c), true, false, 0, nullptr);
+  table.OnOpen(p, F(a_h), true, false, 0, nullptr);
   ASSERT_TRUE(table.Identify(13, 0, &p));
-  table.OnOpen(p, F(a_o), true, 0, nullptr);
+  table.OnOpen(p, F(a_o), false, true, 0, nullptr);
   ASSERT_TRUE(table.Identify(22, 0, &p));
-  table.OnOpen(p, F(b_c), false, 0, nullptr);
+  table.OnOpen(p, F(b_c), true, false, 0, nullptr);
   ASSERT_TRUE(table.Identify(23, 0, &p));
   std::vector<FileId> producers;
-  table.OnOpen(p, F(b_o), true, 0, &producers);
+  table.OnOpen(p, F(b_o), false, true, 0, &producers);
   EXPECT_EQ(producers, (std::vector<FileId>{F(b_c)}));
   std::vector<CapturedEdge> edges;
   table.Sweep(0, /*all=*/true, &edges);
@@ -150,10 +150,10 @@ TEST(ProcessTableTest, SweepFlushesExitedProcessesAtOnceAndLiveOnesPeriodically)
   ProcessInfo live, exits;
   ASSERT_TRUE(table.Identify(400, 0, &live));
   ASSERT_TRUE(table.Identify(500, 0, &exits));
-  table.OnOpen(live, F(1), false, 0, nullptr);
-  table.OnOpen(live, F(2), true, 0, nullptr);
-  table.OnOpen(exits, F(3), false, 0, nullptr);
-  table.OnOpen(exits, F(4), true, 0, nullptr);
+  table.OnOpen(live, F(1), true, false, 0, nullptr);
+  table.OnOpen(live, F(2), false, true, 0, nullptr);
+  table.OnOpen(exits, F(3), true, false, 0, nullptr);
+  table.OnOpen(exits, F(4), false, true, 0, nullptr);
   std::vector<CapturedEdge> edges;
   table.Sweep(10, false, &edges);
   EXPECT_TRUE(edges.empty());
@@ -169,6 +169,42 @@ TEST(ProcessTableTest, SweepFlushesExitedProcessesAtOnceAndLiveOnesPeriodically)
   EXPECT_TRUE(edges.empty());
 }
 
+TEST(ProcessTableTest, FilesOnlyWrittenAreNotProducers) {
+  // A process writing many files (PostMark, tar x) links none of them to the others.
+  FakeProc proc;
+  proc.AddProcess(700, 1, 1, "writer");
+  ProcessTable table(proc.root());
+  ProcessInfo p;
+  ASSERT_TRUE(table.Identify(700, 0, &p));
+  for (uint64_t i = 1; i <= 50; ++i) {
+    table.OnOpen(p, F(i), /*reads=*/false, /*writes=*/true, 0, nullptr);
+    table.OnWriteClose(p, F(i), 0);
+  }
+  std::vector<CapturedEdge> edges;
+  table.Sweep(0, true, &edges);
+  EXPECT_TRUE(edges.empty());
+  // Read back, then write another: a producer again.
+  table.OnOpen(p, F(7), true, false, 0, nullptr);
+  table.OnOpen(p, F(99), false, true, 0, nullptr);
+  table.Sweep(0, true, &edges);
+  EXPECT_EQ(Edges(edges), (std::set<std::tuple<uint64_t, uint64_t, uint32_t>>{{7, 99, 1}}));
+}
+
+TEST(ProcessTableTest, PendingEdgesAreBounded) {
+  FakeProc proc;
+  proc.AddProcess(800, 1, 1, "storm");
+  ProcessTable table(proc.root());
+  ProcessInfo p;
+  ASSERT_TRUE(table.Identify(800, 0, &p));
+  for (uint64_t i = 1; i <= ProcessTable::kMaxOpened; ++i) table.OnOpen(p, F(i), true, false, 0, nullptr);
+  const uint64_t writes = ProcessTable::kMaxPendingEdges / ProcessTable::kMaxOpened + 10;
+  for (uint64_t w = 0; w < writes; ++w) table.OnOpen(p, F(100000 + w), false, true, 0, nullptr);
+  EXPECT_GT(table.dropped_edges(), 0u);
+  std::vector<CapturedEdge> edges;
+  table.Sweep(0, true, &edges);
+  EXPECT_EQ(edges.size(), ProcessTable::kMaxPendingEdges);
+}
+
 TEST(ProcessTableTest, OpenedSetIsBounded) {
   FakeProc proc;
   proc.AddProcess(600, 1, 1, "big");
@@ -176,14 +212,14 @@ TEST(ProcessTableTest, OpenedSetIsBounded) {
   ProcessInfo p;
   ASSERT_TRUE(table.Identify(600, 0, &p));
   for (uint64_t i = 1; i <= ProcessTable::kMaxOpened + 100; ++i) {
-    table.OnOpen(p, F(i), false, 0, nullptr);
+    table.OnOpen(p, F(i), true, false, 0, nullptr);
   }
-  table.OnOpen(p, F(999999), true, 0, nullptr);
+  table.OnOpen(p, F(999999), false, true, 0, nullptr);
   std::vector<CapturedEdge> edges;
   table.Sweep(0, true, &edges);
   EXPECT_EQ(edges.size(), ProcessTable::kMaxOpened);
   // The oldest were forgotten.
-  for (const CapturedEdge& e : edges) EXPECT_GT(e.src.ino, 100u);
+  for (const CapturedEdge& e : edges) EXPECT_GT(e.src.ino, 100u);  // kMaxOpened < 1124
 }
 
 }  // namespace

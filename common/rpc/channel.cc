@@ -73,6 +73,11 @@ class Channel::Impl {
 
   // Validates the options and the endpoint (by opening the first socket, which is kept).
   Status Open() {
+    if (internal::IsDirectEndpoint(options_.endpoint)) {
+      if (options_.curve) return Status::InvalidArgument("CURVE does not apply to direct://");
+      direct_ = true;
+      return Status::OK();
+    }
     PROPELLER_RETURN_IF_ERROR(ValidateOptions(options_));
     PROPELLER_ASSIGN_OR_RETURN(std::unique_ptr<zmq::socket_t> socket, NewSocket());
     idle_.push_back(std::move(socket));
@@ -88,6 +93,7 @@ class Channel::Impl {
                                        " bytes exceeds the limit of " +
                                        std::to_string(options_.max_message_bytes));
     }
+    if (direct_) return internal::CallDirect(options_.endpoint, request, on_chunk);
     const int retries = options.idempotent ? std::max(options.retries, 0) : 0;
     for (int attempt = 0;; ++attempt) {
       PROPELLER_ASSIGN_OR_RETURN(std::unique_ptr<zmq::socket_t> socket, Acquire());
@@ -226,6 +232,7 @@ class Channel::Impl {
   }
 
   const ChannelOptions options_;
+  bool direct_ = false;  // direct:// endpoint: no sockets (rpc.h)
   // Process-wide so ids stay unique even if a socket were ever shared between channels.
   static std::atomic<uint64_t> next_id_;
 

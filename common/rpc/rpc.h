@@ -83,8 +83,10 @@ using Handler =
 
 struct ServerOptions {
   std::string endpoint;  // REQUIRED
-  // More endpoints on the same socket, e.g. an inproc:// alias through which a client in this
-  // process skips the network stack (embedded mode). endpoint() reports the first one.
+  // More endpoints for the same handler, e.g. an inproc:// alias, or a direct://NAME one: a
+  // Channel to direct://NAME in this process runs the handler on the calling thread — no
+  // socket, no thread handoff (embedded mode; PeerInfo is empty, as for inproc://).
+  // endpoint() reports the main one.
   std::vector<std::string> extra_endpoints;
   int worker_threads = 4;
   size_t max_message_bytes = kDefaultMaxMessageBytes;

@@ -5,12 +5,16 @@
 #define PROPELLER_COMMON_RPC_RPC_INTERNAL_H_
 
 #include <cstdint>
+#include <functional>
+#include <memory>
+#include <shared_mutex>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include <zmq.hpp>
 
+#include "common/rpc/rpc.h"
 #include "common/status.h"
 
 namespace propeller::rpc::internal {
@@ -58,6 +62,23 @@ std::string NewZapDomain();
 Status RegisterZapDomain(const std::string& domain, const std::vector<std::string>& z85_keys);
 // Forgets `domain`: later handshakes for it are refused.
 void UnregisterZapDomain(const std::string& domain);
+
+// direct:// endpoints (rpc.h): a process-wide registry of handlers called on the caller's
+// thread.
+struct DirectTarget {
+  Handler handler;
+  std::shared_mutex mu;  // shared by running calls; exclusive to close
+  bool closed = false;   // Under mu.
+};
+bool IsDirectEndpoint(std::string_view endpoint);
+// IOError when the name is taken.
+Status RegisterDirect(const std::string& endpoint, std::shared_ptr<DirectTarget> target);
+// Removes the endpoint; returns after the calls running on it have returned.
+void UnregisterDirect(const std::string& endpoint);
+// Runs the handler of `endpoint` on this thread. Unavailable when nothing is registered there;
+// Aborted when `on_chunk` returned false.
+Result<std::string> CallDirect(const std::string& endpoint, std::string_view request,
+                               const std::function<bool(std::string_view)>& on_chunk);
 
 }  // namespace propeller::rpc::internal
 

@@ -840,3 +840,57 @@ TEST(RpcTest, DestroyingTheServerWithQueuedRequestsDoesNotHang) {
 
 }  // namespace
 }  // namespace propeller::rpc
+
+namespace propeller::rpc {
+namespace {
+
+TEST(RpcDirectTest, DirectEndpointRunsTheHandlerOnTheCallersThreadAndStreams) {
+  ServerOptions options;
+  options.endpoint = UniqueInproc("direct-main");
+  options.extra_endpoints = {"direct://rpc-test-direct"};
+  std::thread::id handler_thread;
+  auto server = MustStart(options, [&](std::string_view request, const PeerInfo& peer,
+                                       ReplyStream& out) {
+    handler_thread = std::this_thread::get_id();
+    EXPECT_FALSE(peer.uid.has_value());
+    for (int i = 0; i < 3; ++i) {
+      if (!out.Send("chunk" + std::to_string(i))) return std::string("abandoned");
+    }
+    return "final:" + std::string(request);
+  });
+  ASSERT_NE(server, nullptr);
+  // A second server cannot take the same direct name.
+  ServerOptions clash;
+  clash.endpoint = UniqueInproc("direct-clash");
+  clash.extra_endpoints = {"direct://rpc-test-direct"};
+  EXPECT_FALSE(Server::Start(clash, Echo()).ok());
+
+  auto channel = MustConnect("direct://rpc-test-direct");
+  ASSERT_NE(channel, nullptr);
+  std::vector<std::string> chunks;
+  auto reply = channel->Call("x", Quick(), [&](std::string_view c) {
+    chunks.emplace_back(c);
+    return true;
+  });
+  ASSERT_TRUE(reply.ok()) << reply.status().ToString();
+  EXPECT_EQ(*reply, "final:x");
+  EXPECT_EQ(chunks, (std::vector<std::string>{"chunk0", "chunk1", "chunk2"}));
+  EXPECT_EQ(handler_thread, std::this_thread::get_id());
+  // Abandoning the stream aborts the call.
+  auto aborted = channel->Call("y", Quick(), [](std::string_view) { return false; });
+  EXPECT_EQ(aborted.status().code(), StatusCode::kAborted);
+  // The main endpoint still works over sockets.
+  auto sock = MustConnect(server->endpoint());
+  ASSERT_NE(sock, nullptr);
+  auto over_socket = sock->Call("z", Quick(), [](std::string_view) { return true; });
+  ASSERT_TRUE(over_socket.ok());
+  EXPECT_EQ(*over_socket, "final:z");
+  // Once the server is gone, the name answers Unavailable (and may be taken again).
+  server.reset();
+  EXPECT_EQ(channel->Call("x", Quick()).status().code(), StatusCode::kUnavailable);
+  auto again = MustStart(clash, Echo());
+  EXPECT_NE(again, nullptr);
+}
+
+}  // namespace
+}  // namespace propeller::rpc

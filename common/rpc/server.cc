@@ -142,6 +142,7 @@ class Server::Impl {
         ipc_(options.endpoint.rfind("ipc://", 0) == 0) {}
 
   ~Impl() {
+    for (const std::string& d : direct_) internal::UnregisterDirect(d);
     stopping_.store(true);
     {
       std::lock_guard<std::mutex> lock(work_mu_);
@@ -196,6 +197,13 @@ class Server::Impl {
       endpoint_ = options_.endpoint;
     }
     for (const std::string& extra : options_.extra_endpoints) {
+      if (internal::IsDirectEndpoint(extra)) {
+        auto target = std::make_shared<internal::DirectTarget>();
+        target->handler = handler_;
+        PROPELLER_RETURN_IF_ERROR(internal::RegisterDirect(extra, std::move(target)));
+        direct_.push_back(extra);
+        continue;
+      }
       try {
         router_->bind(extra);
       } catch (const zmq::error_t& e) {
@@ -511,6 +519,7 @@ class Server::Impl {
   const Handler handler_;
   const bool ipc_;
   std::string endpoint_;
+  std::vector<std::string> direct_;  // registered direct:// endpoints
   std::string zap_domain_;  // empty without CURVE
   int event_fd_ = -1;
   std::thread io_thread_;

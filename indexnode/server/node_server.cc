@@ -175,7 +175,7 @@ Status IndexNodeServer::Impl::Init(const IndexNodeOptions& options) {
 
   rpc::ServerOptions ro;
   ro.endpoint = options_.listen_endpoint;
-  if (!options_.inproc_alias.empty()) ro.extra_endpoints.push_back(options_.inproc_alias);
+  if (!options_.local_alias.empty()) ro.extra_endpoints.push_back(options_.local_alias);
   ro.worker_threads = options_.worker_threads;
   ro.curve = keys;
   ro.allowed_clients = allowed;

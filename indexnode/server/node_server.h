@@ -44,9 +44,10 @@ struct IndexNodeOptions {
   // wildcard address (tcp://0.0.0.0:7471 is not an address a client can dial).
   std::string advertised_endpoint;
   std::string master_endpoint;  // REQUIRED
-  // Also serve on this inproc:// endpoint (embedded mode: a client in this process maps the
-  // advertised endpoint to it, ClientOptions::endpoint_aliases, and skips the network stack).
-  std::string inproc_alias;
+  // Also serve on this inproc:// or direct:// endpoint (rpc.h; embedded mode: a client in
+  // this process maps the advertised endpoint to it, ClientOptions::endpoint_aliases, and
+  // skips the network stack).
+  std::string local_alias;
   Durability durability = Durability::kDefault;
   std::string curve_key_file;   // this node's key pair; enables CURVE (needs allow_file)
   std::string allow_file;       // client public keys admitted (with curve_key_file)
