@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstring>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -234,6 +235,21 @@ TEST(FuseTest, MakeBuildCapturesProducerEdgesAndNothingBetweenUnrelatedTargets) 
   for (const auto& e : want) {
     EXPECT_TRUE(got.count(e)) << "missing edge " << e.first << " -> " << e.second;
   }
+  // The CLI shows the same graph: a.o's producers and products, from inside the mount.
+  std::string shown;
+  ASSERT_EQ(RunAs(0, 0, {PROPELLER_CLI_BIN, "acg", "show", proj + "/a.o"}, &shown), 0) << shown;
+  const std::set<std::string> lines = Lines(shown);
+  for (const char* f : {"a.c", "common.h", "app"}) {
+    EXPECT_TRUE(std::any_of(lines.begin(), lines.end(), [&](const std::string& l) {
+      return l.size() > proj.size() && l.compare(l.size() - proj.size() - 1 - std::strlen(f),
+                                                 std::string::npos, proj + "/" + f) == 0;
+    })) << f << " missing from:\n" << shown;
+  }
+  std::string stats;
+  ASSERT_EQ(RunAs(0, 0, {"/bin/sh", "-c", "cd " + proj + " && " PROPELLER_CLI_BIN " acg stats --json"},
+                  &stats),
+            0);
+  EXPECT_NE(stats.find("\"total\":{"), std::string::npos) << stats;
   const std::set<std::string> app_side = {"common.h", "a.c", "b.c", "a.o", "b.o", "app"};
   const std::set<std::string> tool_side = {"tool.h", "t.c", "t.o", "tool"};
   for (const auto& [src, dst] : got) {

@@ -22,6 +22,7 @@ Real-time file-metadata search. Commands:
   index create|list|drop   user-defined indexes
   attr set|get|rm    user attributes of a file
   status             master, index nodes, volumes, indexes
+  acg stats|show FILE|export   the captured access-causality graphs
 Run `propeller COMMAND --help` for a command's options.
 
 Global options (before the command):
@@ -95,6 +96,7 @@ int main(int argc, char** argv) {
   if (command == "status") return RunStatus(global, rest);
   if (command == "up") return RunUp(global, rest);
   if (command == "mount") return RunMount(global, rest);
+  if (command == "acg") return RunAcg(global, rest);
   std::fprintf(stderr, "propeller: unknown command '%s' (see propeller --help)\n",
                command.c_str());
   return kExitUsage;
