@@ -49,6 +49,7 @@ Options:
   --cache-timeout S   seconds the kernel may cache names and attributes (default 1)
   --threads N         FUSE worker threads (default 10)
   --no-import         do not index the files already in BACKING on the first mount
+  --no-capture        keep the index exact but capture no access-causality edges
   --no-allow-other    only the mounting user may use the mount (default: every user, with
                       normal permission checks; needs root)
   --ready-file FILE   write "mount <MOUNTPOINT>\nengine <endpoint>\nmaster <endpoint>\n" once
@@ -109,7 +110,7 @@ int RunMount(const GlobalOptions& global, const std::vector<std::string>& argv) 
                           {"--data", "--durability", "--cache-timeout", "--threads",
                            "--ready-file", "--log-level"},
                           {"--help", "-h", "--writeback", "--no-import", "--no-allow-other",
-                           "--debug"});
+                           "--no-capture", "--debug"});
   if (!args.ok()) return ReportError(args.status(), /*usage=*/true);
   if (args->Has("--help") || args->Has("-h")) {
     std::fputs(kMountHelp, stdout);
@@ -267,6 +268,7 @@ int RunMount(const GlobalOptions& global, const std::vector<std::string>& argv) 
   fo.allow_other = !args->Has("--no-allow-other");
   fo.max_threads = static_cast<int>(*threads);
   fo.debug = args->Has("--debug");
+  fo.capture_edges = !args->Has("--no-capture");
   auto fs = fuse::CaptureFs::Mount(fo);
   if (!fs.ok()) return ReportError(fs.status());
 

@@ -1091,6 +1091,7 @@ class CaptureFs::Impl {
     const int64_t now = MonoNanos();
     if (!processes_.Identify(fuse_req_ctx(req)->pid, now, &h->owner)) return;
     h->has_owner = true;
+    if (!options_.capture_edges) return;
     const bool reads = !created && (flags & O_ACCMODE) != O_WRONLY && !(flags & O_TRUNC);
     processes_.OnOpen(h->owner, FileId{options_.volume, inode->ino}, reads, h->write, now,
                       producers);
@@ -1181,7 +1182,7 @@ class CaptureFs::Impl {
     if (!h->write) return (void)fuse_reply_err(req, 0);
     struct stat st;
     if (::fstat(h->fd, &st) != 0 || st.st_nlink == 0) return (void)fuse_reply_err(req, 0);
-    if (h->has_owner) {
+    if (h->has_owner && options_.capture_edges) {
       processes_.OnWriteClose(h->owner, FileId{options_.volume, h->inode->ino}, MonoNanos());
     }
     std::string path;

@@ -48,6 +48,9 @@ struct CaptureFsOptions {
   bool allow_other = true;
   int max_threads = 10;               // libfuse worker threads
   int64_t edge_flush_interval_ms = 3000;  // live processes' edges go out this often
+  // false: no ACG edges are captured (indexing stays exact; new files are still placed by
+  // their process's application).
+  bool capture_edges = true;
   bool debug = false;                 // libfuse's request log on stderr
 };
 
