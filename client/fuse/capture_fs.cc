@@ -133,7 +133,7 @@ class CaptureFs::Impl {
     std::mutex qmu;
     std::vector<QueryEntry> entries;  // kQueryDir: the last listing. Under qmu.
     bool listed = false;              // Under qmu.
-    QueryEntry entry;                 // kQueryEntry
+    QueryEntry entry;                 // kQueryEntry. Under qmu.
   };
 
   // An open file or directory.
@@ -587,6 +587,7 @@ class CaptureFs::Impl {
       st->st_atim = st->st_ctim = st->st_mtim;
       st->st_size = 0;
     } else {
+      std::lock_guard<std::mutex> lock(inode->qmu);  // a lookup may refresh `entry`
       const FileRecord& r = inode->entry.record;
       st->st_mode = S_IFLNK | 0777;
       st->st_nlink = 1;
@@ -757,7 +758,10 @@ class CaptureFs::Impl {
     }
     bool created = false;
     Inode* inode = InternVirtual(qdir, name, Kind::kQueryEntry, &created);
-    inode->entry = found;  // the latest listing's view
+    {
+      std::lock_guard<std::mutex> lock(inode->qmu);
+      inode->entry = found;  // the latest listing's view
+    }
     fuse_entry_param e;
     std::memset(&e, 0, sizeof(e));
     e.ino = Id(inode);
@@ -898,7 +902,12 @@ class CaptureFs::Impl {
   void OnReadlink(fuse_req_t req, fuse_ino_t ino) {
     Inode* inode = Get(ino);
     if (inode->kind == Kind::kQueryEntry) {
-      fuse_reply_readlink(req, inode->entry.target.c_str());
+      std::string target;
+      {
+        std::lock_guard<std::mutex> lock(inode->qmu);
+        target = inode->entry.target;
+      }
+      fuse_reply_readlink(req, target.c_str());
       return;
     }
     if (inode->kind != Kind::kFile) return (void)fuse_reply_err(req, EINVAL);
