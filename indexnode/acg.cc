@@ -819,7 +819,7 @@ Status Acg::ApplyOne(MDB_txn* txn, const Update& u, AcgSummary* widened) {
 
 // ---- reads ----
 
-Result<FileRecord> Acg::Get(FileId id) {
+Status Acg::WithReadTxn(const std::function<Status(MDB_txn*)>& fn) {
   Pin pin(this);
   for (int attempt = 0;; ++attempt) {
     PROPELLER_RETURN_IF_ERROR(EnsureOpen());
@@ -832,30 +832,25 @@ Result<FileRecord> Acg::Get(FileId id) {
     int rc = mdb_txn_begin(env_, nullptr, MDB_RDONLY, &raw);
     if (rc != 0) return LmdbStatus(rc, "mdb_txn_begin");
     TxnGuard txn(raw);
-    FileRecord rec;
-    bool found = false;
-    CountReads(1);
-    PROPELLER_RETURN_IF_ERROR(ReadRecord(raw, id, &rec, &found));
-    if (!found) return Status::NotFound("no such file in " + AcgName(id_));
-    return rec;
+    return fn(raw);
   }
 }
 
+Result<FileRecord> Acg::Get(FileId id) {
+  FileRecord rec;
+  bool found = false;
+  PROPELLER_RETURN_IF_ERROR(WithReadTxn([&](MDB_txn* txn) {
+    CountReads(1);
+    return ReadRecord(txn, id, &rec, &found);
+  }));
+  if (!found) return Status::NotFound("no such file in " + AcgName(id_));
+  return rec;
+}
+
 Status Acg::ListDirectories(std::vector<FileRecord>* dirs) {
-  Pin pin(this);
-  for (int attempt = 0;; ++attempt) {
-    PROPELLER_RETURN_IF_ERROR(EnsureOpen());
-    std::shared_lock<std::shared_mutex> lock(rw_);
-    if (!open_.load()) {
-      if (attempt < kMaxOpenAttempts) continue;
-      return Status::Unavailable(AcgName(id_) + " keeps closing");
-    }
-    MDB_txn* raw = nullptr;
-    int rc = mdb_txn_begin(env_, nullptr, MDB_RDONLY, &raw);
-    if (rc != 0) return LmdbStatus(rc, "mdb_txn_begin");
-    TxnGuard txn(raw);
+  return WithReadTxn([&](MDB_txn* txn) {
     MDB_cursor* cur = nullptr;
-    rc = mdb_cursor_open(raw, dirs_dbi_, &cur);
+    int rc = mdb_cursor_open(txn, dirs_dbi_, &cur);
     if (rc != 0) return LmdbStatus(rc, "mdb_cursor_open");
     MDB_val k, v;
     Status s;
@@ -869,24 +864,13 @@ Status Acg::ListDirectories(std::vector<FileRecord>* dirs) {
     mdb_cursor_close(cur);
     CountReads(dirs->size());
     return s;
-  }
+  });
 }
 
 Status Acg::ListEdges(std::vector<std::tuple<FileId, FileId, uint64_t>>* edges) {
-  Pin pin(this);
-  for (int attempt = 0;; ++attempt) {
-    PROPELLER_RETURN_IF_ERROR(EnsureOpen());
-    std::shared_lock<std::shared_mutex> lock(rw_);
-    if (!open_.load()) {
-      if (attempt < kMaxOpenAttempts) continue;
-      return Status::Unavailable(AcgName(id_) + " keeps closing");
-    }
-    MDB_txn* raw = nullptr;
-    int rc = mdb_txn_begin(env_, nullptr, MDB_RDONLY, &raw);
-    if (rc != 0) return LmdbStatus(rc, "mdb_txn_begin");
-    TxnGuard txn(raw);
+  return WithReadTxn([&](MDB_txn* txn) {
     MDB_cursor* cur = nullptr;
-    rc = mdb_cursor_open(raw, edges_dbi_, &cur);
+    int rc = mdb_cursor_open(txn, edges_dbi_, &cur);
     if (rc != 0) return LmdbStatus(rc, "mdb_cursor_open");
     MDB_val k, v;
     Status s;
@@ -906,7 +890,7 @@ Status Acg::ListEdges(std::vector<std::tuple<FileId, FileId, uint64_t>>* edges) 
     PROPELLER_RETURN_IF_ERROR(s);
     if (rc != 0 && rc != MDB_NOTFOUND) return LmdbStatus(rc, "scanning edges");
     return Status::OK();
-  }
+  });
 }
 
 Status Acg::SyncIndexes() {

@@ -252,6 +252,9 @@ class Acg {
   // records of a freshly opened environment otherwise costs one page fault (~3 us with the
   // kernel's fault-around) per record. REQUIRES: rw_ held, open.
   void Prefault();
+  // Runs `fn` in a read transaction of the open ACG (opening it, and reopening it if a commit
+  // closes it meanwhile), pinned and under rw_ shared. REQUIRES: rw_ not held.
+  Status WithReadTxn(const std::function<Status(MDB_txn*)>& fn);
 
   const uint64_t id_;
   const std::string dir_;

@@ -14,11 +14,13 @@
 
 #include "client/cli/args.h"
 #include "client/cli/commands.h"
+#include "client/cli/service_options.h"
 #include "client/fuse/capture_fs.h"
 #include "client/lib/mount_registry.h"
 #include "client/lib/query_engine.h"
 #include "common/env.h"
 #include "common/logging.h"
+#include "common/record.h"
 #include "common/tree_walk.h"
 #include "indexnode/server/node_server.h"
 #include "master/master_server.h"
@@ -57,22 +59,6 @@ Options:
   --log-level LEVEL   debug, info (default), warning, error
   --debug             log every FUSE request (libfuse's -d)
 )";
-
-std::string DefaultMountDataDir() {
-  if (const char* x = std::getenv("XDG_DATA_HOME"); x != nullptr && *x == '/') {
-    return std::string(x) + "/propeller/mount";
-  }
-  if (const char* home = std::getenv("HOME"); home != nullptr && *home == '/') {
-    return std::string(home) + "/.local/share/propeller/mount";
-  }
-  return "/var/lib/propeller/mount";
-}
-
-bool IsUnder(const std::string& path, const std::string& dir) {
-  if (dir == "/") return true;
-  return path == dir || (path.size() > dir.size() && path.compare(0, dir.size(), dir) == 0 &&
-                         path[dir.size()] == '/');
-}
 
 // Indexes every file of the new volume (the first mount of BACKING).
 Status ImportTree(Client* client, const std::string& root, uint32_t volume) {
@@ -120,16 +106,8 @@ int RunMount(const GlobalOptions& global, const std::vector<std::string>& argv) 
     std::fputs("propeller: mount takes BACKING and MOUNTPOINT (see --help)\n", stderr);
     return kExitUsage;
   }
-  const std::string level = args->GetOr("--log-level", "info");
-  if (level == "debug") {
-    SetLogLevel(LogLevel::kDebug);
-  } else if (level == "warning") {
-    SetLogLevel(LogLevel::kWarning);
-  } else if (level == "error") {
-    SetLogLevel(LogLevel::kError);
-  } else if (level != "info") {
-    return ReportError(Status::InvalidArgument("--log-level takes debug, info, warning or error"),
-                       /*usage=*/true);
+  if (Status st = ApplyLogLevelOption(args->GetOr("--log-level", "info")); !st.ok()) {
+    return ReportError(st, /*usage=*/true);
   }
   auto threads = args->GetUint("--threads", 10);
   if (!threads.ok()) return ReportError(threads.status(), /*usage=*/true);
@@ -145,13 +123,9 @@ int RunMount(const GlobalOptions& global, const std::vector<std::string>& argv) 
                          /*usage=*/true);
     }
   }
-  Durability durability = Durability::kDefault;
-  const std::string dur = args->GetOr("--durability", "default");
-  if (dur == "sync") {
-    durability = Durability::kSync;
-  } else if (dur != "default") {
-    return ReportError(Status::InvalidArgument("--durability takes default or sync"), true);
-  }
+  auto durability_opt = ParseDurabilityOption(args->GetOr("--durability", "default"));
+  if (!durability_opt.ok()) return ReportError(durability_opt.status(), /*usage=*/true);
+  const Durability durability = *durability_opt;
 
   char resolved[PATH_MAX];
   if (::realpath(args->positional()[0].c_str(), resolved) == nullptr) {
@@ -169,7 +143,7 @@ int RunMount(const GlobalOptions& global, const std::vector<std::string>& argv) 
   if (::stat(mountpoint.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
     return ReportError(Status::InvalidArgument(mountpoint + " is not a directory"));
   }
-  if (IsUnder(mountpoint, backing) || IsUnder(backing, mountpoint)) {
+  if (PathInScope(mountpoint, backing) || PathInScope(backing, mountpoint)) {
     return ReportError(Status::InvalidArgument(
         "BACKING and MOUNTPOINT must not contain each other (the mount would serve itself)"));
   }
@@ -190,13 +164,13 @@ int RunMount(const GlobalOptions& global, const std::vector<std::string>& argv) 
   std::string data;
   if (embedded) {
     char dres[PATH_MAX];
-    data = args->GetOr("--data", DefaultMountDataDir());
+    data = args->GetOr("--data", JoinPath(DefaultDataDir(), "mount"));
     Env* env = Env::Default();
     for (const std::string& dir : {data, JoinPath(data, "master"), JoinPath(data, "node")}) {
       if (Status s = env->CreateDirs(dir); !s.ok()) return ReportError(s);
     }
     if (::realpath(data.c_str(), dres) != nullptr) data = dres;
-    if (IsUnder(data, backing) || IsUnder(data, mountpoint)) {
+    if (PathInScope(data, backing) || PathInScope(data, mountpoint)) {
       return ReportError(Status::InvalidArgument(
           "--data " + data + " is inside the tree this mount serves; put it elsewhere"));
     }

@@ -12,6 +12,7 @@
 
 #include "client/cli/args.h"
 #include "client/cli/commands.h"
+#include "client/cli/service_options.h"
 #include "common/env.h"
 #include "common/logging.h"
 #include "indexnode/server/node_server.h"
@@ -39,16 +40,6 @@ Options:
 Keep DIR outside any tree Propeller serves through a mount.
 )";
 
-std::string DefaultDataDir() {
-  if (const char* x = std::getenv("XDG_DATA_HOME"); x != nullptr && *x == '/') {
-    return std::string(x) + "/propeller";
-  }
-  if (const char* home = std::getenv("HOME"); home != nullptr && *home == '/') {
-    return std::string(home) + "/.local/share/propeller";
-  }
-  return "/var/lib/propeller";
-}
-
 }  // namespace
 
 int RunUp(const GlobalOptions& /*global*/, const std::vector<std::string>& argv) {
@@ -65,29 +56,17 @@ int RunUp(const GlobalOptions& /*global*/, const std::vector<std::string>& argv)
     std::fprintf(stderr, "propeller: up takes no arguments (see --help)\n");
     return kExitUsage;
   }
-  const std::string level = args->GetOr("--log-level", "info");
-  if (level == "debug") {
-    SetLogLevel(LogLevel::kDebug);
-  } else if (level == "warning") {
-    SetLogLevel(LogLevel::kWarning);
-  } else if (level == "error") {
-    SetLogLevel(LogLevel::kError);
-  } else if (level != "info") {
-    return ReportError(Status::InvalidArgument("--log-level takes debug, info, warning or error"),
-                       /*usage=*/true);
+  if (Status st = ApplyLogLevelOption(args->GetOr("--log-level", "info")); !st.ok()) {
+    return ReportError(st, /*usage=*/true);
   }
   auto threshold = args->GetUint("--acg-threshold", 50'000);
   if (!threshold.ok()) return ReportError(threshold.status(), /*usage=*/true);
   if (*threshold == 0) {
     return ReportError(Status::InvalidArgument("--acg-threshold must be positive"), true);
   }
-  Durability durability = Durability::kDefault;
-  const std::string dur = args->GetOr("--durability", "default");
-  if (dur == "sync") {
-    durability = Durability::kSync;
-  } else if (dur != "default") {
-    return ReportError(Status::InvalidArgument("--durability takes default or sync"), true);
-  }
+  auto durability_opt = ParseDurabilityOption(args->GetOr("--durability", "default"));
+  if (!durability_opt.ok()) return ReportError(durability_opt.status(), /*usage=*/true);
+  const Durability durability = *durability_opt;
   const std::string data = args->GetOr("--data", DefaultDataDir());
   Env* env = Env::Default();
   for (const std::string& dir : {data, JoinPath(data, "master"), JoinPath(data, "node")}) {

@@ -29,6 +29,7 @@
 #include "client/fuse/process_table.h"
 #include "common/logging.h"
 #include "common/query/query.h"
+#include "common/record.h"
 #include "common/tree_walk.h"
 
 namespace propeller::fuse {
@@ -47,15 +48,9 @@ int64_t WallNanos() {
 
 bool IsQueryName(const char* name) { return name[0] == '?'; }
 
+// `name` in directory `parent` (an in-volume or an absolute path).
 std::string ChildPath(const std::string& parent, const char* name) {
   return parent == "/" ? "/" + std::string(name) : parent + "/" + name;
-}
-
-// Whether `path` is `dir` or below it (in-volume paths).
-bool Under(const std::string& path, const std::string& dir) {
-  if (dir == "/") return true;
-  return path == dir || (path.size() > dir.size() && path.compare(0, dir.size(), dir) == 0 &&
-                         path[dir.size()] == '/');
 }
 
 }  // namespace
@@ -132,7 +127,6 @@ class CaptureFs::Impl {
     std::string query;       // kQueryDir
     std::mutex qmu;
     std::vector<QueryEntry> entries;  // kQueryDir: the last listing. Under qmu.
-    bool listed = false;              // Under qmu.
     QueryEntry entry;                 // kQueryEntry. Under qmu.
   };
 
@@ -392,9 +386,14 @@ class CaptureFs::Impl {
   }
 
   // The in-volume path of a file inode ("/" for the root); false when its name is gone.
-  bool PathOf(Inode* inode, std::string* path) {
+  // `parent_ino` (may be null) receives the inode number of the directory holding that name
+  // (0 for the root).
+  bool PathOf(Inode* inode, std::string* path, uint64_t* parent_ino = nullptr) {
     std::vector<const std::string*> parts;
     std::lock_guard<std::mutex> lock(mu_);
+    if (parent_ino != nullptr) {
+      *parent_ino = inode == &root_ || inode->links.empty() ? 0 : inode->links.front().dir->ino;
+    }
     for (Inode* i = inode; i != &root_; i = i->links.front().dir) {
       if (i->links.empty() || i->kind != Kind::kFile) return false;
       parts.push_back(&i->links.front().name);
@@ -415,9 +414,6 @@ class CaptureFs::Impl {
     if (!PathOf(inode, &path)) return false;
     *abs = path == "/" ? options_.backing : backing_prefix_ + path;
     return true;
-  }
-  std::string AbsChild(const std::string& dir_abs, const char* name) {
-    return dir_abs == "/" ? "/" + std::string(name) : dir_abs + "/" + name;
   }
 
   // ---- index updates ----
@@ -476,6 +472,14 @@ class CaptureFs::Impl {
     return Send(ups, path);
   }
 
+  // Indexes `inode` under its current name (nothing when it has none). 0 or an errno.
+  int IndexInode(Inode* inode) {
+    std::string path;
+    uint64_t parent_ino = 0;
+    if (!PathOf(inode, &path, &parent_ino)) return 0;
+    return IndexPath(path, parent_ino, nullptr, nullptr);
+  }
+
   // The update for a name that no longer refers to file `st` (unlink, rename over it):
   // a delete when it was the last link, else the record with that path removed.
   void RemovedName(const std::string& path, const struct stat& st, std::vector<FileUpdate>* ups) {
@@ -516,7 +520,7 @@ class CaptureFs::Impl {
         if (old.ok()) {
           for (const std::string& p : old->paths) {
             if (std::find(rec.paths.begin(), rec.paths.end(), p) != rec.paths.end()) continue;
-            if (Under(p, dir)) continue;
+            if (PathInScope(p, dir)) continue;
             struct stat st;
             if (::lstat((backing_prefix_ + p).c_str(), &st) == 0 && st.st_ino == rec.id.ino) {
               rec.paths.push_back(p);
@@ -613,7 +617,7 @@ class CaptureFs::Impl {
     std::memset(e, 0, sizeof(*e));
     std::string dir;
     if (!AbsPathOf(parent, &dir)) return ENOENT;
-    if (::lstat(AbsChild(dir, name).c_str(), &e->attr) != 0) return errno;
+    if (::lstat(ChildPath(dir, name).c_str(), &e->attr) != 0) return errno;
     Inode* inode = Intern(parent, name, e->attr);
     e->ino = Id(inode);
     e->attr_timeout = options_.attr_timeout_s;
@@ -658,14 +662,14 @@ class CaptureFs::Impl {
     creds.gid = ctx->gid;
     gid_t groups[256];
     int n = fuse_req_getgroups(req, 256, groups);
-    for (int i = 0; i > -1 && i < n && i < 256; ++i) creds.groups.push_back(groups[i]);
+    for (int i = 0; i < std::min(n, 256); ++i) creds.groups.push_back(groups[i]);
     so.creds = creds;
     std::vector<QueryEntry> entries;
     Status s = options_.client->Search(qdir->query, so, [&](const ClientHit& hit) {
       // The hit's in-volume path under the scope.
       std::string path;
       for (const std::string& p : hit.record.paths) {
-        if (Under(p, scope) && p != scope) {
+        if (PathInScope(p, scope) && p != scope) {
           path = p;
           break;
         }
@@ -695,7 +699,6 @@ class CaptureFs::Impl {
     {
       std::lock_guard<std::mutex> lock(qdir->qmu);
       qdir->entries = entries;
-      qdir->listed = true;
     }
     *out = std::move(entries);
     return 0;
@@ -881,22 +884,11 @@ class CaptureFs::Impl {
     constexpr int kTimes = FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_ATIME_NOW |
                            FUSE_SET_ATTR_MTIME_NOW | FUSE_SET_ATTR_CTIME;
     const bool flushed_by_close = fi != nullptr && HandleOf(fi)->write && (valid & ~kTimes) == 0;
-    std::string path;
-    if (!flushed_by_close && PathOf(inode, &path)) {
-      err = IndexPath(path, ParentIno(path), nullptr, nullptr);
+    if (!flushed_by_close) {
+      err = IndexInode(inode);
       if (err != 0) return (void)fuse_reply_err(req, err);
     }
     fuse_reply_attr(req, &st, options_.attr_timeout_s);
-  }
-
-  // The inode number of the directory holding in-volume `path`.
-  uint64_t ParentIno(const std::string& path) {
-    if (path == "/") return 0;
-    size_t slash = path.rfind('/');
-    std::string dir = slash == 0 ? "/" : path.substr(0, slash);
-    struct stat st;
-    if (::lstat((backing_prefix_ + (dir == "/" ? "" : dir) + "/").c_str(), &st) != 0) return 0;
-    return st.st_ino;
   }
 
   void OnReadlink(fuse_req_t req, fuse_ino_t ino) {
@@ -931,7 +923,7 @@ class CaptureFs::Impl {
     if (!AbsPathOf(parent, &dir_abs)) return (void)fuse_reply_err(req, ENOENT);
     {
       AsCaller as(this, req);
-      if (make(AbsChild(dir_abs, name)) != 0) return (void)fuse_reply_err(req, errno);
+      if (make(ChildPath(dir_abs, name)) != 0) return (void)fuse_reply_err(req, errno);
     }
     fuse_entry_param e;
     int err = DoLookup(parent, name, &e);
@@ -975,7 +967,7 @@ class CaptureFs::Impl {
     }
     {
       AsCaller as(this, req);
-      if (::link(from.c_str(), AbsChild(to_dir, newname).c_str()) != 0) {
+      if (::link(from.c_str(), ChildPath(to_dir, newname).c_str()) != 0) {
         return (void)fuse_reply_err(req, errno);
       }
     }
@@ -998,7 +990,7 @@ class CaptureFs::Impl {
     if (parent->kind != Kind::kFile) return (void)fuse_reply_err(req, EROFS);
     std::string dir_abs;
     if (!AbsPathOf(parent, &dir_abs)) return (void)fuse_reply_err(req, ENOENT);
-    const std::string abs = AbsChild(dir_abs, name);
+    const std::string abs = ChildPath(dir_abs, name);
     struct stat st;
     if (::lstat(abs.c_str(), &st) != 0) return (void)fuse_reply_err(req, errno);
     if ((dir ? ::rmdir(abs.c_str()) : ::unlink(abs.c_str())) != 0) {
@@ -1027,8 +1019,8 @@ class CaptureFs::Impl {
     if (!AbsPathOf(parent, &from_abs) || !AbsPathOf(newparent, &to_abs)) {
       return (void)fuse_reply_err(req, ENOENT);
     }
-    from_abs = AbsChild(from_abs, name);
-    to_abs = AbsChild(to_abs, newname);
+    from_abs = ChildPath(from_abs, name);
+    to_abs = ChildPath(to_abs, newname);
     struct stat src, dst;
     if (::lstat(from_abs.c_str(), &src) != 0) return (void)fuse_reply_err(req, errno);
     const bool had_dst = ::lstat(to_abs.c_str(), &dst) == 0;
@@ -1116,7 +1108,7 @@ class CaptureFs::Impl {
     int fd;
     {
       AsCaller as(this, req);
-      fd = ::open(AbsChild(dir_abs, name).c_str(), OpenFlags(fi->flags) | O_CREAT, mode);
+      fd = ::open(ChildPath(dir_abs, name).c_str(), OpenFlags(fi->flags) | O_CREAT, mode);
     }
     if (fd < 0) return (void)fuse_reply_err(req, errno);
     fuse_entry_param e;
@@ -1194,9 +1186,7 @@ class CaptureFs::Impl {
     if (h->has_owner && options_.capture_edges) {
       processes_.OnWriteClose(h->owner, FileId{options_.volume, h->inode->ino}, MonoNanos());
     }
-    std::string path;
-    if (!PathOf(h->inode, &path)) return (void)fuse_reply_err(req, 0);
-    fuse_reply_err(req, IndexPath(path, ParentIno(path), nullptr, nullptr));
+    fuse_reply_err(req, IndexInode(h->inode));
   }
 
   void OnRelease(fuse_req_t req, struct fuse_file_info* fi) {
@@ -1361,9 +1351,7 @@ class CaptureFs::Impl {
 
   void XattrChanged(fuse_req_t req, Inode* inode, const char* name) {
     if (std::strncmp(name, "user.", 5) != 0) return (void)fuse_reply_err(req, 0);
-    std::string path;
-    if (!PathOf(inode, &path)) return (void)fuse_reply_err(req, 0);
-    fuse_reply_err(req, IndexPath(path, ParentIno(path), nullptr, nullptr));
+    fuse_reply_err(req, IndexInode(inode));
   }
 
   void OnSetxattr(fuse_req_t req, fuse_ino_t ino, const char* name, const char* value,

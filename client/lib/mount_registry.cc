@@ -11,6 +11,8 @@
 #include <sstream>
 #include <vector>
 
+#include "common/record.h"
+
 namespace propeller {
 namespace {
 
@@ -44,12 +46,6 @@ std::string Unescape(const std::string& s) {
     }
   }
   return out;
-}
-
-bool Contains(const std::string& dir, const std::string& path) {
-  if (dir == "/") return true;
-  return path == dir || (path.size() > dir.size() && path.compare(0, dir.size(), dir) == 0 &&
-                         path[dir.size()] == '/');
 }
 
 Status MakeDirs(const std::string& dir) {
@@ -146,7 +142,7 @@ Result<std::optional<MountRecord>> FindMountFor(const std::string& path) {
     if (fields.size() < 5 || dash + 1 >= fields.size()) continue;
     if (fields[dash + 1] != "fuse.propeller") continue;
     std::string mp = Unescape(fields[4]);
-    if (Contains(mp, path) && mp.size() > best.size()) best = mp;
+    if (PathInScope(path, mp) && mp.size() > best.size()) best = mp;
   }
   if (best.empty()) return std::optional<MountRecord>();
   std::vector<std::string> dirs = {kRootRegistry};
