@@ -67,7 +67,11 @@ def metrics_for(bench):
             ("p99 latency µs", lambda b: b.get("p99_us"), None, None),
         ]
     if bench == "BatchUpdate":
-        return [("updates/s (1000 per batch)", lambda b: b.get("items_per_second"),
+        # Acknowledged: Apply calls only (Propeller's write cache absorbs up to 1 M updates).
+        # Sustained: including the commit of what was still cached at the end of the run.
+        return [("acknowledged updates/s (1000 per batch)", lambda b: b.get("items_per_second"),
+                 None, None),
+                ("sustained updates/s (incl. final commit)", lambda b: b.get("sustained_per_s"),
                  "≥ 500 k/s (default level)", lambda v, n: v >= 500e3)]
     if bench == "SearchBigRecent":
         return [

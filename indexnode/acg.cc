@@ -613,11 +613,54 @@ Status Acg::CommitOnce(const std::vector<Slice>& slices) {
   TxnGuard txn(raw);
   // The summary must cover the batch in the same transaction that commits it.
   AcgSummary widened;
-  Update u;
-  for (const Slice& sl : slices) {
-    const StagedBatch& b = *sl.batch;
-    for (uint32_t i = sl.begin; i < sl.end; ++i) {
-      const CachedUpdate& e = b.entries[i];
+  Update& u = commit_update_;
+  // One restructuring of the in-memory indexes for the whole commit, not one per mutation
+  // threshold crossed (a 5,000-update commit of a 10,000-file ACG compacted its K-D tree twice
+  // and then rebalanced it). Whatever happens below, EndBatch runs: on failure the caller
+  // closes the ACG and drops its in-memory state anyway.
+  for (auto& [name, index] : indexes_) index->BeginBatch();
+  struct EndBatches {
+    std::map<std::string, Index*, std::less<>>* indexes;
+    ~EndBatches() {
+      for (auto& [name, index] : *indexes) index->EndBatch();
+    }
+  } end_batches{&indexes_};
+  // Apply in key order, not arrival order: a commit's puts then walk each B-tree's leaves
+  // in order (each page is copied into the transaction once and stays in cache) instead of
+  // hopping across the whole file. The sort is stable, so one file's updates keep their order,
+  // and the order across files is irrelevant (an update touches only its own file's entries).
+  // In the same pass, an update to a file that a later kPut or kDelete in this commit replaces
+  // entirely is dropped: only the last state of a file reaches the indexes (kAddEdge entries
+  // are additive and always applied).
+  std::vector<CommitRef>& order = commit_order_;
+  order.clear();
+  for (uint32_t s = 0; s < slices.size(); ++s) {
+    const StagedBatch& b = *slices[s].batch;
+    for (uint32_t i = slices[s].begin; i < slices[s].end; ++i) {
+      order.push_back(CommitRef{b.entries[i].id, s, i});
+    }
+  }
+  std::stable_sort(order.begin(), order.end(), [](const CommitRef& a, const CommitRef& b) {
+    return a.id.volume != b.id.volume ? a.id.volume < b.id.volume : a.id.ino < b.id.ino;
+  });
+  auto entry = [&](const CommitRef& r) -> const CachedUpdate& {
+    return slices[r.slice].batch->entries[r.index];
+  };
+  for (size_t run = 0; run < order.size();) {
+    size_t run_end = run + 1;
+    while (run_end < order.size() && order[run_end].id == order[run].id) ++run_end;
+    size_t first_live = run;  // the last kPut/kDelete of the run, or the run's start
+    for (size_t k = run_end; k-- > run;) {
+      const UpdateOp op = entry(order[k]).op;
+      if (op == UpdateOp::kPut || op == UpdateOp::kDelete) {
+        first_live = k;
+        break;
+      }
+    }
+    for (size_t k = run; k < run_end; ++k) {
+      const CachedUpdate& e = entry(order[k]);
+      if (k < first_live && e.op != UpdateOp::kAddEdge) continue;  // replaced later on
+      const StagedBatch& b = *slices[order[k].slice].batch;
       u.op = e.op;
       u.acg = id_;
       u.edge_dst = e.edge_dst;
@@ -632,6 +675,7 @@ Status Acg::CommitOnce(const std::vector<Slice>& slices) {
       }
       PROPELLER_RETURN_IF_ERROR(ApplyOne(raw, u, &widened));
     }
+    run = run_end;
   }
   const uint64_t lsn = slices.back().batch->lsn;
   std::string v;
@@ -765,7 +809,7 @@ Status Acg::ApplyOne(MDB_txn* txn, const Update& u, AcgSummary* widened) {
     return rc == 0 ? Status::OK() : LmdbStatus(rc, "writing an edge");
   }
 
-  FileRecord old_rec;
+  FileRecord& old_rec = commit_old_;
   bool found = false;
   PROPELLER_RETURN_IF_ERROR(ReadRecord(txn, id, &old_rec, &found));
   std::string key;
@@ -773,7 +817,7 @@ Status Acg::ApplyOne(MDB_txn* txn, const Update& u, AcgSummary* widened) {
   MDB_val k = Val(key);
 
   const FileRecord* new_rec = nullptr;
-  FileRecord merged;
+  FileRecord& merged = commit_merged_;
   switch (u.op) {
     case UpdateOp::kPut:
       new_rec = &u.record;

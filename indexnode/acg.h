@@ -284,6 +284,17 @@ class Acg {
   // Every index by name while open; just `inode` while closed. Under rw_.
   std::map<std::string, Index*, std::less<>> indexes_;
   std::vector<IndexSpec> user_specs_;  // user indexes built here (last reconcile). Under rw_.
+  // Scratch of CommitOnce/ApplyOne, kept so each update's decoding reuses the strings of the
+  // previous one instead of allocating. Under rw_ exclusive.
+  struct CommitRef {  // one cached update, by its file: the commit's apply order
+    FileId id;
+    uint32_t slice;
+    uint32_t index;
+  };
+  std::vector<CommitRef> commit_order_;
+  Update commit_update_;
+  FileRecord commit_old_;
+  FileRecord commit_merged_;
 
   mutable std::mutex cache_mu_;
   std::vector<Slice> cache_;           // Under cache_mu_. In LSN order.

@@ -18,6 +18,10 @@ using testing::TempDir;
 struct Params {
   Durability durability;
   bool background;
+  // > 0: at most this many live files, so each file gets many updates in one cache and a
+  // commit must reduce them (Acg::CommitOnce applies only a file's last kPut/kDelete and what
+  // follows it) to exactly the state that applying them one by one gives.
+  size_t max_live = 0;
 };
 
 class EngineRandomTest : public ::testing::TestWithParam<Params> {};
@@ -28,7 +32,7 @@ std::unique_ptr<Engine> OpenEngine(const std::string& dir, const Params& p) {
   o.durability = p.durability;
   o.background_commit = p.background;
   o.commit_timeout_ns = 2'000'000;  // 2 ms: background commits race with searches
-  o.cache_bound_updates = 64;
+  o.cache_bound_updates = p.max_live > 0 ? 400 : 64;
   o.search_threads = 3;
   o.wal_segment_bytes = 64 << 10;  // many segments, so truncation is exercised
   auto e = Engine::Open(o);
@@ -58,7 +62,9 @@ TEST_P(EngineRandomTest, MatchesBruteForceAcrossReopens) {
     const int n = rnd.OneIn(5) ? static_cast<int>(rnd.Uniform(40)) + 1 : 1;
     for (int i = 0; i < n; ++i) {
       Update u;
-      const uint64_t kind = live.empty() ? 0 : rnd.Uniform(10);
+      uint64_t kind = live.empty() ? 0 : rnd.Uniform(10);
+      const size_t max_live = GetParam().max_live;
+      if (max_live > 0 && kind <= 3 && live.size() >= max_live) kind = 4 + rnd.Uniform(6);
       if (kind <= 3) {  // create
         FileId id{static_cast<uint32_t>(1 + rnd.Uniform(2)), next_ino++};
         u.op = UpdateOp::kPut;
@@ -165,10 +171,12 @@ TEST_P(EngineRandomTest, MatchesBruteForceAcrossReopens) {
 INSTANTIATE_TEST_SUITE_P(Modes, EngineRandomTest,
                          ::testing::Values(Params{Durability::kDefault, true},
                                            Params{Durability::kDefault, false},
-                                           Params{Durability::kSync, false}),
+                                           Params{Durability::kSync, false},
+                                           Params{Durability::kDefault, false, 12}),
                          [](const auto& info) {
                            return std::string(DurabilityName(info.param.durability)) +
-                                  (info.param.background ? "_background" : "_manual");
+                                  (info.param.background ? "_background" : "_manual") +
+                                  (info.param.max_live > 0 ? "_churn" : "");
                          });
 
 }  // namespace

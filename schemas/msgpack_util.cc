@@ -30,6 +30,67 @@ Status Bad(std::string_view what, std::string_view field, std::string_view probl
 // the number of objects still owed by the containers opened so far: every owed object needs at
 // least one more byte, which bounds the count by the input size and rejects huge claims at
 // their header.
+bool Reader::Skip(size_t depth, size_t max_depth) {
+  if (p_ == end_) return false;
+  const uint8_t b = *p_;
+  uint64_t children = 0;  // elements of a container (a map's keys and values both count)
+  uint64_t len = 0;
+  if (b <= 0x7f || b >= 0xe0 || b == 0xc0 || b == 0xc2 || b == 0xc3) {
+    ++p_;  // fixint, negative fixint, nil, false, true
+    return true;
+  }
+  if (b <= 0x8f) {
+    ++p_;
+    children = 2 * uint64_t{b & 0x0fu};
+    if (children > remaining()) return false;
+  } else if (b <= 0x9f || b == 0xdc || b == 0xdd) {
+    if (!ReadArray(&children)) return false;
+  } else if (b <= 0xbf || (b >= 0xd9 && b <= 0xdb)) {
+    std::string_view unused;
+    return ReadStr(&unused);
+  } else {
+    ++p_;
+    switch (b) {
+      case 0xc4: case 0xc5: case 0xc6:  // bin 8/16/32
+        if (!ReadBigEndian(size_t{1} << (b - 0xc4), &len)) return false;
+        break;
+      case 0xc7: case 0xc8: case 0xc9:  // ext 8/16/32: length, type byte, data
+        if (!ReadBigEndian(size_t{1} << (b - 0xc7), &len)) return false;
+        len += 1;
+        break;
+      case 0xca: len = 4; break;  // float32
+      case 0xcb: len = 8; break;  // float64
+      case 0xcc: case 0xcd: case 0xce: case 0xcf:  // uint 8/16/32/64
+        len = size_t{1} << (b - 0xcc);
+        break;
+      case 0xd0: case 0xd1: case 0xd2: case 0xd3:  // int 8/16/32/64
+        len = size_t{1} << (b - 0xd0);
+        break;
+      case 0xd4: case 0xd5: case 0xd6: case 0xd7: case 0xd8:  // fixext 1/2/4/8/16 + type
+        len = (size_t{1} << (b - 0xd4)) + 1;
+        break;
+      case 0xde: case 0xdf:  // map 16/32
+        if (!ReadBigEndian(b == 0xde ? 2 : 4, &children)) return false;
+        children *= 2;
+        if (children > remaining()) return false;
+        break;
+      default:  // 0xc1, never used by msgpack
+        return false;
+    }
+    if (b != 0xde && b != 0xdf) {
+      if (len > remaining()) return false;
+      p_ += len;
+      return true;
+    }
+  }
+  // A container: its elements one level deeper.
+  if (depth > max_depth) return false;
+  for (uint64_t k = 0; k < children; ++k) {
+    if (!Skip(depth + 1, max_depth)) return false;
+  }
+  return true;
+}
+
 Status CheckMsgpack(std::string_view what, std::string_view bytes) {
   const auto* p = reinterpret_cast<const uint8_t*>(bytes.data());
   const size_t n = bytes.size();

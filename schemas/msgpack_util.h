@@ -18,6 +18,7 @@
 
 #include <msgpack.hpp>
 
+#include <bit>
 #include <cstdint>
 #include <exception>
 #include <limits>
@@ -145,6 +146,159 @@ Status ParseAndDecode(std::string_view what, std::string_view bytes, size_t max_
     return Status::Corruption(std::string(what) + ": malformed msgpack");
   }
 }
+
+// A bounds-checked forward reader over msgpack bytes, for decoders that read a known layout
+// straight into their output (no object tree, no allocation of its own): the record decoder
+// on the commit and search paths, where building msgpack-c's tree cost more than the rest of
+// decoding. Every Read* returns false when the next object is not of the asked kind, does not
+// fit, or runs past the end; the reader's position is then unspecified and the caller gives
+// up. A header claiming more elements than bytes remain fails at once (each element takes at
+// least one byte), so garbage never drives a long loop or a large allocation.
+class Reader {
+ public:
+  explicit Reader(std::string_view bytes)
+      : p_(reinterpret_cast<const uint8_t*>(bytes.data())), end_(p_ + bytes.size()) {}
+
+  size_t remaining() const { return static_cast<size_t>(end_ - p_); }
+
+  // Any integer form whose value is >= 0 (msgpack-c's POSITIVE_INTEGER).
+  bool ReadUint(uint64_t* v) {
+    int64_t i;
+    bool negative;
+    if (!ReadInteger(v, &i, &negative)) return false;
+    return !negative;
+  }
+  bool ReadU32(uint32_t* v) {
+    uint64_t u;
+    if (!ReadUint(&u) || u > std::numeric_limits<uint32_t>::max()) return false;
+    *v = static_cast<uint32_t>(u);
+    return true;
+  }
+  // Any integer form whose value fits int64.
+  bool ReadInt(int64_t* v) {
+    uint64_t u;
+    bool negative;
+    if (!ReadInteger(&u, v, &negative)) return false;
+    if (negative) return true;
+    if (u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) return false;
+    *v = static_cast<int64_t>(u);
+    return true;
+  }
+  bool ReadStr(std::string_view* s) {
+    if (p_ == end_) return false;
+    const uint8_t b = *p_;
+    uint64_t len;
+    if (b >= 0xa0 && b <= 0xbf) {
+      len = b & 0x1fu;
+      ++p_;
+    } else if (b >= 0xd9 && b <= 0xdb) {
+      ++p_;
+      if (!ReadBigEndian(size_t{1} << (b - 0xd9), &len)) return false;
+    } else {
+      return false;
+    }
+    if (len > remaining()) return false;
+    *s = std::string_view(reinterpret_cast<const char*>(p_), len);
+    p_ += len;
+    return true;
+  }
+  // An array header; *n elements follow.
+  bool ReadArray(uint64_t* n) {
+    if (p_ == end_) return false;
+    const uint8_t b = *p_;
+    if (b >= 0x90 && b <= 0x9f) {
+      *n = b & 0x0fu;
+      ++p_;
+    } else if (b == 0xdc || b == 0xdd) {
+      ++p_;
+      if (!ReadBigEndian(b == 0xdc ? 2 : 4, n)) return false;
+    } else {
+      return false;
+    }
+    return *n <= remaining();
+  }
+  bool AtInteger() const {
+    if (p_ == end_) return false;
+    const uint8_t b = *p_;
+    return b <= 0x7f || b >= 0xe0 || (b >= 0xcc && b <= 0xd3);
+  }
+  bool AtFloat() const { return p_ != end_ && (*p_ == 0xca || *p_ == 0xcb); }
+  bool AtStr() const {
+    return p_ != end_ && ((*p_ >= 0xa0 && *p_ <= 0xbf) || (*p_ >= 0xd9 && *p_ <= 0xdb));
+  }
+  // float32 or float64, as a double.
+  bool ReadFloat(double* d) {
+    if (p_ == end_) return false;
+    const uint8_t b = *p_++;
+    uint64_t bits;
+    if (b == 0xca) {
+      if (!ReadBigEndian(4, &bits)) return false;
+      *d = std::bit_cast<float>(static_cast<uint32_t>(bits));
+      return true;
+    }
+    if (b == 0xcb) {
+      if (!ReadBigEndian(8, &bits)) return false;
+      *d = std::bit_cast<double>(bits);
+      return true;
+    }
+    return false;
+  }
+  // Skips one complete object of any type. `depth` is the nesting depth the object sits at
+  // (1 = top level); a container deeper than max_depth fails, as msgpack-c's unpack limit.
+  bool Skip(size_t depth, size_t max_depth);
+
+ private:
+  // An integer of any form: non-negative values in *u, negative ones in *i.
+  bool ReadInteger(uint64_t* u, int64_t* i, bool* negative) {
+    if (p_ == end_) return false;
+    const uint8_t b = *p_++;
+    if (b <= 0x7f) {
+      *u = b;
+      *negative = false;
+      return true;
+    }
+    if (b >= 0xe0) {
+      *i = static_cast<int8_t>(b);
+      *negative = true;
+      return true;
+    }
+    if (b >= 0xcc && b <= 0xcf) {  // uint 8/16/32/64
+      *negative = false;
+      return ReadBigEndian(size_t{1} << (b - 0xcc), u);
+    }
+    if (b >= 0xd0 && b <= 0xd3) {  // int 8/16/32/64: sign-extend
+      const size_t width = size_t{1} << (b - 0xd0);
+      uint64_t raw;
+      if (!ReadBigEndian(width, &raw)) return false;
+      int64_t v;
+      switch (width) {
+        case 1: v = static_cast<int8_t>(raw); break;
+        case 2: v = static_cast<int16_t>(raw); break;
+        case 4: v = static_cast<int32_t>(raw); break;
+        default: v = static_cast<int64_t>(raw); break;
+      }
+      *negative = v < 0;
+      if (*negative) {
+        *i = v;
+      } else {
+        *u = static_cast<uint64_t>(v);
+      }
+      return true;
+    }
+    return false;
+  }
+  bool ReadBigEndian(size_t width, uint64_t* v) {
+    if (remaining() < width) return false;
+    uint64_t x = 0;
+    for (size_t k = 0; k < width; ++k) x = (x << 8) | p_[k];
+    p_ += width;
+    *v = x;
+    return true;
+  }
+
+  const uint8_t* p_;
+  const uint8_t* end_;
+};
 
 }  // namespace propeller::msgpack_util
 

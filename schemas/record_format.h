@@ -30,6 +30,7 @@ inline constexpr uint32_t kUpdateBatchFormatVersion = 1;
 
 // Appends the encoding of `record` to *out.
 void EncodeRecord(const FileRecord& record, std::string* out);
+// Overwrites *record (reusing its strings' capacity). On error *record is valid but unspecified.
 Status DecodeRecord(std::string_view bytes, FileRecord* record);
 
 // A batch of updates, as one WAL record payload.

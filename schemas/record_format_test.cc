@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "common/random.h"
+#include "schemas/msgpack_util.h"
 
 namespace propeller {
 
@@ -546,6 +547,126 @@ TEST(RecordFormatTest, GarbageNeverCrashes) {
   EXPECT_GE(runs, 200000u);
   // Sanity: the mutation sweep is not rejecting everything for one trivial reason.
   EXPECT_GT(ok_count, 100u);
+}
+
+// DecodeRecord reads the bytes directly (msgpack_util::Reader); the tree-based decoder
+// (msgpack-c's object tree + DecodeRecordObject, still used for records inside wire messages)
+// is the oracle: on valid encodings, hand-built variants (other integer widths, float32,
+// appended fields and pair elements, maps) and ~150k corrupted inputs, both must accept the
+// same inputs and decode them to the same record — also when the output record already holds
+// another record's strings (the direct decoder reuses them).
+TEST(RecordFormatTest, DirectDecoderAgreesWithTreeDecoder) {
+  const uint64_t seed = TestSeed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  auto tree_decode = [](const std::string& bytes, FileRecord* r) {
+    return msgpack_util::ParseAndDecode(
+        "record", bytes, bytes.size(), 16,
+        [r](const msgpack::object& o) { return msgpack_util::DecodeRecordObject(o, r); });
+  };
+  std::vector<std::string> inputs;
+  for (int i = 0; i < 60; ++i) inputs.push_back(Encode(RandomRecord(rng)));
+  {
+    // Hand-built: every integer as int64/uint64 forms, a float32 attr, extra pair elements
+    // (nested), appended record fields of every kind.
+    msgpack::sbuffer buf;
+    msgpack::packer<msgpack::sbuffer> pk(buf);
+    pk.pack_array(19);
+    buf.write("\xd3\x00\x00\x00\x00\x00\x00\x00\x01", 9);  // version 1 as int64
+    buf.write("\xcf\x00\x00\x00\x00\x00\x00\x00\x07", 9);  // volume as uint64
+    buf.write("\xd0\x05", 2);                                  // ino as int8
+    pk.pack_array(2);
+    pk.pack(std::string("/a/b"));
+    pk.pack(std::string("/c"));
+    pk.pack_uint64(3);
+    pk.pack_uint8('f');
+    buf.write("\xd1\x01\x00", 3);  // size 256 as int16
+    buf.write("\xd0\xff", 2);      // mtime -1 as int8
+    pk.pack_int64(std::numeric_limits<int64_t>::min());
+    pk.pack_int64(std::numeric_limits<int64_t>::max());
+    pk.pack_uint32(std::numeric_limits<uint32_t>::max());
+    pk.pack_uint32(0);
+    pk.pack_uint32(0755);
+    pk.pack_uint32(1);
+    pk.pack_array(3);
+    pk.pack_array(2);
+    pk.pack(std::string("f32"));
+    pk.pack_float(1.5f);
+    pk.pack_array(4);
+    pk.pack(std::string("int"));
+    pk.pack_int64(-5);
+    pk.pack_map(1);
+    pk.pack(1);
+    pk.pack_array(0);
+    pk.pack_nil();
+    pk.pack_array(2);
+    pk.pack(std::string("str"));
+    pk.pack(std::string("value"));
+    pk.pack_nil();                      // appended field 15
+    pk.pack_bin(3);
+    pk.pack_bin_body("xyz", 3);         // 16
+    pk.pack_map(2);                     // 17
+    pk.pack(std::string("k"));
+    pk.pack_array(1);
+    pk.pack_true();
+    pk.pack(2);
+    pk.pack_double(2.25);
+    buf.write("\xd6\x01\x00\x00\x00\x00", 6);  // 18: fixext 4
+    inputs.emplace_back(buf.data(), buf.size());
+  }
+  size_t both_ok = 0;
+  size_t checked = 0;
+  auto check = [&](const std::string& bytes) {
+    FileRecord want, got, reused = RandomRecord(rng);
+    const Status ws = tree_decode(bytes, &want);
+    const Status gs = DecodeRecord(bytes, &got);
+    const Status rs = DecodeRecord(bytes, &reused);
+    ++checked;
+    ASSERT_EQ(ws.ok(), gs.ok()) << Hex(bytes) << "\n tree: " << ws.ToString()
+                                << "\n direct: " << gs.ToString();
+    ASSERT_EQ(gs.ok(), rs.ok());
+    if (!ws.ok()) {
+      EXPECT_EQ(gs.code(), StatusCode::kCorruption) << gs.ToString();
+      return;
+    }
+    ++both_ok;
+    // Compared through their encodings: a NaN attribute is not == itself.
+    ASSERT_EQ(Hex(Encode(want)), Hex(Encode(got))) << Hex(bytes);
+    ASSERT_EQ(Hex(Encode(want)), Hex(Encode(reused))) << Hex(bytes);
+  };
+  for (const std::string& in : inputs) ASSERT_NO_FATAL_FAILURE(check(in));
+  ASSERT_EQ(both_ok, inputs.size());  // every valid input decodes
+  for (int i = 0; i < 50000; ++i) {
+    std::string s = inputs[rng() % inputs.size()];
+    switch (rng() % 4) {
+      case 0:
+        s.resize(rng() % s.size());
+        break;
+      case 1:
+        for (int k = 0, n = 1 + static_cast<int>(rng() % 3); k < n; ++k) {
+          s[rng() % s.size()] ^= static_cast<char>(1 << (rng() % 8));
+        }
+        break;
+      case 2:
+        s[rng() % s.size()] = static_cast<char>(rng());
+        break;
+      default:
+        s.insert(rng() % s.size(), RandomBytes(rng, 6));
+    }
+    ASSERT_NO_FATAL_FAILURE(check(s));
+  }
+  // Deep nesting in an appended field: at the depth limit and one beyond it.
+  for (int depth : {14, 15, 16}) {
+    msgpack::sbuffer buf;
+    msgpack::packer<msgpack::sbuffer> pk(buf);
+    std::string base = Encode(FixedRecord());
+    pk.pack_array(16);
+    buf.write(base.data() + 1, base.size() - 1);  // the 15 fields of a fixarray(15) encoding
+    for (int k = 0; k < depth; ++k) pk.pack_array(k + 1 < depth ? 1 : 0);
+    ASSERT_NO_FATAL_FAILURE(check(std::string(buf.data(), buf.size())));
+  }
+  EXPECT_GT(both_ok, inputs.size() + 100);  // the mutations also produce valid records
+  EXPECT_GE(checked, 50000u);
 }
 
 }  // namespace

@@ -112,6 +112,12 @@ class Index {
   // next Search does not pay for it. The ACG calls it after large commits (DESIGN §6: "rebalanced
   // when it is committed"). OK and no-op for structures that never need it.
   virtual Status Rebalance() = 0;
+  // Between BeginBatch() and EndBatch() — one ACG commit — mutations skip the restructuring
+  // they would otherwise do to bound memory (the kdtree's compaction when tombstones pile up),
+  // which a commit of many updates would repeat several times; EndBatch does it once if due.
+  // Memory then grows by at most the batch's mutations. Default: no-ops.
+  virtual void BeginBatch() {}
+  virtual void EndBatch() {}
 };
 
 // Opens (creating if missing) the structure `name` of `type` in the LMDB environment of `txn`

@@ -106,20 +106,18 @@ struct AxisScale {
 };
 using Scales = std::array<AxisScale, kDims>;
 
-// What nanoflann reads while building: point i of the build is the slot order[i].
-// Valid only during the build; the pointers are cleared afterwards (nanoflann keeps a
-// reference to this adaptor but Search never calls into nanoflann).
+// What nanoflann reads while building: point i of the build, its axes already mapped (Map),
+// row-major. nanoflann reads every coordinate O(log n) times while it partitions, so mapping
+// them once up front (48 B per point, for the duration of the build) makes the build ~2x
+// faster than mapping on every read. Valid only during the build; the pointer is cleared
+// afterwards (nanoflann keeps a reference to this adaptor but Search never calls into nanoflann).
 struct BuildAdaptor {
-  const Code* points = nullptr;
-  const uint32_t* order = nullptr;
+  const double* coords = nullptr;
   size_t count = 0;
   Scales scales{};
 
   size_t kdtree_get_point_count() const { return count; }
-  double kdtree_get_pt(uint32_t i, size_t dim) const {
-    const int axis = static_cast<int>(dim);
-    return scales[dim].Map(axis, points[order[i]][dim]);
-  }
+  double kdtree_get_pt(uint32_t i, size_t dim) const { return coords[size_t{i} * kDims + dim]; }
   template <class BBox>
   bool kdtree_get_bbox(BBox& /*bb*/) const {
     return false;  // let nanoflann compute it
@@ -220,6 +218,11 @@ class KdTreeIndex final : public Index {
   void Unload() override;
   Status Reattach(MDB_txn* txn) override;
   Status Rebalance() override;
+  void BeginBatch() override { in_batch_ = true; }
+  void EndBatch() override {
+    in_batch_ = false;
+    if (loaded_) AfterMutation();
+  }
 
  private:
   Status LoadPoints(MDB_txn* txn);
@@ -270,6 +273,7 @@ class KdTreeIndex final : public Index {
   // Changed only by mutations (exclusive).
   MDB_dbi dbi_;            // and by Reattach
   bool loaded_ = false;    // and by Load/Unload
+  bool in_batch_ = false;  // between BeginBatch and EndBatch: no compaction
   uint32_t live_ = 0;      // ids with a point == entries in the table
   std::string key_buf_;    // scratch for LMDB keys and values
   std::string value_buf_;
@@ -357,8 +361,6 @@ Status KdTreeIndex::Rebuild() const {
     next.buckets.assign(BucketsFor(n), kEmptyBucket);
     if (n > 0) {
       BuildAdaptor adaptor;
-      adaptor.points = store_.points.data();
-      adaptor.order = order.data();
       adaptor.count = n;
       for (int a = 0; a < kDims; ++a) {
         double lo = AxisKey(a, store_.points[order[0]][a]);
@@ -371,6 +373,12 @@ Status KdTreeIndex::Rebuild() const {
         adaptor.scales[a].offset = lo;
         adaptor.scales[a].scale = hi > lo ? 1.0 / (hi - lo) : 1.0;
       }
+      std::vector<double> coords(n * kDims);
+      for (size_t i = 0; i < n; ++i) {
+        const Code& c = store_.points[order[i]];
+        for (int a = 0; a < kDims; ++a) coords[i * kDims + a] = adaptor.scales[a].Map(a, c[a]);
+      }
+      adaptor.coords = coords.data();
       next.tree = std::make_unique<BuiltTree>(adaptor, std::max<size_t>(1, options_.leaf_size));
       next.tree->tree.buildIndex();
       // Lay the slots out in leaf order (see the file comment), then drop nanoflann's index
@@ -383,8 +391,7 @@ Status KdTreeIndex::Rebuild() const {
         next.dead.push_back(false);
       }
       std::vector<uint32_t>().swap(next.tree->tree.vAcc);
-      next.tree->adaptor.points = nullptr;
-      next.tree->adaptor.order = nullptr;
+      next.tree->adaptor.coords = nullptr;
       for (uint32_t s = 0; s < n; ++s) next.PlaceBucket(HashId(next.IdAt(s)), s);
       next.base_end = static_cast<uint32_t>(n);
     }
@@ -398,7 +405,7 @@ Status KdTreeIndex::Rebuild() const {
 }
 
 void KdTreeIndex::AfterMutation() {
-  if (store_.dead_total > live_ / 4 + options_.rebuild_slack) {
+  if (!in_batch_ && store_.dead_total > live_ / 4 + options_.rebuild_slack) {
     // Bounds memory when updates come without searches. On failure the old (larger but
     // consistent) state stays and the next Search or mutation tries again.
     if (Rebuild().ok()) {

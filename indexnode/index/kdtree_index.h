@@ -24,7 +24,8 @@
 //     ACG's shared lock, so that rebuild is serialised by an internal mutex with a double check;
 //     a bulk load followed by one search therefore builds once;
 //   - eagerly, inside InsertPoint/RemovePoint, when tombstones exceed live/4 + rebuild_slack
-//     (bounds memory when many updates arrive without a search);
+//     (bounds memory when many updates arrive without a search) — or, inside a
+//     BeginBatch/EndBatch bracket (one ACG commit), once at EndBatch;
 //   - at open.
 //
 // Threading: as index.h — mutations from one thread at a time with no Search running; Search,
