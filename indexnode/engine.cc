@@ -105,6 +105,11 @@ class Engine::Impl {
     int threads = options_.search_threads;
     if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     pool_ = std::make_unique<ThreadPool>(threads);
+    commit_lanes_ = options_.commit_threads > 0
+                        ? static_cast<size_t>(options_.commit_threads)
+                        : std::max<size_t>(1, std::thread::hardware_concurrency());
+    // Its own workers, so a long commit pass never queues ahead of a search's tasks.
+    if (commit_lanes_ > 1) commit_pool_ = std::make_unique<ThreadPool>(commit_lanes_ - 1);
     ctx_.map_size = options_.acg_map_size;
     ctx_.catalogue = [this] {
       std::lock_guard<std::mutex> lock(specs_mu_);
@@ -430,36 +435,66 @@ class Engine::Impl {
     // steady write load that would be 1,000 fsyncs per pass).
     PROPELLER_RETURN_IF_ERROR(wal_->Sync());
     const uint64_t durable = wal_->synced_lsn();
-    Status first_error;
-    uint64_t committed = 0;
-    std::vector<std::pair<size_t, Acg*>> sizes;
+    std::vector<Acg*> todo;
+    struct Candidate {
+      size_t updates;
+      uint64_t bytes;
+      Acg* acg;
+    };
+    std::vector<Candidate> others;
     for (Acg* acg : acgs) {
       size_t n = acg->cached();
       if (n == 0) continue;
       bool due = force_all || n > options_.cache_bound_updates ||
                  now - acg->oldest_cached_time_ns() >= options_.commit_timeout_ns;
       if (due) {
-        Status s = CommitAcg(acg, durable, &committed);
-        if (!s.ok() && first_error.ok()) first_error = s;
+        todo.push_back(acg);
       } else {
-        sizes.emplace_back(n, acg);
+        others.push_back(Candidate{n, acg->cache_bytes(), acg});
       }
     }
-    // Node-wide bounds: commit the largest caches until under half of them.
-    std::sort(sizes.begin(), sizes.end(), [](auto& a, auto& b) { return a.first > b.first; });
+    // Node-wide bounds: the largest caches until under half of them (counted before the pass;
+    // updates arriving meanwhile are the next pass's).
+    std::sort(others.begin(), others.end(),
+              [](const Candidate& a, const Candidate& b) { return a.updates > b.updates; });
     uint64_t remaining = 0;
-    for (auto& [n, acg] : sizes) remaining += n;
-    for (auto& [n, acg] : sizes) {
-      const bool bytes_over = options_.max_cache_bytes != 0 &&
-                              total_cache_bytes_.load() > options_.max_cache_bytes / 2;
+    for (const Candidate& c : others) remaining += c.updates;
+    uint64_t bytes = total_cache_bytes_.load();
+    for (Acg* acg : todo) bytes -= std::min(bytes, acg->cache_bytes());
+    for (const Candidate& c : others) {
+      const bool bytes_over = options_.max_cache_bytes != 0 && bytes > options_.max_cache_bytes / 2;
       if (remaining <= options_.total_cache_bound_updates / 2 && !bytes_over) break;
-      Status s = CommitAcg(acg, durable, &committed);
-      if (!s.ok() && first_error.ok()) first_error = s;
-      remaining -= n;
+      todo.push_back(c.acg);
+      remaining -= c.updates;
+      bytes -= std::min(bytes, c.bytes);
+    }
+    // Each ACG is its own LMDB environment: commits of different ACGs share nothing but the
+    // counters, so they run on commit_lanes_ threads at once (commit_pool_'s workers and this
+    // thread), overlapping one ACG's fsync with another's CPU work.
+    Status first_error;
+    std::mutex error_mu;
+    std::atomic<uint64_t> committed{0};
+    std::atomic<size_t> next{0};
+    const size_t lanes = std::min(todo.size(), commit_lanes_);
+    auto lane = [&](size_t) {
+      for (size_t i; (i = next.fetch_add(1)) < todo.size();) {
+        uint64_t n = 0;
+        Status s = CommitAcg(todo[i], durable, &n);
+        committed.fetch_add(n);
+        if (!s.ok()) {
+          std::lock_guard<std::mutex> lock(error_mu);
+          if (first_error.ok()) first_error = s;
+        }
+      }
+    };
+    if (lanes <= 1) {
+      lane(0);
+    } else {
+      commit_pool_->ParallelFor(lanes, lane);
     }
     PROPELLER_RETURN_IF_ERROR(TruncateLog());
     EnforceOpenBounds();
-    if (options_.tune_malloc && committed >= kTrimAfterUpdates) malloc_trim(0);
+    if (options_.tune_malloc && committed.load() >= kTrimAfterUpdates) malloc_trim(0);
     return first_error;
   }
 
@@ -769,6 +804,8 @@ class Engine::Impl {
 
   EngineOptions options_;
   std::unique_ptr<ThreadPool> pool_;
+  size_t commit_lanes_ = 1;  // ACG commits run at once in one pass. Constant after Open.
+  std::unique_ptr<ThreadPool> commit_pool_;  // commit_lanes_ - 1 workers, or null
   std::unique_ptr<Wal> wal_;
   std::string catalogue_path_;
   DirTable dir_table_;

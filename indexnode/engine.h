@@ -64,6 +64,9 @@ struct EngineOptions {
   // the batch's ACGs): 1 M bounds that at ~180 MB.
   size_t total_cache_bound_updates = 1'000'000;
   int search_threads = 0;               // 0 = number of cores
+  // ACG commits of one pass that run at once (each ACG is its own LMDB environment), on the
+  // search pool's threads and the committing one. 0 = number of cores.
+  int commit_threads = 0;
   uint64_t wal_segment_bytes = 64ull << 20;
   uint64_t acg_map_size = 4ull << 30;   // initial LMDB map size per ACG (sparse; grows)
   // false: no background threads; caches are committed only by searches, CommitAll() and
