@@ -317,6 +317,7 @@ class Engine::Impl {
       uint32_t begin = 0, end = 0;   // the group's entries in the staged batch
     };
     std::vector<uint32_t> order;  // batch positions grouped by ACG (stable)
+    std::vector<uint32_t> entry_of;  // batch position -> its entry in the staged batch
     std::vector<Group> groups;
     std::string payload;          // the log record
     size_t bytes_per_update = 0;  // of the previous batch, to size the next one
@@ -369,10 +370,14 @@ class Engine::Impl {
     size_t count = 0;
     for (const ApplyScratch::Group& g : sc->groups) count += g.last - g.first;
     staged->entries.reserve(count);
+    sc->entry_of.assign(updates.size(), UINT32_MAX);
     staged->data.reserve(count * sc->bytes_per_update + count * sc->bytes_per_update / 8);
     for (ApplyScratch::Group& g : sc->groups) {
       g.begin = static_cast<uint32_t>(staged->entries.size());
-      for (uint32_t k = g.first; k < g.last; ++k) StageUpdate(updates[sc->order[k]], staged.get());
+      for (uint32_t k = g.first; k < g.last; ++k) {
+        sc->entry_of[sc->order[k]] = static_cast<uint32_t>(staged->entries.size());
+        StageUpdate(updates[sc->order[k]], staged.get());
+      }
       g.end = static_cast<uint32_t>(staged->entries.size());
     }
     if (count > 0) sc->bytes_per_update = staged->data.size() / count;
@@ -392,7 +397,17 @@ class Engine::Impl {
     PROPELLER_RETURN_IF_ERROR(GroupByAcg(updates, &sc));
     std::shared_ptr<StagedBatch> staged = Stage(updates, &sc);
     sc.payload.clear();
-    EncodeUpdateBatch(updates, &sc.payload);
+    // The log gets the records' encodings the cache already made (one encoding per record).
+    const StagedBatch& sb = *staged;
+    EncodeUpdateBatch(
+        updates,
+        [&](size_t i) -> std::string_view {
+          if (sc.entry_of[i] == UINT32_MAX) return {};  // not staged: encoded by the log
+          const CachedUpdate& e = sb.entries[sc.entry_of[i]];
+          return e.size == 0 ? std::string_view()
+                             : std::string_view(sb.data).substr(e.offset, e.size);
+        },
+        &sc.payload);
     Env* env = options_.env;
     bool over = false;
     auto on_logged = [&](uint64_t lsn) {

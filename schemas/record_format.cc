@@ -12,6 +12,7 @@
 
 #include <msgpack.hpp>
 
+#include <functional>
 #include <limits>
 #include <utility>
 
@@ -233,27 +234,39 @@ Status DecodeUpdateObject(const msgpack::object& o, Update* out) {
   return Status::OK();
 }
 
-void PackUpdate(const Update& u, std::string* out) {
-  StringSink sink(out);
-  Packer pk(sink);
-  pk.pack_array(static_cast<uint32_t>(kUpdateFields));
-  pk.pack_uint8(static_cast<uint8_t>(u.op));
-  pk.pack_uint64(u.acg);
-  PackRecord(u.record, out);
-  pk.pack_uint32(u.edge_dst.volume);
-  pk.pack_uint64(u.edge_dst.ino);
-  pk.pack_uint32(u.edge_weight);
+namespace {
+
+// One update; `record` is EncodeRecord(u.record) when the caller has it, else empty.
+void PackUpdateWith(const Update& u, std::string_view record, std::string* out) {
+  Writer w(out);
+  w.Array(kUpdateFields);
+  w.Uint(static_cast<uint8_t>(u.op));
+  w.Uint(u.acg);
+  if (record.empty()) {
+    PackRecord(u.record, out);
+  } else {
+    out->append(record);
+  }
+  w.Uint(u.edge_dst.volume);
+  w.Uint(u.edge_dst.ino);
+  w.Uint(u.edge_weight);
 }
+
+}  // namespace
+
+void PackUpdate(const Update& u, std::string* out) { PackUpdateWith(u, {}, out); }
 
 namespace {
 
-void PackBatch(std::span<const Update> updates, std::string* out) {
-  StringSink sink(out);
-  Packer pk(sink);
-  pk.pack_array(static_cast<uint32_t>(kBatchFields));
-  pk.pack_uint32(kUpdateBatchFormatVersion);
-  pk.pack_array(static_cast<uint32_t>(updates.size()));
-  for (const Update& u : updates) PackUpdate(u, out);
+void PackBatch(std::span<const Update> updates,
+               const std::function<std::string_view(size_t)>* records, std::string* out) {
+  Writer w(out);
+  w.Array(kBatchFields);
+  w.Uint(kUpdateBatchFormatVersion);
+  w.Array(updates.size());
+  for (size_t i = 0; i < updates.size(); ++i) {
+    PackUpdateWith(updates[i], records != nullptr ? (*records)(i) : std::string_view(), out);
+  }
 }
 
 Status DecodeBatchObject(const msgpack::object& o, std::vector<Update>* updates) {
@@ -396,7 +409,13 @@ Status DecodeRecord(std::string_view bytes, FileRecord* record) {
 }
 
 void EncodeUpdateBatch(std::span<const Update> updates, std::string* out) {
-  msgpack_util::PackBatch(updates, out);
+  msgpack_util::PackBatch(updates, nullptr, out);
+}
+
+void EncodeUpdateBatch(std::span<const Update> updates,
+                       const std::function<std::string_view(size_t)>& records,
+                       std::string* out) {
+  msgpack_util::PackBatch(updates, &records, out);
 }
 
 Status DecodeUpdateBatch(std::string_view bytes, std::vector<Update>* updates) {

@@ -15,6 +15,7 @@
 #define PROPELLER_SCHEMAS_RECORD_FORMAT_H_
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -35,6 +36,12 @@ Status DecodeRecord(std::string_view bytes, FileRecord* record);
 
 // A batch of updates, as one WAL record payload.
 void EncodeUpdateBatch(std::span<const Update> updates, std::string* out);
+// The same bytes, reusing encodings the caller already has: records(i) returns
+// EncodeRecord(updates[i].record) exactly, or an empty view to have it encoded here. (The
+// engine encodes each record once for its write cache and hands those bytes to the log.)
+void EncodeUpdateBatch(std::span<const Update> updates,
+                       const std::function<std::string_view(size_t)>& records,
+                       std::string* out);
 Status DecodeUpdateBatch(std::string_view bytes, std::vector<Update>* updates);
 
 }  // namespace propeller
