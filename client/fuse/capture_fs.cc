@@ -48,6 +48,46 @@ int64_t WallNanos() {
 
 bool IsQueryName(const char* name) { return name[0] == '?'; }
 
+int64_t StatNanos(const struct timespec& ts) {
+  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+// The attributes of `st`, as ReadFileRecord (common/tree_walk.h) fills them.
+void FillRecordFromStat(const struct stat& st, FileRecord* r) {
+  if (S_ISREG(st.st_mode)) {
+    r->type = FileType::kRegular;
+  } else if (S_ISDIR(st.st_mode)) {
+    r->type = FileType::kDirectory;
+  } else if (S_ISLNK(st.st_mode)) {
+    r->type = FileType::kSymlink;
+  } else {
+    r->type = FileType::kOther;
+  }
+  r->size = static_cast<uint64_t>(st.st_size);
+  r->mtime = StatNanos(st.st_mtim);
+  r->ctime = StatNanos(st.st_ctim);
+  r->atime = StatNanos(st.st_atim);
+  r->uid = st.st_uid;
+  r->gid = st.st_gid;
+  r->mode = st.st_mode;
+  r->nlink = static_cast<uint32_t>(st.st_nlink);
+}
+
+// True unless the open file `fd` certainly has no user.* extended attribute. One flistxattr
+// into a stack buffer: most files have none (or only security.* / system.* ones).
+bool MayHaveUserXattrs(int fd) {
+  char names[1024];
+  const ssize_t n = ::flistxattr(fd, names, sizeof(names));
+  if (n < 0) return errno != ENOTSUP;  // ERANGE: a long list; read it the slow way
+  for (ssize_t off = 0; off < n;) {
+    const char* name = names + off;
+    const size_t len = ::strnlen(name, static_cast<size_t>(n - off));
+    if (len >= 5 && std::memcmp(name, "user.", 5) == 0) return true;
+    off += static_cast<ssize_t>(len) + 1;
+  }
+  return false;
+}
+
 // `name` in directory `parent` (an in-volume or an absolute path).
 std::string ChildPath(const std::string& parent, const char* name) {
   return parent == "/" ? "/" + std::string(name) : parent + "/" + name;
@@ -136,6 +176,7 @@ class CaptureFs::Impl {
     bool write = false;
     bool has_owner = false;
     ProcessInfo owner;
+    uint64_t open_mark = 0;  // ProcessTable::OnOpen's mark of this open
     Inode* inode = nullptr;
     // Directories.
     DIR* dir = nullptr;
@@ -423,6 +464,27 @@ class CaptureFs::Impl {
   Status RecordAt(const std::string& path, uint64_t parent_ino, FileRecord* rec) {
     PROPELLER_RETURN_IF_ERROR(
         ReadFileRecord(backing_prefix_ + path, path, options_.volume, parent_ino, rec));
+    AddOtherLinks(path, rec);
+    return Status::OK();
+  }
+
+  // The record of the file open as `fd` with attributes `st`, known as in-volume `path`: what
+  // RecordAt reads, without a path lookup or a second stat. The user.* attributes are read
+  // (by path, as RecordAt does) only when the file has some.
+  Status RecordOfOpen(int fd, const struct stat& st, const std::string& path,
+                      uint64_t parent_ino, FileRecord* rec) {
+    if (MayHaveUserXattrs(fd)) return RecordAt(path, parent_ino, rec);
+    *rec = FileRecord{};
+    rec->id = FileId{options_.volume, static_cast<uint64_t>(st.st_ino)};
+    rec->paths = {path};
+    rec->parent_ino = parent_ino;
+    FillRecordFromStat(st, rec);
+    AddOtherLinks(path, rec);
+    return Status::OK();
+  }
+
+  // A file with several links keeps its other paths (from the index) that still name it.
+  void AddOtherLinks(const std::string& path, FileRecord* rec) {
     if (rec->nlink > 1 && rec->type != FileType::kDirectory) {
       Result<FileRecord> old = options_.client->Get(rec->id);
       if (old.ok()) {
@@ -436,7 +498,6 @@ class CaptureFs::Impl {
         std::sort(rec->paths.begin(), rec->paths.end());
       }
     }
-    return Status::OK();
   }
 
   // Sends `ups` and waits for the acknowledgement; 0 or EIO (logged).
@@ -458,11 +519,26 @@ class CaptureFs::Impl {
                 const std::vector<FileId>* producers) {
     FileUpdate u;
     Status s = RecordAt(path, parent_ino, &u.record);
-    if (s.code() == StatusCode::kNotFound) return 0;  // gone again: nothing to index
-    if (!s.ok()) {
+    return SendRecord(s, std::move(u), path, creator, producers);
+  }
+
+  // IndexPath for the file open as `fd` with attributes `st` (create, close after writing).
+  int IndexOpen(int fd, const struct stat& st, const std::string& path, uint64_t parent_ino,
+                const ProcessInfo* creator, const std::vector<FileId>* producers) {
+    FileUpdate u;
+    Status s = RecordOfOpen(fd, st, path, parent_ino, &u.record);
+    return SendRecord(s, std::move(u), path, creator, producers);
+  }
+
+  // Sends the kPut `u` whose record was read with result `read` (NotFound: the file is gone
+  // again, nothing to index). 0 or EIO (logged).
+  int SendRecord(const Status& read, FileUpdate u, const std::string& path,
+                 const ProcessInfo* creator, const std::vector<FileId>* producers) {
+    if (read.code() == StatusCode::kNotFound) return 0;
+    if (!read.ok()) {
       ++update_errors_;
       Log(LogLevel::kError, "mount: reading %s for the index: %s", path.c_str(),
-          s.ToString().c_str());
+          read.ToString().c_str());
       return EIO;
     }
     if (creator != nullptr) u.app = creator->app;
@@ -618,11 +694,17 @@ class CaptureFs::Impl {
     std::string dir;
     if (!AbsPathOf(parent, &dir)) return ENOENT;
     if (::lstat(ChildPath(dir, name).c_str(), &e->attr) != 0) return errno;
+    InternEntry(parent, name, e);
+    return 0;
+  }
+
+  // Interns the file of e->attr as `name` in `parent` (one lookup counted) and fills the rest
+  // of `e`.
+  void InternEntry(Inode* parent, const char* name, fuse_entry_param* e) {
     Inode* inode = Intern(parent, name, e->attr);
     e->ino = Id(inode);
     e->attr_timeout = options_.attr_timeout_s;
     e->entry_timeout = options_.entry_timeout_s;
-    return 0;
   }
 
   // ---- query directories ----
@@ -1094,8 +1176,8 @@ class CaptureFs::Impl {
     h->has_owner = true;
     if (!options_.capture_edges) return;
     const bool reads = !created && (flags & O_ACCMODE) != O_WRONLY && !(flags & O_TRUNC);
-    processes_.OnOpen(h->owner, FileId{options_.volume, inode->ino}, reads, h->write, now,
-                      producers);
+    h->open_mark = processes_.OnOpen(h->owner, FileId{options_.volume, inode->ino}, reads,
+                                     h->write, now, producers);
   }
 
   void OnCreate(fuse_req_t req, fuse_ino_t parent_ino, const char* name, mode_t mode,
@@ -1111,12 +1193,15 @@ class CaptureFs::Impl {
       fd = ::open(ChildPath(dir_abs, name).c_str(), OpenFlags(fi->flags) | O_CREAT, mode);
     }
     if (fd < 0) return (void)fuse_reply_err(req, errno);
+    // The entry from the new descriptor: no second path lookup.
     fuse_entry_param e;
-    int err = DoLookup(parent, name, &e);
-    if (err != 0) {
+    std::memset(&e, 0, sizeof(e));
+    if (::fstat(fd, &e.attr) != 0) {
+      const int err = errno;
       ::close(fd);
       return (void)fuse_reply_err(req, err);
     }
+    InternEntry(parent, name, &e);
     Inode* inode = Get(e.ino);
     auto h = std::make_unique<Handle>();
     h->fd = fd;
@@ -1126,8 +1211,8 @@ class CaptureFs::Impl {
     Capture(req, inode, h.get(), fi->flags, /*created=*/true, &producers);
     std::string dir;
     if (PathOf(parent, &dir)) {
-      err = IndexPath(ChildPath(dir, name), parent->ino, h->has_owner ? &h->owner : nullptr,
-                      &producers);
+      const int err = IndexOpen(fd, e.attr, ChildPath(dir, name), parent->ino,
+                                h->has_owner ? &h->owner : nullptr, &producers);
       if (err != 0) {
         ::close(fd);
         Forget(inode, 1);
@@ -1184,9 +1269,14 @@ class CaptureFs::Impl {
     struct stat st;
     if (::fstat(h->fd, &st) != 0 || st.st_nlink == 0) return (void)fuse_reply_err(req, 0);
     if (h->has_owner && options_.capture_edges) {
-      processes_.OnWriteClose(h->owner, FileId{options_.volume, h->inode->ino}, MonoNanos());
+      processes_.OnWriteClose(h->owner, FileId{options_.volume, h->inode->ino}, MonoNanos(),
+                              h->open_mark);
     }
-    fuse_reply_err(req, IndexInode(h->inode));
+    // The record from the handle's descriptor and the stat just taken.
+    std::string path;
+    uint64_t parent_ino = 0;
+    if (!PathOf(h->inode, &path, &parent_ino)) return (void)fuse_reply_err(req, 0);
+    fuse_reply_err(req, IndexOpen(h->fd, st, path, parent_ino, nullptr, nullptr));
   }
 
   void OnRelease(fuse_req_t req, struct fuse_file_info* fi) {

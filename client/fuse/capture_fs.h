@@ -16,9 +16,12 @@
 // query's scope with '%' written as "%25" and '/' as "%2F" (unique, reversible, and a plain file
 // name), and point to "../<relative path>".
 //
-// Inodes: like libfuse's passthrough_ll, every known file holds an O_PATH descriptor of the
-// backing file, keyed by (st_dev, st_ino), and lives while the kernel holds a lookup reference.
-// Paths are never cached: a file's current path is what /proc/self/fd says of its descriptor.
+// Inodes: every known file is keyed by (st_dev, st_ino) and lives while the kernel holds a
+// lookup reference (as in libfuse's passthrough_ll), but holds no descriptor: the kernel may
+// know more inodes than the process may open files. An inode holds its names (directory,
+// name), kept current by rename, link and unlink, and operations work on the paths they give.
+// The record sent on create and on close is read from the open descriptor (fstat; the user.*
+// attributes only when the file has some).
 //
 // Threading: FUSE callbacks run on libfuse's worker threads; no callback waits on the network
 // except for the acknowledged index update (and, for a query directory, its search), both

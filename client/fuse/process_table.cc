@@ -134,9 +134,11 @@ ProcessTable::Proc* ProcessTable::GetProc(const ProcessInfo& info, int64_t now_n
 void ProcessTable::Remember(Proc* proc, const FileId& file) {
   if (!proc->opened_set.insert(file).second) return;
   proc->opened.push_back(file);
+  proc->opened_mark.push_back(++mark_);
   if (proc->opened.size() > kMaxOpened) {
     proc->opened_set.erase(proc->opened.front());
     proc->opened.erase(proc->opened.begin());
+    proc->opened_mark.erase(proc->opened_mark.begin());
   }
 }
 
@@ -151,7 +153,7 @@ ProcessTable::Proc* ProcessTable::ParentOf(const ProcessInfo& p, int64_t now_ns)
 }
 
 void ProcessTable::AddEdgesTo(const ProcessInfo& p, const FileId& file, int64_t now_ns,
-                              Proc** proc_out, Proc** parent_out,
+                              uint64_t since, Proc** proc_out, Proc** parent_out,
                               std::vector<FileId>* producers) {
   if (procs_.size() >= kMaxProcesses && procs_.find(p.key) == procs_.end()) {
     // Drop the least recently seen process (its edges are lost: weakly consistent).
@@ -175,36 +177,45 @@ void ProcessTable::AddEdgesTo(const ProcessInfo& p, const FileId& file, int64_t 
     }
     if (producers != nullptr && producers->size() < kMaxProducers) producers->push_back(f);
   };
-  for (auto it = proc->opened.rbegin(); it != proc->opened.rend(); ++it) add(*it);
+  // Most recent first; marks increase along `opened`, so stop at the first one not after
+  // `since`.
+  for (size_t i = proc->opened.size(); i-- > 0 && proc->opened_mark[i] > since;) {
+    add(proc->opened[i]);
+  }
   if (parent != nullptr) {
-    for (auto it = parent->opened.rbegin(); it != parent->opened.rend(); ++it) {
-      if (!proc->opened_set.contains(*it)) add(*it);
+    for (size_t i = parent->opened.size(); i-- > 0 && parent->opened_mark[i] > since;) {
+      if (!proc->opened_set.contains(parent->opened[i])) add(parent->opened[i]);
     }
   }
 }
 
-void ProcessTable::OnOpen(const ProcessInfo& p, const FileId& file, bool reads, bool writes,
-                          int64_t now_ns, std::vector<FileId>* producers) {
+uint64_t ProcessTable::OnOpen(const ProcessInfo& p, const FileId& file, bool reads,
+                              bool writes, int64_t now_ns, std::vector<FileId>* producers) {
   std::lock_guard<std::mutex> lock(mu_);
   Proc* proc = nullptr;
   Proc* parent = nullptr;
   if (writes) {
-    AddEdgesTo(p, file, now_ns, &proc, &parent, producers);
+    AddEdgesTo(p, file, now_ns, /*since=*/0, &proc, &parent, producers);
   } else {
     if (producers != nullptr) producers->clear();
     proc = GetProc(p, now_ns);
     parent = ParentOf(p, now_ns);
   }
-  if (!reads) return;
-  Remember(proc, file);
-  if (parent != nullptr) Remember(parent, file);
+  // Files remembered from now on get a larger mark than the one returned.
+  const uint64_t mark = mark_;
+  if (reads) {
+    Remember(proc, file);
+    if (parent != nullptr) Remember(parent, file);
+  }
+  return mark;
 }
 
-void ProcessTable::OnWriteClose(const ProcessInfo& p, const FileId& file, int64_t now_ns) {
+void ProcessTable::OnWriteClose(const ProcessInfo& p, const FileId& file, int64_t now_ns,
+                                uint64_t since) {
   std::lock_guard<std::mutex> lock(mu_);
   Proc* proc = nullptr;
   Proc* parent = nullptr;
-  AddEdgesTo(p, file, now_ns, &proc, &parent, nullptr);
+  AddEdgesTo(p, file, now_ns, since, &proc, &parent, nullptr);
 }
 
 void ProcessTable::TakeEdges(Proc* proc, std::vector<CapturedEdge>* out) {

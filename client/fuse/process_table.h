@@ -92,11 +92,16 @@ class ProcessTable {
   // Process `p` opened `file`: `reads` = its content is read (a producer from now on),
   // `writes` = it is written. For a write-open, `producers` (may be null) receives the files
   // read before, most recent first, at most kMaxProducers: the placement hint of DESIGN §5.
-  void OnOpen(const ProcessInfo& p, const FileId& file, bool reads, bool writes, int64_t now_ns,
-              std::vector<FileId>* producers);
+  // Returns a mark of this moment for OnWriteClose (increasing; never 0).
+  uint64_t OnOpen(const ProcessInfo& p, const FileId& file, bool reads, bool writes,
+                  int64_t now_ns, std::vector<FileId>* producers);
   // Process `p` closed `file` after opening it for writing: edges from everything it opened
-  // until now.
-  void OnWriteClose(const ProcessInfo& p, const FileId& file, int64_t now_ns);
+  // until now. `since` = the mark OnOpen returned for that write-open: the edges from files
+  // opened before it were added then, so only files first opened after it are visited (a
+  // process appending to many files after reading many would otherwise walk its whole window
+  // twice per file). 0 = visit everything.
+  void OnWriteClose(const ProcessInfo& p, const FileId& file, int64_t now_ns,
+                    uint64_t since = 0);
 
   // Appends the edges due: every edge of processes that exited (or all processes when `all`),
   // and of live processes whose last flush is older than the interval. Exited processes are
@@ -111,6 +116,7 @@ class ProcessTable {
   struct Proc {
     ProcessInfo info;
     std::vector<FileId> opened;                       // in first-open order
+    std::vector<uint64_t> opened_mark;                // the table's mark when each was added
     std::unordered_set<FileId, FileIdHash> opened_set;
     struct PairHash {
       size_t operator()(const std::pair<FileId, FileId>& p) const {
@@ -130,14 +136,15 @@ class ProcessTable {
   bool StartTime(uint32_t pid, uint64_t* start, uint32_t* ppid);
   bool Alive(const ProcessKey& key);
   // Adds `file` to the opened list of `proc`. REQUIRES: mu_.
-  static void Remember(Proc* proc, const FileId& file);
+  void Remember(Proc* proc, const FileId& file);
   static void TakeEdges(Proc* proc, std::vector<CapturedEdge>* out);
   Proc* GetProc(const ProcessInfo& info, int64_t now_ns);  // REQUIRES: mu_
   Proc* ParentOf(const ProcessInfo& p, int64_t now_ns);    // REQUIRES: mu_; null if none
   // The process and its parent's entry (created if missing; null without a parent); adds the
-  // edges "everything opened before -> file" and fills `producers`. REQUIRES: mu_.
-  void AddEdgesTo(const ProcessInfo& p, const FileId& file, int64_t now_ns, Proc** proc,
-                  Proc** parent, std::vector<FileId>* producers);
+  // edges "everything opened after mark `since` -> file" and fills `producers`.
+  // REQUIRES: mu_.
+  void AddEdgesTo(const ProcessInfo& p, const FileId& file, int64_t now_ns, uint64_t since,
+                  Proc** proc, Proc** parent, std::vector<FileId>* producers);
 
   const std::string proc_root_;
   const int64_t flush_interval_ns_;
@@ -146,6 +153,7 @@ class ProcessTable {
   std::unordered_map<uint32_t, Cached> threads_;       // Under mu_. tid -> process
   std::map<ProcessKey, std::unique_ptr<Proc>> procs_;  // Under mu_.
   uint64_t dropped_edges_ = 0;                         // Under mu_.
+  uint64_t mark_ = 1;  // Under mu_. Increases with every remembered open (OnOpen's marks).
 };
 
 }  // namespace propeller::fuse

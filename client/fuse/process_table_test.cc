@@ -110,6 +110,46 @@ TEST(ProcessTableTest, EdgesFromEverythingOpenedBefore) {
                               {1, 3, 1}, {2, 3, 1}, {4, 3, 1}}));
 }
 
+TEST(ProcessTableTest, CloseWithTheOpenMarkAddsOnlyFilesOpenedSinceTheWriteOpen) {
+  // The mark of the write-open lets the close skip the files whose edges the open added. To
+  // see which files the close visits, the open's edges are flushed in between: a close with
+  // the mark re-adds none of them, a close without it re-adds all (the model: edges from
+  // every file opened before the close, minus those the open already covered).
+  FakeProc proc;
+  proc.AddProcess(400, 1, 1, "sh");
+  proc.AddProcess(401, 400, 2, "app");
+  ProcessTable table(proc.root());
+  ProcessInfo parent, p;
+  ASSERT_TRUE(table.Identify(400, 0, &parent));
+  ASSERT_TRUE(table.Identify(401, 0, &p));
+  table.OnOpen(parent, F(1), true, false, 0, nullptr);  // the parent's, before
+  table.OnOpen(p, F(2), true, false, 0, nullptr);
+  table.OnOpen(p, F(3), true, false, 0, nullptr);
+  const uint64_t mark = table.OnOpen(p, F(9), false, true, 0, nullptr);
+  EXPECT_NE(mark, 0u);
+  std::vector<CapturedEdge> edges;
+  table.Sweep(0, /*all=*/true, &edges);
+  EXPECT_EQ(Edges(edges), (std::set<std::tuple<uint64_t, uint64_t, uint32_t>>{
+                              {1, 9, 1}, {2, 9, 1}, {3, 9, 1}}));
+  table.OnOpen(p, F(2), true, false, 0, nullptr);       // reopened: not new
+  table.OnOpen(p, F(4), true, false, 0, nullptr);       // new since the write-open
+  table.OnOpen(parent, F(5), true, false, 0, nullptr);  // the parent's, since
+  table.OnWriteClose(p, F(9), 0, mark);
+  edges.clear();
+  table.Sweep(0, /*all=*/true, &edges);
+  EXPECT_EQ(Edges(edges), (std::set<std::tuple<uint64_t, uint64_t, uint32_t>>{
+                              {4, 9, 1}, {5, 9, 1}}));
+  // Without a mark the close visits everything opened so far.
+  ASSERT_TRUE(table.Identify(401, 0, &p));
+  table.OnWriteClose(p, F(9), 0);
+  edges.clear();
+  table.Sweep(0, /*all=*/true, &edges);
+  EXPECT_EQ(Edges(edges), (std::set<std::tuple<uint64_t, uint64_t, uint32_t>>{
+                              {1, 9, 1}, {2, 9, 1}, {3, 9, 1}, {4, 9, 1}, {5, 9, 1}}));
+  // A later write-open's mark is larger.
+  EXPECT_GT(table.OnOpen(p, F(10), false, true, 0, nullptr), mark);
+}
+
 TEST(ProcessTableTest, ChildrenOpensCountForTheParentOnlyOneLevelUp) {
   // make(10) -> gcc(11) -> cc1(12) reads a.c, a.h; as(13) writes a.o.
   // make(10) -> gcc(21) -> cc1(22) reads b.c;     as(23) writes b.o.
