@@ -51,18 +51,6 @@ void ReadUserAttrs(const std::string& path, FileRecord* rec) {
   }
 }
 
-void FillFromStat(const struct stat& st, FileRecord* r) {
-  r->type = TypeOf(st.st_mode);
-  r->size = static_cast<uint64_t>(st.st_size);
-  r->mtime = Nanos(st.st_mtim);
-  r->ctime = Nanos(st.st_ctim);
-  r->atime = Nanos(st.st_atim);
-  r->uid = st.st_uid;
-  r->gid = st.st_gid;
-  r->mode = st.st_mode;
-  r->nlink = static_cast<uint32_t>(st.st_nlink);
-}
-
 class Walker {
  public:
   Walker(const std::string& root, const TreeWalkOptions& options,
@@ -127,7 +115,7 @@ class Walker {
     r.id = FileId{options_.volume, static_cast<uint64_t>(st.st_ino)};
     r.paths = {rel};
     r.parent_ino = parent;
-    FillFromStat(st, &r);
+    FillRecordFromStat(st, &r);
     ReadUserAttrs(abs, &r);
     if (S_ISDIR(st.st_mode)) {
       ++stats_->dirs;
@@ -158,6 +146,18 @@ Status WalkTree(const std::string& root, const TreeWalkOptions& options,
   return w.Run();
 }
 
+void FillRecordFromStat(const struct stat& st, FileRecord* r) {
+  r->type = TypeOf(st.st_mode);
+  r->size = static_cast<uint64_t>(st.st_size);
+  r->mtime = Nanos(st.st_mtim);
+  r->ctime = Nanos(st.st_ctim);
+  r->atime = Nanos(st.st_atim);
+  r->uid = st.st_uid;
+  r->gid = st.st_gid;
+  r->mode = st.st_mode;
+  r->nlink = static_cast<uint32_t>(st.st_nlink);
+}
+
 Status ReadFileRecord(const std::string& abs_path, const std::string& path, uint32_t volume,
                       uint64_t parent_ino, FileRecord* record) {
   struct stat st;
@@ -166,7 +166,7 @@ Status ReadFileRecord(const std::string& abs_path, const std::string& path, uint
   record->id = FileId{volume, static_cast<uint64_t>(st.st_ino)};
   record->paths = {path};
   record->parent_ino = parent_ino;
-  FillFromStat(st, record);
+  FillRecordFromStat(st, record);
   ReadUserAttrs(abs_path, record);
   return Status::OK();
 }

@@ -6,6 +6,8 @@
 #ifndef PROPELLER_COMMON_TREE_WALK_H_
 #define PROPELLER_COMMON_TREE_WALK_H_
 
+#include <sys/stat.h>
+
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -41,6 +43,10 @@ Status WalkTree(const std::string& root, const TreeWalkOptions& options,
 // `abs_path` is where to read it, `path` the in-volume path to store.
 Status ReadFileRecord(const std::string& abs_path, const std::string& path, uint32_t volume,
                       uint64_t parent_ino, FileRecord* record);
+
+// Sets record's type, size, times, owner, mode and nlink from `st` (what ReadFileRecord takes
+// from the lstat; the mount uses it with an open file's fstat).
+void FillRecordFromStat(const struct stat& st, FileRecord* record);
 
 // Components-wise path order: true when `a` comes before `b` in WalkTree's order
 // ("/a/b" < "/a-c", unlike a bytewise compare).

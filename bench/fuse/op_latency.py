@@ -31,28 +31,22 @@ def one_round(d, n, samples):
     data = b"x" * 2048
     small = b"y" * 512
     names = [os.path.join(d, "f%05d" % i) for i in range(n)]
-    for p in names:
-        t0 = ns()
-        fd = os.open(p, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-        t1 = ns()
-        os.write(fd, data)
-        t2 = ns()
-        os.close(fd)
-        t3 = ns()
-        samples["create"].append(t1 - t0)
-        samples["write"].append(t2 - t1)
-        samples["close"].append(t3 - t2)
-    for p in names:
-        t0 = ns()
-        fd = os.open(p, os.O_WRONLY | os.O_APPEND)
-        t1 = ns()
-        os.write(fd, small)
-        t2 = ns()
-        os.close(fd)
-        t3 = ns()
-        samples["open_a"].append(t1 - t0)
-        samples["append"].append(t2 - t1)
-        samples["close_a"].append(t3 - t2)
+    def open_write_close(flags, payload, keys):
+        # Times open, write and close of every file separately, into samples[keys[0..2]].
+        for p in names:
+            t0 = ns()
+            fd = os.open(p, flags, 0o644)
+            t1 = ns()
+            os.write(fd, payload)
+            t2 = ns()
+            os.close(fd)
+            t3 = ns()
+            samples[keys[0]].append(t1 - t0)
+            samples[keys[1]].append(t2 - t1)
+            samples[keys[2]].append(t3 - t2)
+
+    open_write_close(os.O_CREAT | os.O_EXCL | os.O_WRONLY, data, ("create", "write", "close"))
+    open_write_close(os.O_WRONLY | os.O_APPEND, small, ("open_a", "append", "close_a"))
     for p in names:
         t0 = ns()
         fd = os.open(p, os.O_RDONLY)

@@ -48,31 +48,6 @@ int64_t WallNanos() {
 
 bool IsQueryName(const char* name) { return name[0] == '?'; }
 
-int64_t StatNanos(const struct timespec& ts) {
-  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-}
-
-// The attributes of `st`, as ReadFileRecord (common/tree_walk.h) fills them.
-void FillRecordFromStat(const struct stat& st, FileRecord* r) {
-  if (S_ISREG(st.st_mode)) {
-    r->type = FileType::kRegular;
-  } else if (S_ISDIR(st.st_mode)) {
-    r->type = FileType::kDirectory;
-  } else if (S_ISLNK(st.st_mode)) {
-    r->type = FileType::kSymlink;
-  } else {
-    r->type = FileType::kOther;
-  }
-  r->size = static_cast<uint64_t>(st.st_size);
-  r->mtime = StatNanos(st.st_mtim);
-  r->ctime = StatNanos(st.st_ctim);
-  r->atime = StatNanos(st.st_atim);
-  r->uid = st.st_uid;
-  r->gid = st.st_gid;
-  r->mode = st.st_mode;
-  r->nlink = static_cast<uint32_t>(st.st_nlink);
-}
-
 // True unless the open file `fd` certainly has no user.* extended attribute. One flistxattr
 // into a stack buffer: most files have none (or only security.* / system.* ones).
 bool MayHaveUserXattrs(int fd) {
