@@ -2,13 +2,15 @@
 // noisy machine disturbs far less than wall-clock throughput, so that two builds can be
 // compared run against run. One JSON line per phase.
 //
-//   propeller_commit_cost [files] [--dir=PATH] [--rounds=R] [--seed=S]
+//   propeller_commit_cost [files] [--dir=PATH] [--rounds=R] [--updates=U] [--seed=S]
 //
 // Steps (default 200,000 files = 20 ACGs of 10,000; background commits off, so every commit
 // happens inside a timed CommitAll on this thread):
 //   1. "new": Apply the data set's records (kPut of new files) and CommitAll;
-//   2. "update" x R (default 3): Apply `files` kPuts of existing files picked uniformly at
-//      random (new size and mtime, as close() sends them) and CommitAll.
+//   2. "update" x R (default 3): Apply U (default `files`) kPuts of existing files picked
+//      uniformly at random (new size and mtime, as close() sends them) and CommitAll. A small U
+//      models a node with many ACGs: at 10 M files, a 1 M-update cache gives each 10,000-file ACG
+//      ~1,000 updates per commit, which `200000 --updates=20000` reproduces in 20 ACGs.
 // Reported per phase: updates, commit CPU ns per update (the whole process's CPU time during
 // CommitAll, which commits ACGs on EngineOptions::commit_threads threads; nothing else runs
 // meanwhile), commit wall ns per update, bytes written to storage during the commit per update
@@ -16,6 +18,7 @@
 // ns per update. The data directory is removed.
 #include <time.h>
 
+#include <algorithm>
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
@@ -89,7 +92,8 @@ void Print(const Phase& p, uint64_t files) {
   std::fflush(stdout);
 }
 
-int Run(uint64_t files, const std::string& base_dir, int rounds, uint64_t seed) {
+int Run(uint64_t files, uint64_t updates, const std::string& base_dir, int rounds,
+        uint64_t seed) {
   DatasetOptions dopt;
   dopt.seed = seed;
   const Dataset dataset(dopt);
@@ -140,9 +144,9 @@ int Run(uint64_t files, const std::string& base_dir, int rounds, uint64_t seed) 
   uint64_t version = 0;
   for (int r = 0; r < rounds; ++r) {
     Phase update{"update"};
-    for (uint64_t done = 0; done < files; done += kBatch) {
+    for (uint64_t done = 0; done < updates; done += kBatch) {
       batch.clear();
-      for (uint64_t k = 0; k < kBatch; ++k) {
+      for (uint64_t k = 0; k < std::min(kBatch, updates - done); ++k) {
         x ^= x >> 12;
         x ^= x << 25;
         x ^= x >> 27;
@@ -172,6 +176,7 @@ int Run(uint64_t files, const std::string& base_dir, int rounds, uint64_t seed) 
 
 int main(int argc, char** argv) {
   uint64_t files = 200'000;
+  uint64_t updates = 0;  // 0 = files
   int rounds = 3;
   uint64_t seed = 42;
   const char* tmp = std::getenv("TMPDIR");
@@ -179,8 +184,11 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     std::string_view a = argv[i];
     if (a == "--help" || a == "-h") {
-      std::printf("usage: %s [files] [--dir=PATH] [--rounds=R] [--seed=S]\n"
-                  "Commit cost per update in thread CPU time (see bench/README.md).\n",
+      std::printf("usage: %s [files] [--dir=PATH] [--rounds=R] [--updates=U] [--seed=S]\n"
+                  "Commit cost per update in CPU time (see bench/README.md).\n"
+                  "  files       files created first (default 200000; ACGs of 10000)\n"
+                  "  --rounds    rounds of random attribute updates, each committed (default 3)\n"
+                  "  --updates   updates per round (default: files)\n",
                   argv[0]);
       return 0;
     }
@@ -188,6 +196,8 @@ int main(int argc, char** argv) {
       dir = std::string(a.substr(6));
     } else if (a.starts_with("--rounds=")) {
       rounds = std::atoi(argv[i] + 9);
+    } else if (a.starts_with("--updates=")) {
+      updates = std::strtoull(argv[i] + 10, nullptr, 10);
     } else if (a.starts_with("--seed=")) {
       seed = std::strtoull(argv[i] + 7, nullptr, 10);
     } else if (!a.empty() && a[0] >= '0' && a[0] <= '9') {
@@ -201,5 +211,6 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "files must be >= 1 and rounds >= 0\n");
     return 2;
   }
-  return propeller::bench::Run(files, dir, rounds, seed);
+  if (updates == 0) updates = files;
+  return propeller::bench::Run(files, updates, dir, rounds, seed);
 }

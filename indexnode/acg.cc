@@ -53,6 +53,23 @@ class TxnGuard {
   MDB_txn* txn_;
 };
 
+// Closes a write transaction's cursor unless closed already. It must be closed before its
+// transaction commits or aborts (LMDB frees a write transaction's cursors when it ends), so
+// a guard is declared after the TxnGuard it belongs to.
+class CursorGuard {
+ public:
+  explicit CursorGuard(MDB_cursor* cur) : cur_(cur) {}
+  ~CursorGuard() { Close(); }
+  void Close() {
+    if (cur_ != nullptr) mdb_cursor_close(cur_);
+    cur_ = nullptr;
+  }
+  MDB_cursor* get() const { return cur_; }
+
+ private:
+  MDB_cursor* cur_;
+};
+
 std::set<std::string> KeywordSet(const FileRecord& rec) {
   std::set<std::string> out;
   for (const std::string& p : rec.paths) {
@@ -632,6 +649,13 @@ Status Acg::CommitOnce(const std::vector<Slice>& slices) {
   // In the same pass, an update to a file that a later kPut or kDelete in this commit replaces
   // entirely is dropped: only the last state of a file reaches the indexes (kAddEdge entries
   // are additive and always applied).
+  // One cursor on the records for the whole commit: an update reads the old record and writes
+  // the new one at the same position (no second descent; LMDB overwrites a same-size value in
+  // place), and, keys coming in order, consecutive updates on one leaf skip the descent too.
+  MDB_cursor* files_raw = nullptr;
+  rc = mdb_cursor_open(raw, files_dbi_, &files_raw);
+  if (rc != 0) return LmdbStatus(rc, "mdb_cursor_open");
+  CursorGuard files(files_raw);  // declared after txn: closed before the transaction ends
   std::vector<CommitRef>& order = commit_order_;
   order.clear();
   for (uint32_t s = 0; s < slices.size(); ++s) {
@@ -673,7 +697,9 @@ Status Acg::CommitOnce(const std::vector<Slice>& slices) {
       } else {
         u.record.id = e.id;
       }
-      PROPELLER_RETURN_IF_ERROR(ApplyOne(raw, u, &widened));
+      const std::string_view encoded =
+          e.size > 0 ? std::string_view(b.data).substr(e.offset, e.size) : std::string_view();
+      PROPELLER_RETURN_IF_ERROR(ApplyOne(raw, files.get(), u, encoded, &widened));
     }
     run = run_end;
   }
@@ -697,6 +723,7 @@ Status Acg::CommitOnce(const std::vector<Slice>& slices) {
   rc = mdb_stat(raw, files_dbi_, &files_stat);
   if (rc == 0) rc = mdb_stat(raw, edges_dbi_, &edges_stat);
   if (rc != 0) return LmdbStatus(rc, "mdb_stat");
+  files.Close();
   rc = txn.Commit();
   if (rc != 0) return LmdbStatus(rc, "mdb_txn_commit");
   applied_lsn_ = lsn;
@@ -789,7 +816,8 @@ Status Acg::UpdateIndexes(MDB_txn* txn, const FileRecord* old_rec, const FileRec
   return Status::OK();
 }
 
-Status Acg::ApplyOne(MDB_txn* txn, const Update& u, AcgSummary* widened) {
+Status Acg::ApplyOne(MDB_txn* txn, MDB_cursor* files, const Update& u,
+                     std::string_view encoded, AcgSummary* widened) {
   const FileId id = u.record.id;
   if (u.op == UpdateOp::kAddEdge) {
     std::string key;
@@ -810,11 +838,16 @@ Status Acg::ApplyOne(MDB_txn* txn, const Update& u, AcgSummary* widened) {
   }
 
   FileRecord& old_rec = commit_old_;
-  bool found = false;
-  PROPELLER_RETURN_IF_ERROR(ReadRecord(txn, id, &old_rec, &found));
-  std::string key;
+  std::string& key = commit_key_;
+  key.clear();
   AppendFileIdKey(id, &key);
-  MDB_val k = Val(key);
+  MDB_val k = Val(key), old_v;
+  // Positions `files` on the record (kept there: UpdateIndexes below writes other databases).
+  int rc = mdb_cursor_get(files, &k, &old_v, MDB_SET_KEY);
+  if (rc != 0 && rc != MDB_NOTFOUND) return LmdbStatus(rc, "reading a record");
+  const bool found = rc == 0;
+  if (found) PROPELLER_RETURN_IF_ERROR(DecodeRecord(View(old_v), &old_rec));
+  k = Val(key);
 
   const FileRecord* new_rec = nullptr;
   FileRecord& merged = commit_merged_;
@@ -849,14 +882,19 @@ Status Acg::ApplyOne(MDB_txn* txn, const Update& u, AcgSummary* widened) {
   }
   PROPELLER_RETURN_IF_ERROR(UpdateIndexes(txn, found ? &old_rec : nullptr, new_rec));
   if (new_rec) {
-    std::string bytes;
-    EncodeRecord(*new_rec, &bytes);
+    // A kPut writes the bytes it was cached with (EncodeRecord of this very record).
+    std::string_view bytes = encoded;
+    if (new_rec != &u.record || bytes.empty()) {
+      commit_bytes_.clear();
+      EncodeRecord(*new_rec, &commit_bytes_);
+      bytes = commit_bytes_;
+    }
     MDB_val v = Val(bytes);
-    int rc = mdb_put(txn, files_dbi_, &k, &v, 0);
+    rc = mdb_cursor_put(files, &k, &v, found ? MDB_CURRENT : 0);
     if (rc != 0) return LmdbStatus(rc, "writing a record");
-  } else {
-    int rc = mdb_del(txn, files_dbi_, &k, nullptr);
-    if (rc != 0 && rc != MDB_NOTFOUND) return LmdbStatus(rc, "deleting a record");
+  } else if (found) {
+    rc = mdb_cursor_del(files, 0);
+    if (rc != 0) return LmdbStatus(rc, "deleting a record");
   }
   return Status::OK();
 }

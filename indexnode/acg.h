@@ -242,7 +242,10 @@ class Acg {
   static uint64_t SliceBytes(const Slice& s);
   Status CommitOnce(const std::vector<Slice>& slices);
   // Applies one update and widens `widened` to cover its record.
-  Status ApplyOne(MDB_txn* txn, const Update& u, AcgSummary* widened);
+  // Applies `u` in `txn`; `files` is a cursor on the records database (left anywhere);
+  // `encoded` is EncodeRecord(u.record) when the caller has it (else empty).
+  Status ApplyOne(MDB_txn* txn, MDB_cursor* files, const Update& u, std::string_view encoded,
+                  AcgSummary* widened);
   Status UpdateIndexes(MDB_txn* txn, const FileRecord* old_rec, const FileRecord* new_rec);
   Status ReadRecord(MDB_txn* txn, FileId id, FileRecord* rec, bool* found);
   Status BuildIndex(MDB_txn* txn, Index* index);
@@ -295,6 +298,8 @@ class Acg {
   Update commit_update_;
   FileRecord commit_old_;
   FileRecord commit_merged_;
+  std::string commit_key_;
+  std::string commit_bytes_;
 
   mutable std::mutex cache_mu_;
   std::vector<Slice> cache_;           // Under cache_mu_. In LSN order.
