@@ -179,7 +179,7 @@ Status Acg::OpenEnv(bool first) {
     const char* name;
     MDB_dbi* dbi;
   } dbs[] = {{"files", &files_dbi_}, {"dirs", &dirs_dbi_}, {"edges", &edges_dbi_},
-             {"meta", &meta_dbi_}};
+             {"meta", &meta_dbi_}, {"moved", &moved_dbi_}};
   for (auto& d : dbs) {
     rc = mdb_dbi_open(raw, d.name, MDB_CREATE, d.dbi);
     if (rc != 0) return LmdbStatus(rc, std::string("opening database ") + d.name);
@@ -213,6 +213,25 @@ Status Acg::OpenEnv(bool first) {
     } else if (rc != MDB_NOTFOUND) {
       return LmdbStatus(rc, "reading applied_lsn");
     }
+    // Files split off to other ACGs (RemoveMovedHeld): id -> ACG, kept in memory from here.
+    MDB_cursor* cur = nullptr;
+    rc = mdb_cursor_open(raw, moved_dbi_, &cur);
+    if (rc != 0) return LmdbStatus(rc, "mdb_cursor_open");
+    CursorGuard moved(cur);
+    {
+      std::lock_guard<std::mutex> rl(routes_mu_);
+      for (rc = mdb_cursor_get(cur, &key, &val, MDB_FIRST); rc == 0;
+           rc = mdb_cursor_get(cur, &key, &val, MDB_NEXT)) {
+        FileId id;
+        if (!DecodeFileIdKey(View(key), &id).ok() || val.mv_size != 8) {
+          return Status::Corruption("malformed entry in the moved database");
+        }
+        routes_[id] = DecodeOrderedU64(View(val));
+      }
+      if (rc != MDB_NOTFOUND) return LmdbStatus(rc, "reading the moved database");
+      has_routes_.store(!routes_.empty(), std::memory_order_release);
+    }
+    moved.Close();
     key = Val("summary");
     rc = mdb_get(raw, meta_dbi_, &key, &val);
     if (rc == 0) {
@@ -531,10 +550,25 @@ Status Acg::Commit(uint64_t up_to_lsn, size_t* updates) {
   // the cache only under rw_ held exclusively, so a search (rw_ shared) finds every update
   // either in the cache — and commits it — or in the indexes, never in between.
   PROPELLER_RETURN_IF_ERROR(EnsureOpen());
+  std::unique_lock<std::shared_mutex> lock(rw_);
+  bool reopened = false;
+  Status s = CommitLocked(up_to_lsn, updates, &reopened);
+  lock.unlock();
+  if (reopened && ctx_->on_open) ctx_->on_open(this);  // account for it (even if closed again)
+  return s;
+}
+
+Status Acg::CommitHeld(uint64_t up_to_lsn) {
+  bool reopened = false;
+  return CommitLocked(up_to_lsn, nullptr, &reopened);
+}
+
+Status Acg::CommitLocked(uint64_t up_to_lsn, size_t* updates, bool* reopened) {
+  if (updates != nullptr) *updates = 0;
+  if (frozen_) return Status::Aborted(AcgName(id_) + " is frozen by a failed split");
   std::vector<Slice> slices;
   size_t count = 0;
   uint64_t bytes = 0;
-  std::unique_lock<std::shared_mutex> lock(rw_);
   {
     std::lock_guard<std::mutex> cl(cache_mu_);
     size_t n = 0;
@@ -556,50 +590,43 @@ Status Acg::Commit(uint64_t up_to_lsn, size_t* updates) {
                        std::memory_order_relaxed);
     ++summary_pending_;
   }
-  Status s;
-  bool reopened = false;
-  {
-    if (!open_.load()) {  // closed meanwhile (by another commit, or a failure)
-      s = OpenLocked(/*first=*/false);
-      reopened = s.ok();
-    }
-    if (s.ok()) {
-      // Each update reads its old record: many of them map the whole file more cheaply.
-      if (count >= kPrefaultCandidates) {
-        Prefault();
-      } else {
-        CountReads(count);
-      }
-      s = CommitOnce(slices);
-    }
-    for (int attempt = 0; s.code() == StatusCode::kResourceExhausted && attempt < 8; ++attempt) {
-      // MDB_MAP_FULL (PITFALLS: may come from commit too): grow the map with no live
-      // transactions — we hold rw_ exclusively — by reopening with a larger size, and retry.
-      // Closing drops in-memory structures the aborted transaction may have changed.
-      CloseLocked();
-      if (inode_ != nullptr) inode_->Unload();
-      map_size_ *= 2;
-      Log(LogLevel::kInfo, "ACG %llu: growing the map to %llu bytes",
-          static_cast<unsigned long long>(id_), static_cast<unsigned long long>(map_size_));
-      s = OpenLocked(/*first=*/false);
-      if (s.ok()) s = CommitOnce(slices);
-    }
-    if (!s.ok()) {
-      // Bring memory back in line with LMDB: drop everything; the next use reopens and the
-      // next search reloads.
-      CloseLocked();
-      if (inode_ != nullptr) inode_->Unload();
+  Status s = EnsureOpenLocked(reopened);  // closed meanwhile (by another commit, or a failure)
+  if (s.ok()) {
+    // Each update reads its old record: many of them map the whole file more cheaply.
+    if (count >= kPrefaultCandidates) {
+      Prefault();
     } else {
-      if (count >= kRebalanceAfter) {
-        Status rs = inode_->Rebalance();
-        if (!rs.ok()) Log(LogLevel::kWarning, "ACG %llu: %s",
-                          static_cast<unsigned long long>(id_), rs.ToString().c_str());
-      }
-      if (count >= kCloseAfter) {
-        CloseLocked();  // users waiting for rw_ find it closed and reopen it
-      } else {
-        RefreshOpenBytes();
-      }
+      CountReads(count);
+    }
+    s = CommitOnce(slices);
+  }
+  for (int attempt = 0; s.code() == StatusCode::kResourceExhausted && attempt < 8; ++attempt) {
+    // MDB_MAP_FULL (PITFALLS: may come from commit too): grow the map with no live
+    // transactions — we hold rw_ exclusively — by reopening with a larger size, and retry.
+    // Closing drops in-memory structures the aborted transaction may have changed.
+    CloseLocked();
+    if (inode_ != nullptr) inode_->Unload();
+    map_size_ *= 2;
+    Log(LogLevel::kInfo, "ACG %llu: growing the map to %llu bytes",
+        static_cast<unsigned long long>(id_), static_cast<unsigned long long>(map_size_));
+    s = OpenLocked(/*first=*/false);
+    if (s.ok()) s = CommitOnce(slices);
+  }
+  if (!s.ok()) {
+    // Bring memory back in line with LMDB: drop everything; the next use reopens and the
+    // next search reloads.
+    CloseLocked();
+    if (inode_ != nullptr) inode_->Unload();
+  } else {
+    if (count >= kRebalanceAfter) {
+      Status rs = inode_->Rebalance();
+      if (!rs.ok()) Log(LogLevel::kWarning, "ACG %llu: %s",
+                        static_cast<unsigned long long>(id_), rs.ToString().c_str());
+    }
+    if (count >= kCloseAfter && !watching_) {
+      CloseLocked();  // users waiting for rw_ find it closed and reopen it
+    } else {
+      RefreshOpenBytes();
     }
   }
   {
@@ -616,11 +643,16 @@ Status Acg::Commit(uint64_t up_to_lsn, size_t* updates) {
                          std::memory_order_relaxed);
     }
   }
-  lock.unlock();
-  if (reopened && ctx_->on_open) ctx_->on_open(this);  // account for it (even if closed again)
   if (!s.ok()) return s.WithContext("committing " + AcgName(id_));
   if (updates != nullptr) *updates = count;
   return Status::OK();
+}
+
+Status Acg::EnsureOpenLocked(bool* reopened) {
+  if (open_.load()) return Status::OK();
+  Status s = OpenLocked(/*first=*/false);
+  if (s.ok()) *reopened = true;
+  return s;
 }
 
 Status Acg::CommitOnce(const std::vector<Slice>& slices) {
@@ -681,6 +713,7 @@ Status Acg::CommitOnce(const std::vector<Slice>& slices) {
         break;
       }
     }
+    if (watching_) watched_.insert(order[run].id);
     for (size_t k = run; k < run_end; ++k) {
       const CachedUpdate& e = entry(order[k]);
       if (k < first_live && e.op != UpdateOp::kAddEdge) continue;  // replaced later on
@@ -899,6 +932,193 @@ Status Acg::ApplyOne(MDB_txn* txn, MDB_cursor* files, const Update& u,
   return Status::OK();
 }
 
+// ---- splitting ----
+
+uint64_t Acg::RouteOf(FileId id) const {
+  if (!has_routes_.load(std::memory_order_acquire)) return 0;
+  std::lock_guard<std::mutex> lock(routes_mu_);
+  auto it = routes_.find(id);
+  return it == routes_.end() ? 0 : it->second;
+}
+
+bool Acg::RoutesTo(uint64_t target) const {
+  std::lock_guard<std::mutex> lock(routes_mu_);
+  for (const auto& [id, acg] : routes_) {
+    if (acg == target) return true;
+  }
+  return false;
+}
+
+void Acg::AddRoutes(const FileIdSet& ids, uint64_t target) {
+  std::lock_guard<std::mutex> lock(routes_mu_);
+  for (const FileId& id : ids) routes_[id] = target;
+  has_routes_.store(!routes_.empty(), std::memory_order_release);
+}
+
+void Acg::DropRoutes(uint64_t target) {
+  std::lock_guard<std::mutex> lock(routes_mu_);
+  std::erase_if(routes_, [&](const auto& kv) { return kv.second == target; });
+  has_routes_.store(!routes_.empty(), std::memory_order_release);
+}
+
+void Acg::StartWatch() {
+  std::unique_lock<std::shared_mutex> lock(rw_);
+  watching_ = true;
+  watched_.clear();
+}
+
+void Acg::StopWatch() {
+  std::unique_lock<std::shared_mutex> lock(rw_);
+  watching_ = false;
+  FileIdSet().swap(watched_);
+}
+
+Status Acg::ExportHeld(const FileIdSet& ids, bool watched_only, std::vector<FileRecord>* records,
+                       std::vector<FileId>* absent,
+                       std::vector<std::tuple<FileId, FileId, uint64_t>>* edges) {
+  FileIdSet chosen;
+  if (watched_only) {
+    for (const FileId& id : watched_) {
+      if (ids.count(id)) chosen.insert(id);
+    }
+    watching_ = false;
+    FileIdSet().swap(watched_);
+  }
+  const FileIdSet& want = watched_only ? chosen : ids;
+  bool reopened = false;
+  PROPELLER_RETURN_IF_ERROR(EnsureOpenLocked(&reopened));
+  MDB_txn* raw = nullptr;
+  int rc = mdb_txn_begin(env_, nullptr, MDB_RDONLY, &raw);
+  if (rc != 0) return LmdbStatus(rc, "mdb_txn_begin");
+  TxnGuard txn(raw);
+  std::vector<FileId> sorted(want.begin(), want.end());
+  std::sort(sorted.begin(), sorted.end());
+  for (const FileId& id : sorted) {
+    FileRecord rec;
+    bool found = false;
+    PROPELLER_RETURN_IF_ERROR(ReadRecord(raw, id, &rec, &found));
+    if (found) {
+      records->push_back(std::move(rec));
+    } else {
+      absent->push_back(id);
+    }
+  }
+  MDB_cursor* cur = nullptr;
+  rc = mdb_cursor_open(raw, edges_dbi_, &cur);
+  if (rc != 0) return LmdbStatus(rc, "mdb_cursor_open");
+  MDB_val k, v;
+  Status s;
+  for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == 0;
+       rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+    FileId src, dst;
+    s = DecodeEdgeKey(View(k), &src, &dst);
+    if (s.ok() && v.mv_size != 8) s = Status::Corruption("malformed edge entry");
+    if (!s.ok()) break;
+    if (want.count(src)) edges->emplace_back(src, dst, DecodeOrderedU64(View(v)));
+  }
+  mdb_cursor_close(cur);
+  PROPELLER_RETURN_IF_ERROR(s.WithContext(AcgName(id_)));
+  if (rc != MDB_NOTFOUND) return LmdbStatus(rc, "scanning edges");
+  return Status::OK();
+}
+
+Status Acg::ImportHeld(std::span<const Update> updates, uint64_t applied_lsn) {
+  auto batch = std::make_shared<StagedBatch>();
+  for (const Update& u : updates) StageUpdate(u, batch.get());
+  batch->lsn = applied_lsn;
+  std::vector<Slice> slices;
+  slices.push_back(Slice{batch, 0, static_cast<uint32_t>(batch->entries.size())});
+  bool reopened = false;
+  Status s = EnsureOpenLocked(&reopened);
+  if (s.ok()) s = CommitOnce(slices);
+  if (!s.ok()) {
+    CloseLocked();
+    if (inode_ != nullptr) inode_->Unload();
+    return s.WithContext("importing into " + AcgName(id_));
+  }
+  RefreshOpenBytes();
+  return Status::OK();
+}
+
+Status Acg::RemoveMovedHeld(const FileIdSet& ids, uint64_t target) {
+  bool reopened = false;
+  PROPELLER_RETURN_IF_ERROR(EnsureOpenLocked(&reopened));
+  std::vector<FileId> sorted(ids.begin(), ids.end());
+  std::sort(sorted.begin(), sorted.end());
+  Status s = [&]() -> Status {
+    MDB_txn* raw = nullptr;
+    int rc = mdb_txn_begin(env_, nullptr, 0, &raw);
+    if (rc != 0) return LmdbStatus(rc, "mdb_txn_begin");
+    TxnGuard txn(raw);
+    for (auto& [name, index] : indexes_) index->BeginBatch();
+    struct EndBatches {
+      std::map<std::string, Index*, std::less<>>* indexes;
+      ~EndBatches() {
+        for (auto& [name, index] : *indexes) index->EndBatch();
+      }
+    } end_batches{&indexes_};
+    MDB_cursor* files_raw = nullptr;
+    rc = mdb_cursor_open(raw, files_dbi_, &files_raw);
+    if (rc != 0) return LmdbStatus(rc, "mdb_cursor_open");
+    CursorGuard files(files_raw);
+    AcgSummary unused;
+    Update& u = commit_update_;
+    std::string target_bytes;
+    AppendOrderedU64(target, &target_bytes);
+    for (const FileId& id : sorted) {
+      u = Update();
+      u.op = UpdateOp::kDelete;
+      u.acg = id_;
+      u.record.id = id;
+      PROPELLER_RETURN_IF_ERROR(ApplyOne(raw, files.get(), u, {}, &unused));
+      std::string key;
+      AppendFileIdKey(id, &key);
+      MDB_val k = Val(key), v = Val(target_bytes);
+      rc = mdb_put(raw, moved_dbi_, &k, &v, 0);
+      if (rc != 0) return LmdbStatus(rc, "recording a moved file");
+    }
+    // Edges from the moved files went with them.
+    MDB_cursor* cur = nullptr;
+    rc = mdb_cursor_open(raw, edges_dbi_, &cur);
+    if (rc != 0) return LmdbStatus(rc, "mdb_cursor_open");
+    CursorGuard edges(cur);
+    MDB_val k, v;
+    for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == 0;) {
+      FileId src, dst;
+      PROPELLER_RETURN_IF_ERROR(DecodeEdgeKey(View(k), &src, &dst));
+      if (ids.count(src)) {
+        rc = mdb_cursor_del(cur, 0);
+        if (rc != 0) return LmdbStatus(rc, "deleting an edge");
+        // After a delete the cursor stands on the next entry (or past the end).
+        rc = mdb_cursor_get(cur, &k, &v, MDB_GET_CURRENT);
+        if (rc == EINVAL) rc = MDB_NOTFOUND;
+      } else {
+        rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
+      }
+    }
+    if (rc != MDB_NOTFOUND) return LmdbStatus(rc, "scanning edges");
+    MDB_stat files_stat{}, edges_stat{};
+    rc = mdb_stat(raw, files_dbi_, &files_stat);
+    if (rc == 0) rc = mdb_stat(raw, edges_dbi_, &edges_stat);
+    if (rc != 0) return LmdbStatus(rc, "mdb_stat");
+    edges.Close();
+    files.Close();
+    rc = txn.Commit();
+    if (rc != 0) return LmdbStatus(rc, "mdb_txn_commit");
+    files_ = files_stat.ms_entries;
+    edges_ = edges_stat.ms_entries;
+    return Status::OK();
+  }();
+  if (!s.ok()) {
+    CloseLocked();
+    if (inode_ != nullptr) inode_->Unload();
+    return s.WithContext("splitting " + AcgName(id_));
+  }
+  AddRoutes(ids, target);
+  RefreshOpenBytes();
+  return Status::OK();
+}
+
 // ---- reads ----
 
 Status Acg::WithReadTxn(const std::function<Status(MDB_txn*)>& fn) {
@@ -946,6 +1166,26 @@ Status Acg::ListDirectories(std::vector<FileRecord>* dirs) {
     mdb_cursor_close(cur);
     CountReads(dirs->size());
     return s;
+  });
+}
+
+Status Acg::ListFileIds(std::vector<FileId>* ids) {
+  return WithReadTxn([&](MDB_txn* txn) {
+    MDB_cursor* cur = nullptr;
+    int rc = mdb_cursor_open(txn, files_dbi_, &cur);
+    if (rc != 0) return LmdbStatus(rc, "mdb_cursor_open");
+    MDB_val k, v;
+    Status s;
+    for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == 0 && s.ok();
+         rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+      FileId id;
+      s = DecodeFileIdKey(View(k), &id);
+      if (s.ok()) ids->push_back(id);
+    }
+    mdb_cursor_close(cur);
+    PROPELLER_RETURN_IF_ERROR(s.WithContext(AcgName(id_)));
+    if (rc != MDB_NOTFOUND) return LmdbStatus(rc, "scanning records");
+    return Status::OK();
   });
 }
 

@@ -49,9 +49,12 @@
 #include <memory>
 #include <mutex>
 #include <shared_mutex>
+#include <span>
 #include <string>
 #include <string_view>
 #include <tuple>
+#include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "common/query/query.h"
@@ -182,8 +185,50 @@ class Acg {
   Result<FileRecord> Get(FileId id);
   // Every committed directory record, for the node's permission table.
   Status ListDirectories(std::vector<FileRecord>* dirs);
+  // The ids of the committed records, in key order (callers commit first).
+  Status ListFileIds(std::vector<FileId>* ids);
   // The committed edges (callers commit first).
   Status ListEdges(std::vector<std::tuple<FileId, FileId, uint64_t>>* edges);
+
+  // ---- splitting (Engine::SplitAcg; DESIGN §5) ----
+  using FileIdSet = std::unordered_set<FileId, FileIdHash>;
+  // The ACG that file `id` moved to when a split took it out of this one, or 0. Thread-safe
+  // and cheap (Apply routes every update through it).
+  uint64_t RouteOf(FileId id) const;
+  bool has_routes() const { return has_routes_.load(std::memory_order_acquire); }
+  // True when some file moved from here to ACG `target` (a split into it committed).
+  bool RoutesTo(uint64_t target) const;
+  // Sends `ids` to `target` from now on, in memory only (the caller holds the log lock, so no
+  // logged update is cached on the wrong side). RemoveMovedHeld makes it durable.
+  void AddRoutes(const FileIdSet& ids, uint64_t target);
+  // Forgets in-memory routes to `target` (a split that did not complete).
+  void DropRoutes(uint64_t target);
+
+  // A split's exclusive section: searches and commits of this ACG wait; Apply still caches.
+  std::unique_lock<std::shared_mutex> LockExclusive() {
+    return std::unique_lock<std::shared_mutex>(rw_);
+  }
+  // From now on, every commit records the ids it applied (for a split's catch-up), until
+  // StopWatch or an ExportHeld(watched_only).
+  void StartWatch();
+  void StopWatch();
+  // Commit (see Commit) with the lock of LockExclusive held.
+  Status CommitHeld(uint64_t up_to_lsn);
+  // No commit of this ACG succeeds any more (a split failed after switching routes; the
+  // engine stops). REQUIRES: the lock of LockExclusive held.
+  void FreezeHeld() { frozen_ = true; }
+  // The committed records of `ids` (absent ones in *absent) and the edges from them.
+  // `watched_only`: only the ids recorded since StartWatch (then the watch stops). REQUIRES:
+  // the lock of LockExclusive held.
+  Status ExportHeld(const FileIdSet& ids, bool watched_only, std::vector<FileRecord>* records,
+                    std::vector<FileId>* absent,
+                    std::vector<std::tuple<FileId, FileId, uint64_t>>* edges);
+  // Applies `updates` (kPut, kDelete, kAddEdge) in one transaction, which also records
+  // `applied_lsn` as this ACG's applied LSN. REQUIRES: the lock of LockExclusive held.
+  Status ImportHeld(std::span<const Update> updates, uint64_t applied_lsn);
+  // Removes `ids` (records, index entries, edges from them) and records durably, in the same
+  // transaction, that they moved to `target`. REQUIRES: the lock of LockExclusive held.
+  Status RemoveMovedHeld(const FileIdSet& ids, uint64_t target);
 
   // Brings the indexes of an open ACG in line with ctx.catalogue() now (builds new user
   // indexes from the records, drops removed ones); a closed ACG does it when it next opens.
@@ -241,6 +286,9 @@ class Acg {
   };
   static uint64_t SliceBytes(const Slice& s);
   Status CommitOnce(const std::vector<Slice>& slices);
+  // The body of Commit. REQUIRES: rw_ exclusive. *reopened: the environment was opened here.
+  Status CommitLocked(uint64_t up_to_lsn, size_t* updates, bool* reopened);
+  Status EnsureOpenLocked(bool* reopened);  // REQUIRES: rw_ exclusive
   // Applies one update and widens `widened` to cover its record.
   // Applies `u` in `txn`; `files` is a cursor on the records database (left anywhere);
   // `encoded` is EncodeRecord(u.record) when the caller has it (else empty).
@@ -278,7 +326,7 @@ class Acg {
   mutable std::shared_mutex rw_;
   // The environment and its handles. Under rw_ (valid while open_).
   MDB_env* env_ = nullptr;
-  MDB_dbi files_dbi_ = 0, dirs_dbi_ = 0, edges_dbi_ = 0, meta_dbi_ = 0;
+  MDB_dbi files_dbi_ = 0, dirs_dbi_ = 0, edges_dbi_ = 0, meta_dbi_ = 0, moved_dbi_ = 0;
   uint64_t map_size_ = 0;  // Under rw_.
   // The `inode` K-D tree: kept across closes once created (reattached at open), loaded lazily.
   std::unique_ptr<Index> inode_;  // Under rw_.
@@ -300,6 +348,17 @@ class Acg {
   FileRecord commit_merged_;
   std::string commit_key_;
   std::string commit_bytes_;
+
+  // A split's watch (StartWatch): ids applied by commits since. Under rw_ exclusive.
+  bool watching_ = false;
+  bool frozen_ = false;  // Under rw_ exclusive. FreezeHeld.
+  FileIdSet watched_;
+
+  // Files split off to other ACGs: id -> ACG. Loaded from the `moved` database at the first
+  // open, extended by AddRoutes. Lock order: a leaf.
+  mutable std::mutex routes_mu_;
+  std::unordered_map<FileId, uint64_t, FileIdHash> routes_;  // Under routes_mu_.
+  std::atomic<bool> has_routes_{false};
 
   mutable std::mutex cache_mu_;
   std::vector<Slice> cache_;           // Under cache_mu_. In LSN order.

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <filesystem>
 #include <map>
 #include <mutex>
 #include <shared_mutex>
@@ -158,15 +159,44 @@ class Engine::Impl {
     PROPELLER_ASSIGN_OR_RETURN(std::vector<std::string> names,
                                env->GetChildren(JoinPath(options_.data_dir, "acg")));
     uint64_t max_applied = 0;
-    for (const std::string& name : names) {
-      char* end = nullptr;
-      unsigned long long id = std::strtoull(name.c_str(), &end, 10);
-      if (name.empty() || *end != '\0' || id == 0) continue;
+    auto open_acg = [&](uint64_t id) -> Status {
       PROPELLER_ASSIGN_OR_RETURN(Acg * acg, GetOrCreateAcg(id));
       max_applied = std::max(max_applied, acg->applied_lsn());
       std::vector<FileRecord> dirs;
       PROPELLER_RETURN_IF_ERROR(acg->ListDirectories(&dirs));
       for (const FileRecord& d : dirs) dir_table_.Put(d);
+      return Status::OK();
+    };
+    std::vector<uint64_t> split_targets;  // with a split marker: decided below
+    for (const std::string& name : names) {
+      char* end = nullptr;
+      unsigned long long id = std::strtoull(name.c_str(), &end, 10);
+      if (name.empty() || *end != '\0' || id == 0) continue;
+      if (env->FileExists(SplitMarkerPath(id))) {
+        split_targets.push_back(id);
+        continue;
+      }
+      PROPELLER_RETURN_IF_ERROR(open_acg(id));
+    }
+    // A split's target whose source recorded the move is complete (the source's transaction
+    // is the split's commit point); otherwise the split did not happen and its source still
+    // holds every file: the partial copy goes.
+    for (uint64_t id : split_targets) {
+      bool committed = false;
+      for (Acg* acg : AllAcgs()) committed |= acg->RoutesTo(id);
+      if (committed) {
+        PROPELLER_RETURN_IF_ERROR(open_acg(id));
+        PROPELLER_RETURN_IF_ERROR(env->RemoveFile(SplitMarkerPath(id)));
+      } else {
+        Log(LogLevel::kWarning, "removing ACG %llu: an unfinished split's copy",
+            static_cast<unsigned long long>(id));
+        std::error_code ec;
+        std::filesystem::remove_all(AcgDir(id), ec);
+        if (ec) return Status::IOError("removing " + AcgDir(id) + ": " + ec.message());
+      }
+    }
+    for (Acg* acg : AllAcgs()) {
+      if (acg->has_routes()) any_routes_.store(true);
     }
     Wal::Options wo;
     wo.env = env;
@@ -197,8 +227,10 @@ class Engine::Impl {
       // In log order after the committed directories: the same table as before the crash.
       std::vector<uint64_t> replayed;
       for (const ApplyScratch::Group& g : sc.groups) replayed.push_back(g.acg_id);  // sorted
-      for (const Update& u : batch) {
-        if (std::binary_search(replayed.begin(), replayed.end(), u.acg)) dir_table_.Apply(u);
+      for (size_t i = 0; i < batch.size(); ++i) {
+        if (std::binary_search(replayed.begin(), replayed.end(), sc.dest[i])) {
+          dir_table_.Apply(batch[i]);
+        }
       }
       return Status::OK();
     };
@@ -206,6 +238,9 @@ class Engine::Impl {
     EnforceOpenBounds();
     if (options_.background_commit) {
       committer_ = std::thread([this] { CommitterMain(); });
+    }
+    if (options_.split_threshold_files > 0 && options_.split_target_id) {
+      splitter_ = std::thread([this] { SplitterMain(); });
     }
     return Status::OK();
   }
@@ -227,7 +262,7 @@ class Engine::Impl {
       std::unique_lock<std::shared_mutex> lock(acgs_mu_);
       auto it = acgs_.find(id);
       if (it != acgs_.end()) return it->second.get();
-      std::string dir = JoinPath(JoinPath(options_.data_dir, "acg"), std::to_string(id));
+      std::string dir = AcgDir(id);
       PROPELLER_ASSIGN_OR_RETURN(std::unique_ptr<Acg> acg, Acg::Open(id, dir, &ctx_));
       raw = acg.get();
       acgs_[id] = std::move(acg);
@@ -243,6 +278,31 @@ class Engine::Impl {
     out.reserve(acgs_.size());
     for (auto& [id, acg] : acgs_) out.push_back(acg.get());
     return out;
+  }
+
+  // The ACGs searches and listings see: all but the target of a split in progress (it holds
+  // copies of files its source still answers for).
+  std::vector<Acg*> VisibleAcgs() {
+    std::shared_lock<std::shared_mutex> lock(acgs_mu_);
+    std::vector<Acg*> out;
+    out.reserve(acgs_.size());
+    for (auto& [id, acg] : acgs_) {
+      if (id != hidden_acg_) out.push_back(acg.get());
+    }
+    return out;
+  }
+
+  // The ACG that holds file `id` for an update or lookup addressed to `acg_id`: a split leaves
+  // routes behind in its source (Acg::RouteOf), followed here, also across later splits.
+  uint64_t Route(uint64_t acg_id, FileId id) {
+    for (int hop = 0; hop < kMaxRouteHops; ++hop) {
+      Acg* acg = FindAcg(acg_id);
+      if (acg == nullptr || !acg->has_routes()) return acg_id;
+      const uint64_t next = acg->RouteOf(id);
+      if (next == 0) return acg_id;
+      acg_id = next;
+    }
+    return acg_id;
   }
 
   // ---- the cache of open ACGs ----
@@ -316,6 +376,7 @@ class Engine::Impl {
       uint32_t first = 0, last = 0;  // [first, last) of `order`
       uint32_t begin = 0, end = 0;   // the group's entries in the staged batch
     };
+    std::vector<uint64_t> dest;   // batch position -> the ACG it goes to (routes followed)
     std::vector<uint32_t> order;  // batch positions grouped by ACG (stable)
     std::vector<uint32_t> entry_of;  // batch position -> its entry in the staged batch
     std::vector<Group> groups;
@@ -328,19 +389,22 @@ class Engine::Impl {
   Status GroupByAcg(std::span<const Update> updates, ApplyScratch* sc) {
     const size_t n = updates.size();
     sc->order.resize(n);
+    sc->dest.resize(n);
+    const bool routed = any_routes_.load(std::memory_order_acquire);
     bool grouped = true;
     for (size_t i = 0; i < n; ++i) {
       sc->order[i] = static_cast<uint32_t>(i);
-      if (i > 0 && updates[i].acg < updates[i - 1].acg) grouped = false;
+      sc->dest[i] = routed ? Route(updates[i].acg, updates[i].record.id) : updates[i].acg;
+      if (i > 0 && sc->dest[i] < sc->dest[i - 1]) grouped = false;
     }
     if (!grouped) {
       std::stable_sort(sc->order.begin(), sc->order.end(), [&](uint32_t a, uint32_t b) {
-        return updates[a].acg < updates[b].acg;
+        return sc->dest[a] < sc->dest[b];
       });
     }
     sc->groups.clear();
     for (size_t k = 0; k < n; ++k) {
-      const uint64_t id = updates[sc->order[k]].acg;
+      const uint64_t id = sc->dest[sc->order[k]];
       if (sc->groups.empty() || sc->groups.back().acg_id != id) {
         ApplyScratch::Group g;
         g.acg_id = id;
@@ -386,6 +450,36 @@ class Engine::Impl {
     return staged;
   }
 
+  // on_logged of a batch grouped before a split switched routes: caches each group's entries
+  // with the ACG they go to now, in runs. Rare (only batches in flight at the switch). Under
+  // the log lock. True when a cache went over its bound.
+  bool CacheRerouted(const std::shared_ptr<StagedBatch>& staged, const ApplyScratch& sc,
+                     int64_t now) {
+    bool over = false;
+    for (const ApplyScratch::Group& g : sc.groups) {
+      uint32_t run = g.begin;
+      uint64_t run_dest = 0;
+      auto flush = [&](uint32_t end) {
+        if (end == run) return;
+        Acg* a = run_dest == g.acg_id ? g.acg : FindAcg(run_dest);
+        if (a == nullptr) a = g.acg;  // cannot happen: a split registers its target first
+        if (a->AppendToCache(staged, run, end, now) > options_.cache_bound_updates) over = true;
+      };
+      for (uint32_t k = g.begin; k < g.end; ++k) {
+        const uint64_t d = Route(g.acg_id, staged->entries[k].id);
+        if (k == g.begin) {
+          run_dest = d;
+        } else if (d != run_dest) {
+          flush(k);
+          run = k;
+          run_dest = d;
+        }
+      }
+      flush(g.end);
+    }
+    return over;
+  }
+
   Status Apply(std::span<const Update> updates) {
     if (crashed_) return Status::Aborted("engine crashed");
     if (updates.empty()) return Status::OK();
@@ -393,7 +487,9 @@ class Engine::Impl {
     for (const Update& u : updates) PROPELLER_RETURN_IF_ERROR(ValidateUpdate(u));
     thread_local ApplyScratch sc;
     // ACGs are resolved (created) before logging: opening an environment must not happen
-    // under the log lock.
+    // under the log lock. A split may switch routes before this batch is logged: on_logged
+    // then routes it again (route_epoch_ changes only under the log lock).
+    const uint64_t epoch = route_epoch_.load(std::memory_order_acquire);
     PROPELLER_RETURN_IF_ERROR(GroupByAcg(updates, &sc));
     std::shared_ptr<StagedBatch> staged = Stage(updates, &sc);
     sc.payload.clear();
@@ -413,9 +509,13 @@ class Engine::Impl {
     auto on_logged = [&](uint64_t lsn) {
       staged->lsn = lsn;
       const int64_t now = env->MonotonicNanos();
-      for (const ApplyScratch::Group& g : sc.groups) {
-        if (g.acg->AppendToCache(staged, g.begin, g.end, now) > options_.cache_bound_updates) {
-          over = true;
+      if (route_epoch_.load(std::memory_order_relaxed) != epoch) {
+        over |= CacheRerouted(staged, sc, now);
+      } else {
+        for (const ApplyScratch::Group& g : sc.groups) {
+          if (g.acg->AppendToCache(staged, g.begin, g.end, now) > options_.cache_bound_updates) {
+            over = true;
+          }
         }
       }
       dir_table_.ApplyBatch(updates);
@@ -540,6 +640,10 @@ class Engine::Impl {
   // Deletes the log segments every ACG has committed.
   Status TruncateLog() {
     uint64_t needed = wal_->next_lsn();
+    // A split in progress keeps what was logged since its switch: until its commit point,
+    // those updates belong to the source again after a crash, whatever the target committed.
+    const uint64_t hold = split_hold_lsn_.load();
+    if (hold != 0) needed = std::min(needed, hold);
     for (Acg* acg : AllAcgs()) {
       uint64_t oldest = acg->oldest_cached_lsn();
       if (oldest != 0) needed = std::min(needed, oldest);
@@ -571,8 +675,62 @@ class Engine::Impl {
       std::lock_guard<std::mutex> lock(committer_mu_);
       committer_stop_ = true;
       committer_cv_.notify_all();
+      splitter_cv_.notify_all();
     }
     if (committer_.joinable()) committer_.join();
+    // A split failing on the splitter thread stops the engine from there (Crash): that call
+    // must not join itself; destruction joins it later.
+    if (splitter_.joinable() && splitter_.get_id() != std::this_thread::get_id()) {
+      splitter_.join();
+    }
+  }
+
+  // The background splitter: every split_check_interval_ns, splits the ACGs above the
+  // threshold, one at a time.
+  void SplitterMain() {
+    std::map<uint64_t, int64_t> retry_at;  // ACG -> monotonic ns before which it is not retried
+    std::unique_lock<std::mutex> lock(committer_mu_);
+    while (!committer_stop_) {
+      splitter_cv_.wait_for(lock, std::chrono::nanoseconds(options_.split_check_interval_ns),
+                            [this] { return committer_stop_; });
+      if (committer_stop_) break;
+      lock.unlock();
+      SplitOversized(&retry_at);
+      lock.lock();
+    }
+  }
+
+  void SplitOversized(std::map<uint64_t, int64_t>* retry_at) {
+    constexpr int64_t kRetryNs = 30'000'000'000;
+    for (Acg* acg : VisibleAcgs()) {
+      if (crashed_) return;
+      const uint64_t source = acg->id();
+      if (acg->files() <= options_.split_threshold_files) continue;
+      const int64_t now = options_.env->MonotonicNanos();
+      auto it = retry_at->find(source);
+      if (it != retry_at->end() && now < it->second) continue;
+      const int64_t t0 = now;
+      SplitReport report;
+      Result<std::vector<FileId>> plan = PlanSplit(source, 0.05, /*seed=*/1, &report);
+      Result<uint64_t> target = plan.ok() ? options_.split_target_id(source) : plan.status();
+      Status s = target.ok() ? SplitAcg(source, *target, *plan, 0) : target.status();
+      if (!s.ok()) {
+        Log(LogLevel::kWarning, "split of ACG %llu (%llu files): %s; retrying in 30 s",
+            static_cast<unsigned long long>(source),
+            static_cast<unsigned long long>(acg->files()), s.ToString().c_str());
+        (*retry_at)[source] = options_.env->MonotonicNanos() + kRetryNs;
+        if (crashed_) return;
+        continue;
+      }
+      retry_at->erase(source);
+      Log(LogLevel::kInfo,
+          "split ACG %llu: %zu of %u files to ACG %llu in %.3f s (partition %.3f s, cut %.2f%%)",
+          static_cast<unsigned long long>(source), plan->size(), report.vertices,
+          static_cast<unsigned long long>(*target),
+          static_cast<double>(options_.env->MonotonicNanos() - t0) / 1e9,
+          report.partition_seconds, report.cut_percent);
+      if (options_.on_split) options_.on_split(source, *target, *plan);
+    }
   }
 
   // ---- search ----
@@ -588,7 +746,9 @@ class Engine::Impl {
     if (!why.empty()) return Status::InvalidArgument("bad scope '" + req.scope + "': " + why);
     PROPELLER_RETURN_IF_ERROR(CheckSortKey(req.sort_by));
 
-    std::vector<Acg*> acgs = AllAcgs();
+    // A split's final step (SplitAcg) happens between searches, never during one.
+    std::shared_lock<std::shared_mutex> gate(search_gate_);
+    std::vector<Acg*> acgs = VisibleAcgs();
     SearchStats stats;
     stats.acgs_total = acgs.size();
     std::vector<Acg*> todo;
@@ -681,6 +841,7 @@ class Engine::Impl {
 
   Result<FileRecord> Get(uint64_t acg_id, FileId id) {
     if (crashed_) return Status::Aborted("engine crashed");
+    if (any_routes_.load(std::memory_order_acquire)) acg_id = Route(acg_id, id);
     Acg* acg = FindAcg(acg_id);
     if (acg == nullptr) return Status::NotFound("no ACG " + std::to_string(acg_id));
     PROPELLER_RETURN_IF_ERROR(CommitAcg(acg));
@@ -763,7 +924,8 @@ class Engine::Impl {
 
   std::vector<AcgInfo> ListAcgs() {
     std::vector<AcgInfo> out;
-    for (Acg* acg : AllAcgs()) {
+    std::shared_lock<std::shared_mutex> gate(search_gate_);  // not across a split's switch
+    for (Acg* acg : VisibleAcgs()) {
       out.push_back(AcgInfo{acg->id(), acg->files(), acg->edges(), acg->cached(),
                             acg->disk_bytes()});
     }
@@ -772,7 +934,8 @@ class Engine::Impl {
 
   EngineStats Stats() {
     EngineStats st;
-    for (Acg* acg : AllAcgs()) {
+    std::shared_lock<std::shared_mutex> gate(search_gate_);  // not across a split's switch
+    for (Acg* acg : VisibleAcgs()) {
       ++st.acgs;
       st.files += acg->files();
       st.cached_updates += acg->cached();
@@ -804,6 +967,219 @@ class Engine::Impl {
 
   Status SyncLog() { return wal_->Sync(); }
 
+  // ---- splits ----
+
+  // Moves the files `moving` of ACG `source` into the new ACG `target` (DESIGN §5), while
+  // updates and searches go on:
+  //   1. commit the source and watch its commits; copy the moving files' records and edges
+  //      from a snapshot into the target, built under a marker file and hidden from searches;
+  //   2. then, with searches held at the gate and both ACGs locked: switch routes under the log
+  //      lock (updates logged from here on go to the target), commit the source up to there,
+  //      copy what its commits changed since the snapshot, and remove the moving files from the
+  //      source — recording the routes in the same transaction, the split's commit point —
+  //      then drop the marker and show the target.
+  // A crash before the commit point leaves the source whole (Open removes the marked target;
+  // the log replays into the source); after it, Open keeps the target and the recorded
+  // routes send logged updates there. An error after the target exists stops the engine
+  // (like CrashForTesting) so that reopening recovers by the same rules; only destruction is
+  // valid then. `crash_after_step` (tests): stop after step 1..4 as if the process died.
+  Status SplitAcg(uint64_t source_id, uint64_t target_id, std::span<const FileId> moving_ids,
+                  int crash_after_step) {
+    if (crashed_) return Status::Aborted("engine crashed");
+    std::lock_guard<std::mutex> split_lock(split_mu_);
+    if (target_id == 0 || target_id == source_id) {
+      return Status::InvalidArgument("split target must be a new ACG id other than the source");
+    }
+    Acg* source = FindAcg(source_id);
+    if (source == nullptr) return Status::NotFound("no ACG " + std::to_string(source_id));
+    if (FindAcg(target_id) != nullptr || options_.env->FileExists(AcgDir(target_id))) {
+      return Status::AlreadyExists("ACG " + std::to_string(target_id) + " exists");
+    }
+    Acg::FileIdSet moving(moving_ids.begin(), moving_ids.end());
+    const std::string what =
+        "splitting ACG " + std::to_string(source_id) + " into " + std::to_string(target_id);
+    PROPELLER_RETURN_IF_ERROR(CommitAcg(source).WithContext(what));
+    source->StartWatch();
+    // From here on a failure stops the engine: Open decides from the marker and the routes.
+    auto fail = [&](const Status& s) {
+      Log(LogLevel::kError, "%s: %s; the engine stops (reopen to recover)", what.c_str(),
+          s.ToString().c_str());
+      Crash();
+      return s.WithContext(what + " (engine stopped; reopen to recover)");
+    };
+    auto crash_at = [&](int step) { return crash_after_step == step; };
+
+    Status s = options_.env->CreateDirs(AcgDir(target_id));
+    if (s.ok()) {
+      s = WriteFileAtomically(options_.env, SplitMarkerPath(target_id),
+                              std::to_string(source_id) + "\n");
+    }
+    if (!s.ok()) {  // nothing refers to the directory yet (Open removes it: no routes)
+      source->StopWatch();
+      return s.WithContext(what);
+    }
+    {
+      std::unique_lock<std::shared_mutex> lock(acgs_mu_);
+      hidden_acg_ = target_id;
+    }
+    Result<Acg*> created = GetOrCreateAcg(target_id);
+    if (!created.ok()) return fail(created.status());
+    Acg* target = *created;
+
+    // Step 1: the snapshot copy.
+    std::vector<FileRecord> records;
+    std::vector<FileId> absent;
+    std::vector<std::tuple<FileId, FileId, uint64_t>> edges;
+    uint64_t snapshot_lsn = 0;
+    {
+      auto lock = source->LockExclusive();
+      s = source->ExportHeld(moving, /*watched_only=*/false, &records, &absent, &edges);
+      snapshot_lsn = source->applied_lsn();
+    }
+    std::vector<Update> copy;
+    if (s.ok()) {
+      AppendSplitCopy(target_id, records, {}, edges, {}, &copy);
+      auto lock = target->LockExclusive();
+      s = target->ImportHeld(copy, snapshot_lsn);
+    }
+    if (!s.ok()) return fail(s);
+    if (crash_at(1)) return fail(Status::Aborted("crash after step 1 (test)"));
+
+    // Step 2: the switch. Errors leave the block first: Crash() waits for the committer,
+    // which may be waiting for these locks.
+    {
+    std::unique_lock<std::shared_mutex> gate(search_gate_);
+    auto source_lock = source->LockExclusive();
+    auto target_lock = target->LockExclusive();
+    s = [&]() -> Status {
+      uint64_t switch_lsn = 0;
+      wal_->RunLocked([&](uint64_t next_lsn) {
+        switch_lsn = next_lsn - 1;  // every record up to here was cached by the old routes
+        split_hold_lsn_.store(next_lsn);
+        source->AddRoutes(moving, target_id);
+        any_routes_.store(true);
+        route_epoch_.fetch_add(1);
+      });
+      if (crash_at(2)) return Status::Aborted("crash after step 2 (test)");
+      PROPELLER_RETURN_IF_ERROR(wal_->Sync());  // commits never get ahead of the durable log
+      PROPELLER_RETURN_IF_ERROR(source->CommitHeld(switch_lsn));
+      // What the source's commits changed since the snapshot, as deltas against the copy.
+      std::vector<FileRecord> changed, unused_records;
+      std::vector<FileId> gone, unused_absent;
+      std::vector<std::tuple<FileId, FileId, uint64_t>> edges_now, edges_copied;
+      PROPELLER_RETURN_IF_ERROR(
+          source->ExportHeld(moving, /*watched_only=*/true, &changed, &gone, &edges_now));
+      Acg::FileIdSet touched;
+      for (const FileRecord& r : changed) touched.insert(r.id);
+      for (const FileId& id : gone) touched.insert(id);
+      PROPELLER_RETURN_IF_ERROR(target->ExportHeld(touched, /*watched_only=*/false,
+                                                   &unused_records, &unused_absent,
+                                                   &edges_copied));
+      copy.clear();
+      AppendSplitCopy(target_id, changed, gone, edges_now, edges_copied, &copy);
+      PROPELLER_RETURN_IF_ERROR(target->ImportHeld(copy, switch_lsn));
+      if (crash_at(3)) return Status::Aborted("crash after step 3 (test)");
+      PROPELLER_RETURN_IF_ERROR(source->RemoveMovedHeld(moving, target_id));  // commit point
+      if (crash_at(4)) return Status::Aborted("crash after step 4 (test)");
+      PROPELLER_RETURN_IF_ERROR(options_.env->RemoveFile(SplitMarkerPath(target_id)));
+      PROPELLER_RETURN_IF_ERROR(options_.env->SyncDir(AcgDir(target_id)));
+      std::unique_lock<std::shared_mutex> lock(acgs_mu_);
+      hidden_acg_ = 0;
+      split_hold_lsn_.store(0);
+      return Status::OK();
+    }();
+    if (!s.ok()) {
+      // Neither may commit again before the engine stops: after the switch, a commit of the
+      // source would move its applied LSN past updates that only the (discarded) target has.
+      source->FreezeHeld();
+      target->FreezeHeld();
+    }
+    }
+    if (!s.ok()) return fail(s);
+    OnAcgOpened(source);
+    OnAcgOpened(target);
+    return Status::OK();
+  }
+
+  Result<std::vector<FileId>> PlanSplit(uint64_t acg_id, double imbalance, int seed,
+                                        SplitReport* report) {
+    if (crashed_) return Status::Aborted("engine crashed");
+    Acg* acg = FindAcg(acg_id);
+    if (acg == nullptr) return Status::NotFound("no ACG " + std::to_string(acg_id));
+    PROPELLER_RETURN_IF_ERROR(CommitAcg(acg));
+    std::vector<FileId> ids;
+    PROPELLER_RETURN_IF_ERROR(acg->ListFileIds(&ids));  // sorted
+    std::vector<std::tuple<FileId, FileId, uint64_t>> edges;
+    PROPELLER_RETURN_IF_ERROR(acg->ListEdges(&edges));
+    EnforceOpenBounds();
+    if (ids.size() > static_cast<size_t>(CsrGraph::kMaxIndex)) {
+      return Status::ResourceExhausted("ACG too large to partition");
+    }
+    auto vertex = [&](const FileId& id) -> int64_t {
+      auto it = std::lower_bound(ids.begin(), ids.end(), id);
+      return it != ids.end() && *it == id ? it - ids.begin() : -1;
+    };
+    // Edges to files elsewhere (or deleted) do not tie two of this ACG's files.
+    std::vector<WeightedEdge> graph_edges;
+    for (const auto& [src, dst, weight] : edges) {
+      const int64_t u = vertex(src), v = vertex(dst);
+      if (u >= 0 && v >= 0) {
+        graph_edges.push_back(
+            WeightedEdge{static_cast<uint32_t>(u), static_cast<uint32_t>(v), weight});
+      }
+    }
+    const CsrGraph graph =
+        CsrGraph::FromDirectedEdges(static_cast<uint32_t>(ids.size()), graph_edges);
+    SplitOptions so;
+    so.imbalance = imbalance;
+    so.seed = seed;
+    PROPELLER_ASSIGN_OR_RETURN(Split split, SplitInTwo(graph, so));
+    std::vector<FileId> lighter;
+    for (size_t v = 0; v < ids.size(); ++v) {
+      if (split.side[v] == 1) lighter.push_back(ids[v]);
+    }
+    if (report != nullptr) *report = split.report;
+    return lighter;
+  }
+
+  // Updates that bring the target of a split to the source's state for some files: a kPut per
+  // record, a kDelete per file gone, and kAddEdge for each edge's weight beyond what the
+  // target has (`have`; edge weights only grow; an update carries at most 2^32-1).
+  static void AppendSplitCopy(uint64_t target, const std::vector<FileRecord>& records,
+                              const std::vector<FileId>& gone,
+                              const std::vector<std::tuple<FileId, FileId, uint64_t>>& edges,
+                              const std::vector<std::tuple<FileId, FileId, uint64_t>>& have,
+                              std::vector<Update>* out) {
+    for (const FileRecord& r : records) {
+      Update& u = out->emplace_back();
+      u.op = UpdateOp::kPut;
+      u.acg = target;
+      u.record = r;
+    }
+    for (const FileId& id : gone) {
+      Update& u = out->emplace_back();
+      u.op = UpdateOp::kDelete;
+      u.acg = target;
+      u.record.id = id;
+    }
+    std::map<std::pair<FileId, FileId>, uint64_t> had;
+    for (const auto& [src, dst, w] : have) had[{src, dst}] = w;
+    for (const auto& [src, dst, w] : edges) {
+      auto it = had.find({src, dst});
+      uint64_t delta = w - std::min(w, it == had.end() ? 0 : it->second);
+      while (delta > 0) {
+        const uint32_t part = static_cast<uint32_t>(std::min<uint64_t>(delta, UINT32_MAX));
+        Update& u = out->emplace_back();
+        u.op = UpdateOp::kAddEdge;
+        u.acg = target;
+        u.record.id = src;
+        u.edge_dst = dst;
+        u.edge_weight = part;
+        delta -= part;
+      }
+    }
+  }
+
   void Crash() {
     crashed_ = true;
     StopCommitter();
@@ -812,6 +1188,16 @@ class Engine::Impl {
   }
 
  private:
+  // Routes chain when a split's target is split again; a cycle cannot arise (targets are new
+  // ACGs), this only bounds the walk.
+  static constexpr int kMaxRouteHops = 64;
+  static constexpr char kSplitMarker[] = "SPLITTING";
+
+  std::string AcgDir(uint64_t id) const {
+    return JoinPath(JoinPath(options_.data_dir, "acg"), std::to_string(id));
+  }
+  std::string SplitMarkerPath(uint64_t id) const { return JoinPath(AcgDir(id), kSplitMarker); }
+
   // glibc's M_MMAP_THRESHOLD with tune_malloc (EngineOptions).
   static constexpr int kMmapThreshold = 256 << 10;
   // A commit pass that drained at least this many updates returns freed heap to the kernel.
@@ -841,6 +1227,18 @@ class Engine::Impl {
   AcgContext ctx_;  // constant after construction; outlives acgs_
   std::shared_mutex acgs_mu_;
   std::map<uint64_t, std::unique_ptr<Acg>> acgs_;  // Under acgs_mu_. Never shrinks.
+  uint64_t hidden_acg_ = 0;  // Under acgs_mu_. The target of a split in progress, or 0.
+
+  // ---- splits (SplitAcg) ----
+  std::mutex split_mu_;  // one split at a time
+  std::thread splitter_;  // SplitterMain; stopped with the committer
+  std::condition_variable splitter_cv_;  // with committer_mu_
+  // Searches hold it shared throughout; a split's last step holds it exclusively, so that no
+  // search sees a moved file in both ACGs or in neither. Lock order: before any Acg's rw_.
+  std::shared_mutex search_gate_;
+  std::atomic<bool> any_routes_{false};     // some ACG has routes: Apply follows them
+  std::atomic<uint64_t> route_epoch_{0};    // changed (under the log lock) when routes switch
+  std::atomic<uint64_t> split_hold_lsn_{0};  // TruncateLog keeps LSNs >= this; 0 = none
   std::mutex lru_mu_;
   std::vector<Acg*> open_set_;  // Under lru_mu_. ACGs accounted as open.
   std::mutex commit_mu_;  // serialises CommitDue passes
@@ -895,5 +1293,19 @@ Status Engine::ListEdges(uint64_t acg, std::vector<std::tuple<FileId, FileId, ui
   return impl_->ListEdges(acg, e);
 }
 void Engine::CrashForTesting() { impl_->Crash(); }
+
+Status Engine::SplitAcg(uint64_t source, uint64_t target, std::span<const FileId> moving) {
+  return impl_->SplitAcg(source, target, moving, /*crash_after_step=*/0);
+}
+
+Result<std::vector<FileId>> Engine::PlanSplit(uint64_t acg, double imbalance, int seed,
+                                              SplitReport* report) {
+  return impl_->PlanSplit(acg, imbalance, seed, report);
+}
+
+Status Engine::SplitAcgCrashingForTesting(uint64_t source, uint64_t target,
+                                          std::span<const FileId> moving, int step) {
+  return impl_->SplitAcg(source, target, moving, step);
+}
 
 }  // namespace propeller

@@ -46,6 +46,7 @@
 #include "common/record.h"
 #include "common/status.h"
 #include "indexnode/index/index.h"
+#include "partitioner/split.h"
 
 namespace propeller {
 
@@ -92,6 +93,21 @@ struct EngineOptions {
   // backpressure when updates outpace commits. Bursts below it are absorbed (at 10 M files a
   // commit costs ~10x an acknowledgement). 0 = unbounded.
   uint64_t max_cache_bytes = 1ull << 30;
+  // ---- Automatic splits (DESIGN §5) ----
+  // A committed ACG with more files than this is split in two by a background thread (PlanSplit,
+  // then SplitAcg), when split_target_id is set. 0 = never.
+  uint64_t split_threshold_files = 50'000;
+  // How often the background thread looks at ACG sizes.
+  int64_t split_check_interval_ns = 1'000'000'000;
+  // Asks the cluster for the id of a new ACG to take half of ACG `source` (the master gives
+  // ids; DESIGN §5). Called on the background thread; an error postpones that split (retried
+  // after 30 s). Null: the engine never splits by itself.
+  std::function<Result<uint64_t>(uint64_t source)> split_target_id;
+  // Told after a split committed (on the background thread): `moved` went from `source` to
+  // `target`. Until the cluster's map says so, the engine routes updates sent to `source`.
+  std::function<void(uint64_t source, uint64_t target, const std::vector<FileId>& moved)>
+      on_split;
+
   // glibc malloc tuning for a long-running node, process-wide, applied by the first engine that
   // opens: M_MMAP_THRESHOLD fixed at 256 KiB, so large blocks (LMDB's per-environment buffers,
   // hash tables of closed ACGs, drained caches) are mmapped and return to the kernel when freed
@@ -207,6 +223,26 @@ class Engine {
   EngineStats Stats();
   // The edges of `acg` (src, dst, weight), for tests and the partitioner.
   Status ListEdges(uint64_t acg, std::vector<std::tuple<FileId, FileId, uint64_t>>* edges);
+
+  // Moves the files `moving` of ACG `source` into the new ACG `target` (DESIGN §5: the
+  // node-side half of a split). Updates and searches continue meanwhile; searches pause only
+  // for the final switch. Afterwards updates and Get addressed to `source` for a moved file
+  // are routed to `target` (also after a restart: the routes are stored in `source`). Files
+  // in `moving` that `source` does not hold are ignored. Every file is in exactly one ACG at
+  // every instant a search can observe, and after a crash at any point. Errors:
+  // InvalidArgument (target 0 or == source), NotFound (no source), AlreadyExists (target
+  // exists); an I/O error after the target was created stops the engine (reopen to recover,
+  // see engine.cc).
+  Status SplitAcg(uint64_t source, uint64_t target, std::span<const FileId> moving);
+  // The half of `acg` a split should move (DESIGN §5): a 2-way METIS partition of the graph
+  // of its files and the edges between them (symmetrised; balanced halves within `imbalance`,
+  // minimal weight of cut; deterministic for `seed`), the lighter half. `report` (may be null)
+  // receives the partition's figures. NotFound for an unknown ACG.
+  Result<std::vector<FileId>> PlanSplit(uint64_t acg, double imbalance = 0.05, int seed = 1,
+                                        SplitReport* report = nullptr);
+  // Test hook: SplitAcg, but the process "dies" (CrashForTesting) after step 1-4 (engine.cc).
+  Status SplitAcgCrashingForTesting(uint64_t source, uint64_t target,
+                                    std::span<const FileId> moving, int step);
 
   // Test hook: stops every thread and closes every file WITHOUT committing caches, syncing or
   // truncating anything — as if the process died here. Afterwards only destruction is valid.

@@ -221,6 +221,11 @@ Status Wal::DeleteObsolete(uint64_t lowest_needed_lsn) {
   return Status::OK();
 }
 
+void Wal::RunLocked(const std::function<void(uint64_t next_lsn)>& fn) {
+  std::lock_guard<std::mutex> lock(mu_);
+  fn(next_lsn_);
+}
+
 uint64_t Wal::next_lsn() const {
   std::lock_guard<std::mutex> lock(mu_);
   return next_lsn_;

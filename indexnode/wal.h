@@ -56,6 +56,10 @@ class Wal {
   Result<uint64_t> Append(std::string_view payload,
                           const std::function<void(uint64_t lsn)>& on_logged);
 
+  // Runs `fn(next_lsn)` under the log lock: no record is appended meanwhile, and every record
+  // appended before has had its on_logged run (a split switches routes here).
+  void RunLocked(const std::function<void(uint64_t next_lsn)>& fn);
+
   // fsyncs everything written so far.
   Status Sync();
 
