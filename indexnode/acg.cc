@@ -969,6 +969,10 @@ void Acg::StartWatch() {
 
 void Acg::StopWatch() {
   std::unique_lock<std::shared_mutex> lock(rw_);
+  StopWatchHeld();
+}
+
+void Acg::StopWatchHeld() {
   watching_ = false;
   FileIdSet().swap(watched_);
 }
@@ -981,8 +985,7 @@ Status Acg::ExportHeld(const FileIdSet& ids, bool watched_only, std::vector<File
     for (const FileId& id : watched_) {
       if (ids.count(id)) chosen.insert(id);
     }
-    watching_ = false;
-    FileIdSet().swap(watched_);
+    watched_.clear();  // still watching: the next export takes what changes from here
   }
   const FileIdSet& want = watched_only ? chosen : ids;
   bool reopened = false;

@@ -209,17 +209,18 @@ class Acg {
     return std::unique_lock<std::shared_mutex>(rw_);
   }
   // From now on, every commit records the ids it applied (for a split's catch-up), until
-  // StopWatch or an ExportHeld(watched_only).
+  // StopWatch (StopWatchHeld with the lock of LockExclusive held).
   void StartWatch();
   void StopWatch();
+  void StopWatchHeld();
   // Commit (see Commit) with the lock of LockExclusive held.
   Status CommitHeld(uint64_t up_to_lsn);
   // No commit of this ACG succeeds any more (a split failed after switching routes; the
   // engine stops). REQUIRES: the lock of LockExclusive held.
   void FreezeHeld() { frozen_ = true; }
   // The committed records of `ids` (absent ones in *absent) and the edges from them.
-  // `watched_only`: only the ids recorded since StartWatch (then the watch stops). REQUIRES:
-  // the lock of LockExclusive held.
+  // `watched_only`: only those of `ids` recorded since StartWatch or the previous such export
+  // (the watch goes on, from empty). REQUIRES: the lock of LockExclusive held.
   Status ExportHeld(const FileIdSet& ids, bool watched_only, std::vector<FileRecord>* records,
                     std::vector<FileId>* absent,
                     std::vector<std::tuple<FileId, FileId, uint64_t>>* edges);

@@ -995,6 +995,7 @@ class Engine::Impl {
     if (FindAcg(target_id) != nullptr || options_.env->FileExists(AcgDir(target_id))) {
       return Status::AlreadyExists("ACG " + std::to_string(target_id) + " exists");
     }
+    const int64_t t_start = options_.env->MonotonicNanos();
     Acg::FileIdSet moving(moving_ids.begin(), moving_ids.end());
     const std::string what =
         "splitting ACG " + std::to_string(source_id) + " into " + std::to_string(target_id);
@@ -1045,8 +1046,47 @@ class Engine::Impl {
     if (!s.ok()) return fail(s);
     if (crash_at(1)) return fail(Status::Aborted("crash after step 1 (test)"));
 
+    // What the source's commits changed in the moving files since the last copy, copied as
+    // deltas against the target (edge weights only grow). REQUIRES: both ACGs locked.
+    auto copy_delta = [&](uint64_t applied_lsn, size_t* n) -> Status {
+      std::vector<FileRecord> changed, unused_records;
+      std::vector<FileId> gone, unused_absent;
+      std::vector<std::tuple<FileId, FileId, uint64_t>> edges_now, edges_copied;
+      PROPELLER_RETURN_IF_ERROR(
+          source->ExportHeld(moving, /*watched_only=*/true, &changed, &gone, &edges_now));
+      Acg::FileIdSet touched;
+      for (const FileRecord& r : changed) touched.insert(r.id);
+      for (const FileId& id : gone) touched.insert(id);
+      PROPELLER_RETURN_IF_ERROR(target->ExportHeld(touched, /*watched_only=*/false,
+                                                   &unused_records, &unused_absent,
+                                                   &edges_copied));
+      copy.clear();
+      AppendSplitCopy(target_id, changed, gone, edges_now, edges_copied, &copy);
+      *n = copy.size();
+      return target->ImportHeld(copy, applied_lsn);
+    };
+    // Catch-up passes while searches go on (only the two ACGs' own searches wait, for one
+    // pass each): the switch below then copies only what changed during the last one.
+    size_t passes = 0;
+    while (passes < kSplitCatchUpPasses) {
+      ++passes;
+      size_t n = 0;
+      s = [&]() -> Status {
+        auto source_lock = source->LockExclusive();
+        auto target_lock = target->LockExclusive();
+        PROPELLER_RETURN_IF_ERROR(wal_->Sync());
+        PROPELLER_RETURN_IF_ERROR(source->CommitHeld(wal_->synced_lsn()));
+        return copy_delta(source->applied_lsn(), &n);
+      }();
+      if (!s.ok()) return fail(s);
+      if (n <= kSplitSmallDelta) break;
+    }
+
     // Step 2: the switch. Errors leave the block first: Crash() waits for the committer,
     // which may be waiting for these locks.
+    const int64_t t_switch = options_.env->MonotonicNanos();
+    size_t delta_updates = 0;
+    int64_t t_remove = 0;
     {
     std::unique_lock<std::shared_mutex> gate(search_gate_);
     auto source_lock = source->LockExclusive();
@@ -1063,22 +1103,10 @@ class Engine::Impl {
       if (crash_at(2)) return Status::Aborted("crash after step 2 (test)");
       PROPELLER_RETURN_IF_ERROR(wal_->Sync());  // commits never get ahead of the durable log
       PROPELLER_RETURN_IF_ERROR(source->CommitHeld(switch_lsn));
-      // What the source's commits changed since the snapshot, as deltas against the copy.
-      std::vector<FileRecord> changed, unused_records;
-      std::vector<FileId> gone, unused_absent;
-      std::vector<std::tuple<FileId, FileId, uint64_t>> edges_now, edges_copied;
-      PROPELLER_RETURN_IF_ERROR(
-          source->ExportHeld(moving, /*watched_only=*/true, &changed, &gone, &edges_now));
-      Acg::FileIdSet touched;
-      for (const FileRecord& r : changed) touched.insert(r.id);
-      for (const FileId& id : gone) touched.insert(id);
-      PROPELLER_RETURN_IF_ERROR(target->ExportHeld(touched, /*watched_only=*/false,
-                                                   &unused_records, &unused_absent,
-                                                   &edges_copied));
-      copy.clear();
-      AppendSplitCopy(target_id, changed, gone, edges_now, edges_copied, &copy);
-      PROPELLER_RETURN_IF_ERROR(target->ImportHeld(copy, switch_lsn));
+      PROPELLER_RETURN_IF_ERROR(copy_delta(switch_lsn, &delta_updates));
+      source->StopWatchHeld();
       if (crash_at(3)) return Status::Aborted("crash after step 3 (test)");
+      t_remove = options_.env->MonotonicNanos();
       PROPELLER_RETURN_IF_ERROR(source->RemoveMovedHeld(moving, target_id));  // commit point
       if (crash_at(4)) return Status::Aborted("crash after step 4 (test)");
       PROPELLER_RETURN_IF_ERROR(options_.env->RemoveFile(SplitMarkerPath(target_id)));
@@ -1096,6 +1124,16 @@ class Engine::Impl {
     }
     }
     if (!s.ok()) return fail(s);
+    const int64_t t_end = options_.env->MonotonicNanos();
+    Log(LogLevel::kInfo,
+        "%s: %zu files and %zu edges copied in %.3f s (%zu catch-up passes); switch "
+        "(searches paused) %.3f s: commit and a delta of %zu updates %.3f s, removal from the "
+        "source %.3f s",
+        what.c_str(), records.size(), edges.size(),
+        static_cast<double>(t_switch - t_start) / 1e9, passes,
+        static_cast<double>(t_end - t_switch) / 1e9, delta_updates,
+        static_cast<double>(t_remove - t_switch) / 1e9,
+        static_cast<double>(t_end - t_remove) / 1e9);
     OnAcgOpened(source);
     OnAcgOpened(target);
     return Status::OK();
@@ -1192,6 +1230,9 @@ class Engine::Impl {
   // ACGs), this only bounds the walk.
   static constexpr int kMaxRouteHops = 64;
   static constexpr char kSplitMarker[] = "SPLITTING";
+  // Catch-up passes before a split's switch, until one copies at most kSplitSmallDelta updates.
+  static constexpr size_t kSplitCatchUpPasses = 4;
+  static constexpr size_t kSplitSmallDelta = 256;
 
   std::string AcgDir(uint64_t id) const {
     return JoinPath(JoinPath(options_.data_dir, "acg"), std::to_string(id));
