@@ -1,6 +1,7 @@
 #include "master/master.h"
 
 #include <algorithm>
+#include <optional>
 #include <set>
 
 #include "common/query/query.h"
@@ -106,14 +107,15 @@ class Locator {
 
 Status Master::LookupFiles(const wire::FilesRequest& req, wire::LocationsReply* reply) {
   *reply = wire::LocationsReply{};
-  std::vector<uint64_t> acgs;
-  PROPELLER_RETURN_IF_ERROR(store_->LookupFiles(req.files, &acgs));
+  std::vector<uint64_t> acgs, gens;
+  PROPELLER_RETURN_IF_ERROR(store_->LookupFiles(req.files, &acgs, &gens));
   Locator locator(store_.get());
   reply->locations.resize(req.files.size());
   for (size_t i = 0; i < req.files.size(); ++i) {
     wire::FileLocation& loc = reply->locations[i];
     loc.file = req.files[i];
     loc.acg = acgs[i];
+    loc.generation = gens[i];
     locator.Locate(loc.acg, &loc.node_id, &loc.endpoint);
   }
   return Status::OK();
@@ -124,7 +126,7 @@ Status Master::AssignFiles(const wire::AssignFilesRequest& req, wire::LocationsR
   PlacementContext ctx;
   ctx.acg_threshold = config_.acg_threshold;
   membership_->FillPlacement(&ctx);
-  std::vector<uint64_t> acgs;
+  std::vector<uint64_t> acgs, gens;
   PROPELLER_RETURN_IF_ERROR(store_->Update([&](MasterStore::Txn& txn) -> Status {
     for (const wire::AssignItem& item : req.items) {
       if (!txn.HasVolume(item.file.volume)) {
@@ -132,7 +134,7 @@ Status Master::AssignFiles(const wire::AssignFilesRequest& req, wire::LocationsR
                                        " is not registered");
       }
     }
-    return PlaceFiles(txn, ctx, req.items, &acgs);
+    return PlaceFiles(txn, ctx, req.items, &acgs, &gens);
   }));
   Locator locator(store_.get());
   reply->locations.resize(req.items.size());
@@ -140,6 +142,7 @@ Status Master::AssignFiles(const wire::AssignFilesRequest& req, wire::LocationsR
     wire::FileLocation& loc = reply->locations[i];
     loc.file = req.items[i].file;
     loc.acg = acgs[i];
+    loc.generation = gens[i];
     locator.Locate(loc.acg, &loc.node_id, &loc.endpoint);
   }
   return Status::OK();
@@ -147,8 +150,17 @@ Status Master::AssignFiles(const wire::AssignFilesRequest& req, wire::LocationsR
 
 Status Master::ForgetFiles(const wire::FilesRequest& req) {
   if (req.files.empty()) return Status::OK();
+  const bool checked = !req.generations.empty();
+  if (checked && req.generations.size() != req.files.size()) {
+    return Status::InvalidArgument("forget: " + std::to_string(req.files.size()) + " files but " +
+                                   std::to_string(req.generations.size()) + " generations");
+  }
   return store_->Update([&](MasterStore::Txn& txn) -> Status {
-    for (const FileId& f : req.files) PROPELLER_RETURN_IF_ERROR(txn.UnmapFile(f));
+    for (size_t i = 0; i < req.files.size(); ++i) {
+      std::optional<uint64_t> only;
+      if (checked) only = req.generations[i];
+      PROPELLER_RETURN_IF_ERROR(txn.UnmapFile(req.files[i], nullptr, only));
+    }
     return Status::OK();
   });
 }

@@ -61,11 +61,16 @@ class Master {
   Status Heartbeat(const wire::HeartbeatRequest& req, wire::HeartbeatReply* reply);
   // One location per file in request order; acg 0 / node 0 / "" for an unmapped file.
   Status LookupFiles(const wire::FilesRequest& req, wire::LocationsReply* reply);
-  // Maps every unmapped file by the placement rule (placement.h), all in one transaction.
+  // Maps every unmapped file (and every `fresh` one, whatever its old mapping) by the
+  // placement rule (placement.h), all in one transaction; each location carries its
+  // mapping's generation.
   // Errors: InvalidArgument (a file's volume is not registered, app tag too long),
   // Unavailable (a new ACG is needed and no node is up; nothing is kept), store errors.
   Status AssignFiles(const wire::AssignFilesRequest& req, wire::LocationsReply* reply);
-  // Unmaps the files (unmapped ones are ignored), in one transaction.
+  // Unmaps the files (unmapped ones are ignored), in one transaction. With req.generations
+  // (one per file) a file is unmapped only while its mapping has that generation: a forget
+  // sent late, after the inode number was reused and placed afresh, changes nothing.
+  // Errors: InvalidArgument (generations present but not one per file), store errors.
   Status ForgetFiles(const wire::FilesRequest& req);
   // Owner of each ACG in request order; node 0 and "" for an unknown ACG.
   Status LocateAcgs(const wire::LocateAcgsRequest& req, wire::AcgLocationsReply* reply);

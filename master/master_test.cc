@@ -4,6 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+#include <vector>
+
+#include "common/random.h"
 #include "master/master_test_util.h"
 
 namespace propeller::master {
@@ -262,6 +266,206 @@ TEST_F(MasterTest, LookupLocateAndStatus) {
   ASSERT_TRUE(master_->ForgetFiles({{FileId{1, 10}, FileId{1, 99}}}).ok());
   ASSERT_TRUE(master_->ClusterStatus(&st).ok());
   EXPECT_EQ(st.files, 1u);
+}
+
+// ---- generation-checked forgets (a client sends them late, in the background) --------------
+
+class ForgetTest : public MasterTest {
+ protected:
+  void SetUp() override {
+    MasterTest::SetUp();
+    wire::VolumeInfo v;
+    ASSERT_TRUE(master_->RegisterVolume({"/v"}, &v).ok());
+    volume_ = v.volume;
+    node_ = *Register(0, "tcp://127.0.0.1:7471");
+  }
+  // Assigns one file; the location (acg 0 on error).
+  wire::FileLocation Assign(uint64_t ino, const std::string& app, bool fresh) {
+    wire::AssignFilesRequest req;
+    req.items.resize(1);
+    req.items[0].file = FileId{volume_, ino};
+    req.items[0].app = app;
+    req.items[0].fresh = fresh;
+    wire::LocationsReply rep;
+    Status s = master_->AssignFiles(req, &rep);
+    EXPECT_TRUE(s.ok()) << s.ToString();
+    return s.ok() && rep.locations.size() == 1 ? rep.locations[0] : wire::FileLocation{};
+  }
+  wire::FileLocation Lookup(uint64_t ino) {
+    wire::LocationsReply rep;
+    EXPECT_TRUE(master_->LookupFiles({{FileId{volume_, ino}}}, &rep).ok());
+    return rep.locations.size() == 1 ? rep.locations[0] : wire::FileLocation{};
+  }
+  Status Forget(uint64_t ino, uint64_t generation) {
+    wire::FilesRequest req;
+    req.files = {FileId{volume_, ino}};
+    req.generations = {generation};
+    return master_->ForgetFiles(req);
+  }
+  uint64_t AcgFiles(uint64_t acg) {
+    std::optional<AcgRecord> rec = master_->store().GetAcg(acg);
+    return rec ? rec->files : 0;
+  }
+
+  uint32_t volume_ = 0;
+  uint32_t node_ = 0;
+};
+
+TEST_F(ForgetTest, ALateForgetSparesTheNewFileOfAReusedInodeNumber) {
+  // File 10 is created by app "a" and deleted; its forget is still on its way.
+  const wire::FileLocation old = Assign(10, "a", /*fresh=*/true);
+  ASSERT_NE(old.acg, 0u);
+  ASSERT_NE(old.generation, 0u);
+  // Assigning a mapped file again (not fresh) answers the same mapping.
+  const wire::FileLocation same = Assign(10, "a", false);
+  EXPECT_EQ(same.acg, old.acg);
+  EXPECT_EQ(same.generation, old.generation);
+  // A forget of another generation changes nothing.
+  ASSERT_TRUE(Forget(10, old.generation + 1000).ok());
+  EXPECT_EQ(Lookup(10).acg, old.acg);
+
+  // Inode 10 is reused by a file app "b" creates before the forget arrives: it is placed by
+  // the rules (b's own new ACG), not where the stale mapping points, with a new generation.
+  const wire::FileLocation reused = Assign(10, "b", /*fresh=*/true);
+  EXPECT_NE(reused.acg, old.acg);
+  EXPECT_GT(reused.generation, old.generation);
+  EXPECT_EQ(AcgFiles(old.acg), 0u);  // the stale mapping's count moved with it
+  EXPECT_EQ(AcgFiles(reused.acg), 1u);
+
+  // The late forget of the deleted file: the new file's mapping stays.
+  ASSERT_TRUE(Forget(10, old.generation).ok());
+  wire::FileLocation now = Lookup(10);
+  EXPECT_EQ(now.acg, reused.acg);
+  EXPECT_EQ(now.generation, reused.generation);
+
+  // Generations survive a restart of the master.
+  Reopen();
+  now = Lookup(10);
+  EXPECT_EQ(now.acg, reused.acg);
+  EXPECT_EQ(now.generation, reused.generation);
+
+  // The new file's own forget (its generation) removes it.
+  ASSERT_TRUE(Forget(10, reused.generation).ok());
+  EXPECT_EQ(Lookup(10).acg, 0u);
+  EXPECT_EQ(Lookup(10).generation, 0u);
+  EXPECT_EQ(AcgFiles(reused.acg), 0u);
+  EXPECT_EQ(master_->store().FileCount(), 0u);
+}
+
+TEST_F(ForgetTest, AFreshPlacementEvenInTheSameAcgGetsANewGeneration) {
+  const wire::FileLocation old = Assign(20, "a", true);
+  const wire::FileLocation reused = Assign(20, "a", true);  // app a's ACG again
+  EXPECT_EQ(reused.acg, old.acg);
+  EXPECT_NE(reused.generation, old.generation);
+  EXPECT_EQ(AcgFiles(old.acg), 1u);  // moved onto itself: counted once
+  ASSERT_TRUE(Forget(20, old.generation).ok());
+  EXPECT_EQ(Lookup(20).generation, reused.generation);
+}
+
+TEST_F(ForgetTest, UnconditionalAndMalformedForgets) {
+  Assign(30, "a", true);
+  Assign(31, "a", true);
+  // A 1.0 client's forget (no generations) unmaps whatever is there.
+  ASSERT_TRUE(master_->ForgetFiles({{FileId{volume_, 30}}}).ok());
+  EXPECT_EQ(Lookup(30).acg, 0u);
+  // Generations must be one per file; nothing is forgotten otherwise.
+  wire::FilesRequest bad;
+  bad.files = {FileId{volume_, 31}, FileId{volume_, 32}};
+  bad.generations = {Lookup(31).generation};
+  EXPECT_EQ(master_->ForgetFiles(bad).code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(Lookup(31).acg, 0u);
+}
+
+TEST_F(ForgetTest, NewFieldsCrossTheWireAndOldBytesStayTheSame) {
+  wire::FilesRequest f;
+  f.files = {FileId{1, 2}, FileId{1, 3}};
+  std::string plain;
+  wire::Encode(f, &plain);
+  f.generations = {7, 1ull << 40};
+  std::string with;
+  wire::Encode(f, &with);
+  EXPECT_NE(plain, with);
+  wire::FilesRequest back;
+  ASSERT_TRUE(wire::Decode(with, &back).ok());
+  EXPECT_EQ(back.generations, f.generations);
+  ASSERT_TRUE(wire::Decode(plain, &back).ok());
+  EXPECT_TRUE(back.generations.empty());
+  // A 1.0 client's forget, [[[1, 2]]]: no generations, an unconditional forget.
+  ASSERT_TRUE(wire::Decode(std::string("\x91\x91\x92\x01\x02", 5), &back).ok());
+  EXPECT_EQ(back.files, (std::vector<FileId>{FileId{1, 2}}));
+  EXPECT_TRUE(back.generations.empty());
+
+  wire::AssignFilesRequest a;
+  a.items.resize(2);
+  a.items[0].file = FileId{1, 2};
+  a.items[1].file = FileId{1, 3};
+  a.items[1].fresh = true;
+  std::string bytes;
+  wire::Encode(a, &bytes);
+  wire::AssignFilesRequest a2;
+  ASSERT_TRUE(wire::Decode(bytes, &a2).ok());
+  ASSERT_EQ(a2.items.size(), 2u);
+  EXPECT_FALSE(a2.items[0].fresh);
+  EXPECT_TRUE(a2.items[1].fresh);
+
+  wire::LocationsReply r;
+  r.locations = {wire::FileLocation{FileId{1, 2}, 5, 1, "tcp://h:1", 0},
+                 wire::FileLocation{FileId{1, 3}, 6, 1, "tcp://h:1", 99}};
+  bytes.clear();
+  wire::Encode(r, &bytes);
+  wire::LocationsReply r2;
+  ASSERT_TRUE(wire::Decode(bytes, &r2).ok());
+  ASSERT_EQ(r2.locations.size(), 2u);
+  EXPECT_EQ(r2.locations[0].generation, 0u);
+  EXPECT_EQ(r2.locations[1].generation, 99u);
+  EXPECT_EQ(r2.locations[1].acg, 6u);
+}
+
+// Random interleavings of creates, deletes, plain re-assignments and forgets delivered late and
+// out of order, against a model: a live file is always mapped with the generation its creator
+// got; once every forget is delivered, exactly the live files are mapped.
+TEST_F(ForgetTest, RandomLateForgetsNeverUnmapALiveFile) {
+  const uint64_t seed = 20261122;
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  Random rnd(seed);
+  std::map<uint64_t, uint64_t> live;                      // ino -> generation
+  std::vector<std::pair<uint64_t, uint64_t>> in_flight;   // forgets not yet delivered
+  const char* apps[] = {"a", "b", "c"};
+  for (int step = 0; step < 3000; ++step) {
+    SCOPED_TRACE("step " + std::to_string(step));
+    const uint64_t ino = 1 + rnd.Uniform(12);
+    const uint64_t op = rnd.Uniform(10);
+    if (op < 4 && live.count(ino) == 0) {  // create (the number is free in the file system)
+      const wire::FileLocation loc = Assign(ino, apps[rnd.Uniform(3)], true);
+      ASSERT_NE(loc.acg, 0u);
+      live[ino] = loc.generation;
+    } else if (op < 7 && live.count(ino) != 0) {  // delete: the forget goes in flight
+      in_flight.emplace_back(ino, live[ino]);
+      live.erase(ino);
+    } else if (op < 8 && live.count(ino) != 0) {  // another client routes it: same mapping
+      const wire::FileLocation loc = Assign(ino, "z", false);
+      ASSERT_EQ(loc.generation, live[ino]);
+    } else if (!in_flight.empty()) {  // deliver one forget, any of them
+      const size_t i = rnd.Uniform(in_flight.size());
+      ASSERT_TRUE(Forget(in_flight[i].first, in_flight[i].second).ok());
+      in_flight.erase(in_flight.begin() + static_cast<std::ptrdiff_t>(i));
+    }
+    for (const auto& [f, gen] : live) {
+      const wire::FileLocation loc = Lookup(f);
+      ASSERT_NE(loc.acg, 0u) << "live file " << f << " lost its mapping";
+      ASSERT_EQ(loc.generation, gen) << "file " << f;
+    }
+  }
+  for (const auto& [f, gen] : in_flight) ASSERT_TRUE(Forget(f, gen).ok());
+  for (uint64_t f = 1; f <= 12; ++f) {
+    EXPECT_EQ(Lookup(f).acg != 0, live.count(f) != 0) << "file " << f;
+  }
+  EXPECT_EQ(master_->store().FileCount(), live.size());
+  uint64_t counted = 0;
+  for (const auto& [acg, rec] : master_->store().Acgs()) counted += rec.files;
+  EXPECT_EQ(counted, live.size());
+  Reopen();  // the store's own consistency checks (per-ACG counts) run at open
+  EXPECT_EQ(master_->store().FileCount(), live.size());
 }
 
 TEST(MasterConfigTest, RejectsBadConfig) {

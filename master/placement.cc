@@ -39,9 +39,11 @@ std::map<uint32_t, uint64_t> NodeLoads(const std::function<void(const AcgVisitor
 }
 
 Status PlaceFiles(MasterStore::Txn& txn, const PlacementContext& ctx,
-                  const std::vector<wire::AssignItem>& items, std::vector<uint64_t>* acgs) {
+                  const std::vector<wire::AssignItem>& items, std::vector<uint64_t>* acgs,
+                  std::vector<uint64_t>* generations) {
   acgs->clear();
   acgs->reserve(items.size());
+  if (generations != nullptr) generations->clear();
   for (const wire::AssignItem& item : items) {
     if (item.app.size() > kMaxAppBytes) {
       return Status::InvalidArgument("app tag longer than " + std::to_string(kMaxAppBytes) +
@@ -52,12 +54,15 @@ Status PlaceFiles(MasterStore::Txn& txn, const PlacementContext& ctx,
   // batch of many new apps costs one pass over the ACG table, not one per new ACG.
   std::optional<std::map<uint32_t, uint64_t>> loads;
   for (const wire::AssignItem& item : items) {
-    PROPELLER_ASSIGN_OR_RETURN(uint64_t acg, txn.FileAcg(item.file));
+    PROPELLER_ASSIGN_OR_RETURN(const FileMapping mapped, txn.Mapping(item.file));
+    uint64_t acg = item.fresh ? 0 : mapped.acg;
     if (acg != 0) {
       acgs->push_back(acg);
+      if (generations != nullptr) generations->push_back(mapped.generation);
       continue;
     }
     for (const FileId& producer : item.producers) {
+      if (producer == item.file) continue;  // its own old mapping is not a producer
       PROPELLER_ASSIGN_OR_RETURN(acg, txn.FileAcg(producer));
       if (acg != 0) break;
     }
@@ -86,15 +91,19 @@ Status PlaceFiles(MasterStore::Txn& txn, const PlacementContext& ctx,
     const AcgRecord* rec = txn.FindAcg(acg);
     const uint64_t before = rec->files;
     const uint32_t node = rec->node_id;
-    PROPELLER_RETURN_IF_ERROR(txn.MapFile(item.file, acg));
-    if (loads.has_value()) {
+    uint64_t gen = 0;
+    PROPELLER_RETURN_IF_ERROR(txn.MapFile(item.file, acg, /*renew=*/true, &gen));
+    if (loads.has_value() && mapped.acg != acg) {
       auto it = loads->find(node);
       if (it != loads->end()) {
         const uint64_t rep = Reported(ctx, node, acg);
         it->second += std::max(before + 1, rep) - std::max(before, rep);
       }
+      // (A fresh file moved away from its old ACG leaves that node's load a file high for
+      // the rest of this batch: placement only needs loads roughly right.)
     }
     acgs->push_back(acg);
+    if (generations != nullptr) generations->push_back(gen);
   }
   return Status::OK();
 }

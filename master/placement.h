@@ -48,11 +48,17 @@ using AcgVisitor = std::function<void(uint64_t acg, const AcgRecord& rec)>;
 std::map<uint32_t, uint64_t> NodeLoads(const std::function<void(const AcgVisitor&)>& for_each_acg,
                                        const PlacementContext& ctx);
 
-// Applies the rules above to `items` inside `txn`; (*acgs)[i] is the ACG of items[i].file.
+// Applies the rules above to `items` inside `txn`; (*acgs)[i] is the ACG of items[i].file and
+// (*generations)[i] (optional) its mapping's generation. A mapped file keeps its ACG and
+// generation, except an item marked `fresh` (a just-created inode number): its old mapping
+// belongs to a deleted file, so it is placed by the rules as if unmapped and always gets a
+// new generation (a forget still in flight for the old mapping then misses it).
 // Errors: Unavailable (no up node for a new ACG), InvalidArgument (an app tag longer than
-// kMaxAppBytes), the Txn's LMDB errors. *acgs is reset first (Update may call this twice).
+// kMaxAppBytes), the Txn's LMDB errors. The outputs are reset first (Update may call this
+// twice).
 Status PlaceFiles(MasterStore::Txn& txn, const PlacementContext& ctx,
-                  const std::vector<wire::AssignItem>& items, std::vector<uint64_t>* acgs);
+                  const std::vector<wire::AssignItem>& items, std::vector<uint64_t>* acgs,
+                  std::vector<uint64_t>* generations = nullptr);
 
 }  // namespace propeller::master
 

@@ -88,6 +88,20 @@ std::string U64Key(uint64_t v) {
   AppendOrderedU64(v, &s);
   return s;
 }
+// files value: acg ‖ generation (format 2). An 8-byte value (format 1) has generation 0;
+// bytes beyond 16 are ignored (values only grow at the end).
+std::string EncodeFileValue(const FileMapping& m) {
+  std::string s;
+  AppendOrderedU64(m.acg, &s);
+  AppendOrderedU64(m.generation, &s);
+  return s;
+}
+Status DecodeFileValue(std::string_view v, FileMapping* m) {
+  if (v.size() != 8 && v.size() < 16) return Status::Corruption("file map entry has a bad size");
+  m->acg = DecodeOrderedU64(v.substr(0, 8));
+  m->generation = v.size() >= 16 ? DecodeOrderedU64(v.substr(8, 8)) : 0;
+  return Status::OK();
+}
 std::string U32Key(uint32_t v) {
   std::string s;
   AppendU32(v, &s);
@@ -270,7 +284,8 @@ Status MasterStore::OpenEnv() {
   }
   uint64_t version = 0;
   PROPELLER_RETURN_IF_ERROR(ReadMetaU64(raw, meta_dbi_, "format_version", &version));
-  if (version == 0) {
+  if (version < kMasterFormatVersion) {
+    // New store, or a format-1 store: its 8-byte file values read as generation 0.
     std::string v = U64Key(kMasterFormatVersion);
     MDB_val k = Val("format_version"), val = Val(v);
     rc = mdb_put(raw, meta_dbi_, &k, &val, 0);
@@ -350,8 +365,9 @@ Status MasterStore::ReadAll(MDB_txn* txn, Mirror* m, std::map<FileId, uint64_t>*
                                                                  std::string_view v) {
       FileId id;
       PROPELLER_RETURN_IF_ERROR(DecodeFileIdKey(k, &id));
-      if (v.size() != 8) return Status::Corruption("bad value size");
-      const uint64_t acg = DecodeOrderedU64(v);
+      FileMapping fm;
+      PROPELLER_RETURN_IF_ERROR(DecodeFileValue(v, &fm));
+      const uint64_t acg = fm.acg;
       if (m->acgs.count(acg) == 0) return Status::Corruption("file mapped to an unknown ACG");
       ++counted[acg];
       files->emplace_hint(files->end(), id, acg);
@@ -431,9 +447,10 @@ Status MasterStore::Update(const std::function<Status(Txn& txn)>& fn) {
   }
 }
 
-Status MasterStore::LookupFiles(const std::vector<FileId>& files,
-                                std::vector<uint64_t>* acgs) const {
+Status MasterStore::LookupFiles(const std::vector<FileId>& files, std::vector<uint64_t>* acgs,
+                                std::vector<uint64_t>* generations) const {
   acgs->assign(files.size(), 0);
+  if (generations != nullptr) generations->assign(files.size(), 0);
   if (files.empty()) return Status::OK();
   std::shared_lock<std::shared_mutex> env_lock(env_mu_);
   MDB_txn* raw = nullptr;
@@ -448,8 +465,10 @@ Status MasterStore::LookupFiles(const std::vector<FileId>& files,
     rc = mdb_get(raw, files_dbi_, &k, &v);
     if (rc == MDB_NOTFOUND) continue;
     if (rc != 0) return LmdbStatus(rc, "looking up a file");
-    if (v.mv_size != 8) return Status::Corruption("file map entry has a bad size");
-    (*acgs)[i] = DecodeOrderedU64(View(v));
+    FileMapping m;
+    PROPELLER_RETURN_IF_ERROR(DecodeFileValue(View(v), &m));
+    (*acgs)[i] = m.acg;
+    if (generations != nullptr) (*generations)[i] = m.generation;
   }
   return Status::OK();
 }
@@ -520,15 +539,23 @@ Status MasterStore::Txn::Check(int rc, std::string_view what) {
 }
 
 Result<uint64_t> MasterStore::Txn::FileAcg(FileId file) {
+  PROPELLER_ASSIGN_OR_RETURN(const FileMapping m, Mapping(file));
+  return m.acg;
+}
+
+Result<FileMapping> MasterStore::Txn::Mapping(FileId file) {
   std::string key;
   AppendFileIdKey(file, &key);
   MDB_val k = Val(key), v;
   int rc = mdb_get(txn_, store_->files_dbi_, &k, &v);
-  if (rc == MDB_NOTFOUND) return uint64_t{0};
+  if (rc == MDB_NOTFOUND) return FileMapping{};
   PROPELLER_RETURN_IF_ERROR(Check(rc, "looking up a file"));
-  if (v.mv_size != 8) return Status::Corruption("file map entry has a bad size");
-  return DecodeOrderedU64(View(v));
+  FileMapping m;
+  PROPELLER_RETURN_IF_ERROR(DecodeFileValue(View(v), &m));
+  return m;
 }
+
+uint64_t MasterStore::Txn::generation() const { return mdb_txn_id(txn_); }
 
 AcgRecord* MasterStore::Txn::MutableAcg(uint64_t acg) {
   auto it = acgs_.find(acg);
@@ -538,26 +565,32 @@ AcgRecord* MasterStore::Txn::MutableAcg(uint64_t acg) {
   return &acgs_.emplace(acg, b->second).first->second;
 }
 
-Status MasterStore::Txn::MapFile(FileId file, uint64_t acg) {
+Status MasterStore::Txn::MapFile(FileId file, uint64_t acg, bool renew, uint64_t* generation) {
   if (FindAcg(acg) == nullptr) {
     return Status::InvalidArgument("ACG " + std::to_string(acg) + " does not exist");
   }
   std::string key;
   AppendFileIdKey(file, &key);
-  std::string value = U64Key(acg);
+  const uint64_t gen = this->generation();
+  const std::string value = EncodeFileValue(FileMapping{acg, gen});
   MDB_val k = Val(key), v = Val(value);
   // New files are the common case: one B-tree descent, and MDB_KEYEXIST hands back the
   // current value when the file is mapped already.
   int rc = mdb_put(txn_, store_->files_dbi_, &k, &v, MDB_NOOVERWRITE);
   uint64_t old = 0;
   if (rc == MDB_KEYEXIST) {
-    if (v.mv_size != 8) return Status::Corruption("file map entry has a bad size");
-    old = DecodeOrderedU64(View(v));
-    if (old == acg) return Status::OK();
+    FileMapping current;
+    PROPELLER_RETURN_IF_ERROR(DecodeFileValue(View(v), &current));
+    old = current.acg;
+    if (old == acg && !renew) {
+      if (generation != nullptr) *generation = current.generation;
+      return Status::OK();
+    }
     v = Val(value);
     rc = mdb_put(txn_, store_->files_dbi_, &k, &v, 0);
   }
   PROPELLER_RETURN_IF_ERROR(Check(rc, "mapping a file"));
+  if (generation != nullptr) *generation = gen;
   if (old != 0) {
     AcgRecord* from = MutableAcg(old);
     if (from == nullptr || from->files == 0) {
@@ -572,10 +605,13 @@ Status MasterStore::Txn::MapFile(FileId file, uint64_t acg) {
   return Status::OK();
 }
 
-Status MasterStore::Txn::UnmapFile(FileId file, bool* was_mapped) {
+Status MasterStore::Txn::UnmapFile(FileId file, bool* was_mapped,
+                                   std::optional<uint64_t> only_generation) {
   if (was_mapped != nullptr) *was_mapped = false;
-  PROPELLER_ASSIGN_OR_RETURN(const uint64_t old, FileAcg(file));
+  PROPELLER_ASSIGN_OR_RETURN(const FileMapping current, Mapping(file));
+  const uint64_t old = current.acg;
   if (old == 0) return Status::OK();
+  if (only_generation.has_value() && *only_generation != current.generation) return Status::OK();
   std::string key;
   AppendFileIdKey(file, &key);
   MDB_val k = Val(key);

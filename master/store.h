@@ -8,7 +8,9 @@
 // kMasterFormatVersion (integers big-endian, so keys sort numerically):
 //
 //   db       key                                  value
-//   files    FileIdKey (12 bytes, schemas/keys.h) acg u64 (8)
+//   files    FileIdKey (12 bytes, schemas/keys.h) [0] acg u64
+//                                                 [8] generation u64 (format 2; an 8-byte
+//                                                     value of format 1 = generation 0)
 //   acgs     acg u64 (8)                          [0] record version u8 = 1
 //                                                 [1] state u8 (AcgState)
 //                                                 [2] node_id u32
@@ -23,7 +25,13 @@
 //
 // Compatibility rule: record values only grow at the end (readers ignore trailing bytes and
 // reject a newer record version); a store whose format_version is newer than this program's
-// is refused with Corruption. ids are never reused, even after an ACG empties.
+// is refused with Corruption. ids are never reused, even after an ACG empties. A format-1
+// store is upgraded in place at open (only the version changes: 8-byte file values stay
+// readable); format-1 programs then refuse it instead of misreading 16-byte values.
+//
+// Generations. Each mapping of a file carries the id of the LMDB write transaction that made
+// it (mdb_txn_id: unique and increasing across restarts), so a conditional unmap can tell the
+// mapping a client saw from a later one of the same inode number.
 //
 // The small tables (acgs, apps, nodes, indexes, volumes, counters) are mirrored in memory, so
 // placement and routing decisions read no LMDB pages; `files` (millions of entries) is read
@@ -57,13 +65,20 @@
 
 namespace propeller::master {
 
-inline constexpr uint64_t kMasterFormatVersion = 1;
+inline constexpr uint64_t kMasterFormatVersion = 2;
 // App tags longer than this are refused (they are LMDB keys in `apps`).
 inline constexpr size_t kMaxAppBytes = 255;
 
 // The lifecycle of an ACG. Only kActive exists until splits and migrations (DESIGN §5) are
 // coordinated by the master; the byte is stored so they need no format change.
 enum class AcgState : uint8_t { kActive = 1 };
+
+// Where a file is mapped: its ACG (0 = not mapped) and the mapping's generation.
+struct FileMapping {
+  uint64_t acg = 0;
+  uint64_t generation = 0;
+  bool operator==(const FileMapping&) const = default;
+};
 
 struct AcgRecord {
   uint32_t node_id = 0;
@@ -122,8 +137,10 @@ class MasterStore {
   // during the call. fn must not call other MasterStore methods (it would deadlock).
   Status Update(const std::function<Status(Txn& txn)>& fn);
 
-  // The ACG of each file (0 = not mapped), in order, into *acgs. Errors: LMDB failures.
-  Status LookupFiles(const std::vector<FileId>& files, std::vector<uint64_t>* acgs) const;
+  // The ACG of each file (0 = not mapped), in order, into *acgs, and (optional) each
+  // mapping's generation into *generations. Errors: LMDB failures, Corruption.
+  Status LookupFiles(const std::vector<FileId>& files, std::vector<uint64_t>* acgs,
+                     std::vector<uint64_t>* generations = nullptr) const;
 
   // Copies of the in-memory tables (committed state).
   std::optional<AcgRecord> GetAcg(uint64_t acg) const;
@@ -188,11 +205,19 @@ class MasterStore::Txn {
   // ---- files
   // The ACG of `file`, 0 when not mapped.
   Result<uint64_t> FileAcg(FileId file);
-  // Maps `file` to `acg`, moving it (and its count) from any ACG it was in.
-  // InvalidArgument when `acg` does not exist.
-  Status MapFile(FileId file, uint64_t acg);
-  // Removes the mapping of `file`; *was_mapped (optional) says whether there was one.
-  Status UnmapFile(FileId file, bool* was_mapped = nullptr);
+  // The mapping of `file` ({0, 0} when not mapped).
+  Result<FileMapping> Mapping(FileId file);
+  // Maps `file` to `acg`, moving it (and its count) from any ACG it was in. A mapping to
+  // another ACG, a new one, or any mapping with `renew` gets this transaction's generation;
+  // an unchanged mapping keeps its own. *generation (optional) receives the mapping's
+  // generation. InvalidArgument when `acg` does not exist.
+  Status MapFile(FileId file, uint64_t acg, bool renew = false, uint64_t* generation = nullptr);
+  // Removes the mapping of `file`; *was_mapped (optional) says whether there was one. With
+  // `only_generation` set, a mapping of another generation is left alone (*was_mapped false).
+  Status UnmapFile(FileId file, bool* was_mapped = nullptr,
+                   std::optional<uint64_t> only_generation = std::nullopt);
+  // This transaction's generation (the id of its LMDB write transaction; never 0).
+  uint64_t generation() const;
 
   // ---- acgs
   // The ACG's record, or null. The pointer is valid until the next call on this Txn.

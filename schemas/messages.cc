@@ -401,9 +401,10 @@ Status Get(const msgpack::object& o, NodesReply* m) {
 // FilesRequest (kLookupFiles, kForgetFiles)
 //   index field                  type               R  meaning                          since
 //   0     files                  [FileId]           R                                   1.0
-void Put(Writer& w, const FilesRequest& m) { PutFields(w, m.files); }
+//   1     generations            [uint]                forget: one per file, or empty   1.1
+void Put(Writer& w, const FilesRequest& m) { PutFields(w, m.files, m.generations); }
 Status Get(const msgpack::object& o, FilesRequest* m) {
-  return GetFields(o, 1, {"files"}, &m->files);
+  return GetFields(o, 1, {"files", "generations"}, &m->files, &m->generations);
 }
 
 // AssignItem (inside AssignFilesRequest)
@@ -412,9 +413,15 @@ Status Get(const msgpack::object& o, FilesRequest* m) {
 //   1     app                    str                   creating executable; "" unknown  1.0
 //   2     producers              [FileId]              files read before, heaviest      1.0
 //                                                      edge first
-void Put(Writer& w, const AssignItem& m) { PutFields(w, m.file, m.app, m.producers); }
+//   3     fresh                  bool                  just created: place afresh       1.1
+// (absent when false, so 1.0 bytes are unchanged)
+void Put(Writer& w, const AssignItem& m) {
+  if (!m.fresh) return PutFields(w, m.file, m.app, m.producers);
+  PutFields(w, m.file, m.app, m.producers, m.fresh);
+}
 Status Get(const msgpack::object& o, AssignItem* m) {
-  return GetFields(o, 1, {"file", "app", "producers"}, &m->file, &m->app, &m->producers);
+  return GetFields(o, 1, {"file", "app", "producers", "fresh"}, &m->file, &m->app, &m->producers,
+                   &m->fresh);
 }
 
 // AssignFilesRequest (kAssignFiles)
@@ -431,10 +438,15 @@ Status Get(const msgpack::object& o, AssignFilesRequest* m) {
 //   1     acg                    uint               R  0 = not mapped                   1.0
 //   2     node_id                uint32             R                                   1.0
 //   3     endpoint               str                   of node_id; "" = unknown node    1.0
-void Put(Writer& w, const FileLocation& m) { PutFields(w, m.file, m.acg, m.node_id, m.endpoint); }
+//   4     generation             uint                  of the mapping; 0 = none         1.1
+// (absent when 0, so 1.0 bytes are unchanged)
+void Put(Writer& w, const FileLocation& m) {
+  if (m.generation == 0) return PutFields(w, m.file, m.acg, m.node_id, m.endpoint);
+  PutFields(w, m.file, m.acg, m.node_id, m.endpoint, m.generation);
+}
 Status Get(const msgpack::object& o, FileLocation* m) {
-  return GetFields(o, 3, {"file", "acg", "node_id", "endpoint"}, &m->file, &m->acg, &m->node_id,
-                   &m->endpoint);
+  return GetFields(o, 3, {"file", "acg", "node_id", "endpoint", "generation"}, &m->file, &m->acg,
+                   &m->node_id, &m->endpoint, &m->generation);
 }
 
 // LocationsReply (kLookupFiles, kAssignFiles)

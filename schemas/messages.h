@@ -122,11 +122,20 @@ struct NodesReply {
 
 struct FilesRequest {
   std::vector<FileId> files;
+  // kForgetFiles only (since 1.1): empty, or one per file — the generation of the mapping the
+  // sender saw (FileLocation::generation); the master then forgets a file only while its
+  // mapping still has that generation, so a forget that arrives after the inode number was
+  // reused and placed afresh leaves the new mapping alone. Empty = forget unconditionally.
+  std::vector<uint64_t> generations;
 };
 struct AssignItem {
   FileId file;
   std::string app;               // executable name of the creating process ("" = unknown)
   std::vector<FileId> producers; // files the process read before, heaviest edge first
+  // Since 1.1: the file was just created (its inode number is new), so any mapping the master
+  // still has for it belongs to a deleted file whose forget is pending or was lost: place it
+  // afresh and give the mapping a new generation.
+  bool fresh = false;
 };
 struct AssignFilesRequest {
   std::vector<AssignItem> items;
@@ -136,6 +145,9 @@ struct FileLocation {
   uint64_t acg = 0;       // 0 = not mapped (lookup only)
   uint32_t node_id = 0;
   std::string endpoint;   // of node_id; "" when the node is unknown
+  // Since 1.1: identifies this mapping of the file (a new one each time the file is placed
+  // afresh); 0 = not mapped, or a master that does not track generations.
+  uint64_t generation = 0;
 };
 struct LocationsReply {
   std::vector<FileLocation> locations;  // one per requested file, in request order

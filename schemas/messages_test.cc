@@ -88,10 +88,10 @@ PROPELLER_TIE(HeartbeatReply, m.reregister, m.indexes)
 PROPELLER_TIE(NodeInfo, m.node_id, m.endpoint, m.up, m.acgs, m.files, m.free_disk_bytes, m.load,
               m.last_heartbeat_ns)
 PROPELLER_TIE(NodesReply, m.nodes)
-PROPELLER_TIE(FilesRequest, m.files)
-PROPELLER_TIE(AssignItem, m.file, m.app, m.producers)
+PROPELLER_TIE(FilesRequest, m.files, m.generations)
+PROPELLER_TIE(AssignItem, m.file, m.app, m.producers, m.fresh)
 PROPELLER_TIE(AssignFilesRequest, m.items)
-PROPELLER_TIE(FileLocation, m.file, m.acg, m.node_id, m.endpoint)
+PROPELLER_TIE(FileLocation, m.file, m.acg, m.node_id, m.endpoint, m.generation)
 PROPELLER_TIE(LocationsReply, m.locations)
 PROPELLER_TIE(AcgLocation, m.acg, m.node_id, m.endpoint)
 PROPELLER_TIE(LocateAcgsRequest, m.acgs)
@@ -261,14 +261,19 @@ void Fill(Gen& g, HeartbeatReply* m) {
   m->indexes = g.List(4, [&] { return RandomIndexDef(g); });
 }
 void Fill(Gen& g, NodesReply* m) { m->nodes = g.List(4, [&] { return RandomNode(g); }); }
-void Fill(Gen& g, FilesRequest* m) { m->files = g.List(6, [&] { return g.Id(); }); }
+void Fill(Gen& g, FilesRequest* m) {
+  m->files = g.List(6, [&] { return g.Id(); });
+  m->generations = g.List(6, [&] { return g.U64(); });
+}
 void Fill(Gen& g, AssignFilesRequest* m) {
   m->items = g.List(4, [&] {
-    return AssignItem{g.Id(), g.Str(12), g.List(3, [&] { return g.Id(); })};
+    return AssignItem{g.Id(), g.Str(12), g.List(3, [&] { return g.Id(); }), g.Bool()};
   });
 }
 void Fill(Gen& g, LocationsReply* m) {
-  m->locations = g.List(5, [&] { return FileLocation{g.Id(), g.U64(), g.U32(), g.Str(20)}; });
+  m->locations = g.List(5, [&] {
+    return FileLocation{g.Id(), g.U64(), g.U32(), g.Str(20), g.Bool() ? g.U64() : 0};
+  });
 }
 void Fill(Gen& g, LocateAcgsRequest* m) { m->acgs = g.List(8, [&] { return g.U64(); }); }
 void Fill(Gen& g, AcgLocationsReply* m) {
@@ -345,7 +350,7 @@ PROPELLER_SPEC(HeartbeatRequest, 1, "uaudua", "node_id", "acgs",
                "free_disk_bytes", "load", "cached_updates", "indexes")
 PROPELLER_SPEC(HeartbeatReply, 2, "ba", "reregister", "indexes")
 PROPELLER_SPEC(NodesReply, 1, "a", "nodes")
-PROPELLER_SPEC(FilesRequest, 1, "a", "files")
+PROPELLER_SPEC(FilesRequest, 1, "aa", "files", "generations")
 PROPELLER_SPEC(AssignFilesRequest, 1, "a", "items")
 PROPELLER_SPEC(LocationsReply, 1, "a", "locations")
 PROPELLER_SPEC(LocateAcgsRequest, 1, "a", "acgs")

@@ -50,9 +50,7 @@ bool IsQueryName(const char* name) { return name[0] == '?'; }
 
 // True unless the open file `fd` certainly has no user.* extended attribute. One flistxattr
 // into a stack buffer: most files have none (or only security.* / system.* ones).
-bool MayHaveUserXattrs(int fd) {
-  char names[1024];
-  const ssize_t n = ::flistxattr(fd, names, sizeof(names));
+bool HasUserName(const char* names, ssize_t n) {
   if (n < 0) return errno != ENOTSUP;  // ERANGE: a long list; read it the slow way
   for (ssize_t off = 0; off < n;) {
     const char* name = names + off;
@@ -61,6 +59,15 @@ bool MayHaveUserXattrs(int fd) {
     off += static_cast<ssize_t>(len) + 1;
   }
   return false;
+}
+bool MayHaveUserXattrs(int fd) {
+  char names[1024];
+  return HasUserName(names, ::flistxattr(fd, names, sizeof(names)));
+}
+// The same for the file at absolute path `abs` (not following a symlink).
+bool MayHaveUserXattrsAt(const std::string& abs) {
+  char names[1024];
+  return HasUserName(names, ::llistxattr(abs.c_str(), names, sizeof(names)));
 }
 
 // `name` in directory `parent` (an in-volume or an absolute path).
@@ -489,26 +496,34 @@ class CaptureFs::Impl {
   }
 
   // Indexes the file at `path` (kPut of its current record); with `creator` set, the placement
-  // hints of the creating process. 0 or an errno.
+  // hints of the creating process; `created`: this call just created it (FileUpdate::created).
+  // 0 or an errno.
+  // With `changed_dir`, that directory (which gained the entry) is re-indexed in the same
+  // request.
   int IndexPath(const std::string& path, uint64_t parent_ino, const ProcessInfo* creator,
-                const std::vector<FileId>* producers) {
+                const std::vector<FileId>* producers, bool created = false,
+                Inode* changed_dir = nullptr) {
     FileUpdate u;
+    u.created = created;
     Status s = RecordAt(path, parent_ino, &u.record);
-    return SendRecord(s, std::move(u), path, creator, producers);
+    return SendRecord(s, std::move(u), path, creator, producers, changed_dir);
   }
 
   // IndexPath for the file open as `fd` with attributes `st` (create, close after writing).
   int IndexOpen(int fd, const struct stat& st, const std::string& path, uint64_t parent_ino,
-                const ProcessInfo* creator, const std::vector<FileId>* producers) {
+                const ProcessInfo* creator, const std::vector<FileId>* producers,
+                bool created = false, Inode* changed_dir = nullptr) {
     FileUpdate u;
+    u.created = created;
     Status s = RecordOfOpen(fd, st, path, parent_ino, &u.record);
-    return SendRecord(s, std::move(u), path, creator, producers);
+    return SendRecord(s, std::move(u), path, creator, producers, changed_dir);
   }
 
   // Sends the kPut `u` whose record was read with result `read` (NotFound: the file is gone
   // again, nothing to index). 0 or EIO (logged).
   int SendRecord(const Status& read, FileUpdate u, const std::string& path,
-                 const ProcessInfo* creator, const std::vector<FileId>* producers) {
+                 const ProcessInfo* creator, const std::vector<FileId>* producers,
+                 Inode* changed_dir = nullptr) {
     if (read.code() == StatusCode::kNotFound) return 0;
     if (!read.ok()) {
       ++update_errors_;
@@ -520,7 +535,31 @@ class CaptureFs::Impl {
     if (producers != nullptr) u.producers = *producers;
     std::vector<FileUpdate> ups;
     ups.push_back(std::move(u));
+    if (changed_dir != nullptr) AddDirUpdate(changed_dir, &ups);
     return Send(ups, path);
+  }
+
+  // Appends the re-indexing of directory `dir` to `ups`: an entry was created or removed in
+  // it, which changed its mtime, ctime and (for subdirectories) nlink. Nothing when the
+  // directory has no name or is gone; it travels in the same request as the entry's update.
+  // Like RecordOfOpen, the user.* attributes are read only when one llistxattr shows some.
+  void AddDirUpdate(Inode* dir, std::vector<FileUpdate>* ups) {
+    std::string path;
+    uint64_t parent_ino = 0;
+    if (!PathOf(dir, &path, &parent_ino)) return;
+    FileUpdate u;
+    const std::string abs = backing_prefix_ + path;
+    struct stat st;
+    if (::lstat(abs.c_str(), &st) != 0) return;
+    if (MayHaveUserXattrsAt(abs)) {
+      if (!RecordAt(path, parent_ino, &u.record).ok()) return;
+    } else {
+      u.record.id = FileId{options_.volume, static_cast<uint64_t>(st.st_ino)};
+      u.record.paths = {path};
+      u.record.parent_ino = parent_ino;
+      FillRecordFromStat(st, &u.record);
+    }
+    ups->push_back(std::move(u));
   }
 
   // Indexes `inode` under its current name (nothing when it has none). 0 or an errno.
@@ -989,7 +1028,9 @@ class CaptureFs::Impl {
     if (PathOf(parent, &dir)) {
       ProcessInfo creator;
       const bool known = processes_.Identify(fuse_req_ctx(req)->pid, MonoNanos(), &creator);
-      err = IndexPath(ChildPath(dir, name), parent->ino, known ? &creator : nullptr, nullptr);
+      // mkdir, mknod and symlink fail on an existing name: the inode is new.
+      err = IndexPath(ChildPath(dir, name), parent->ino, known ? &creator : nullptr, nullptr,
+                      /*created=*/true, parent);
       if (err != 0) {
         Forget(Get(e.ino), 1);
         return (void)fuse_reply_err(req, err);
@@ -1033,7 +1074,7 @@ class CaptureFs::Impl {
     if (err != 0) return (void)fuse_reply_err(req, err);
     std::string dir;
     if (PathOf(newparent, &dir)) {
-      err = IndexPath(ChildPath(dir, newname), newparent->ino, nullptr, nullptr);
+      err = IndexPath(ChildPath(dir, newname), newparent->ino, nullptr, nullptr, false, newparent);
       if (err != 0) {
         Forget(Get(e.ino), 1);
         return (void)fuse_reply_err(req, err);
@@ -1061,6 +1102,7 @@ class CaptureFs::Impl {
     if (!PathOf(parent, &dpath)) return (void)fuse_reply_err(req, 0);
     std::vector<FileUpdate> ups;
     RemovedName(ChildPath(dpath, name), st, &ups);
+    AddDirUpdate(parent, &ups);
     fuse_reply_err(req, Send(ups, ChildPath(dpath, name)));
   }
 
@@ -1125,6 +1167,13 @@ class CaptureFs::Impl {
     };
     if (err == 0) err = reindex(src, to, from, newparent);
     if (err == 0 && had_dst && (flags & RENAME_EXCHANGE)) err = reindex(dst, from, to, parent);
+    if (err == 0) {
+      // Both directories' entries changed (mtime, ctime; nlink when a directory moved).
+      std::vector<FileUpdate> ups;
+      AddDirUpdate(parent, &ups);
+      if (newparent != parent) AddDirUpdate(newparent, &ups);
+      err = Send(ups, from_dir);
+    }
     fuse_reply_err(req, err);
   }
 
@@ -1163,9 +1212,19 @@ class CaptureFs::Impl {
     std::string dir_abs;
     if (!AbsPathOf(parent, &dir_abs)) return (void)fuse_reply_err(req, ENOENT);
     int fd;
+    // Whether this call made the file (the index then places it afresh: FileUpdate::created).
+    // The kernel sends create for a name it believes absent, but the backing directory may
+    // have gained it since; an exclusive open tells, and an existing file is opened as the
+    // caller asked (O_CREAT without O_EXCL).
+    bool created = true;
     {
       AsCaller as(this, req);
-      fd = ::open(ChildPath(dir_abs, name).c_str(), OpenFlags(fi->flags) | O_CREAT, mode);
+      const std::string abs = ChildPath(dir_abs, name);
+      fd = ::open(abs.c_str(), OpenFlags(fi->flags) | O_CREAT | O_EXCL, mode);
+      if (fd < 0 && errno == EEXIST && !(fi->flags & O_EXCL)) {
+        created = false;
+        fd = ::open(abs.c_str(), OpenFlags(fi->flags) | O_CREAT, mode);
+      }
     }
     if (fd < 0) return (void)fuse_reply_err(req, errno);
     // The entry from the new descriptor: no second path lookup.
@@ -1187,7 +1246,8 @@ class CaptureFs::Impl {
     std::string dir;
     if (PathOf(parent, &dir)) {
       const int err = IndexOpen(fd, e.attr, ChildPath(dir, name), parent->ino,
-                                h->has_owner ? &h->owner : nullptr, &producers);
+                                h->has_owner ? &h->owner : nullptr, &producers, created,
+                                parent);
       if (err != 0) {
         ::close(fd);
         Forget(inode, 1);

@@ -6,7 +6,10 @@
 //     (a directory's whole subtree gets its new paths), setattr, user.* setxattr/removexattr
 //     and on close of a file opened for writing, the file's new record reaches its index node
 //     before the call returns (libpropeller's acknowledged Update; on failure or timeout the
-//     call fails with EIO and the log names the file and the error);
+//     call fails with EIO and the log names the file and the error); the directories whose
+//     entries changed (their mtime, ctime, nlink) are re-indexed in the same request. A file
+//     this mount creates (exclusive open, mkdir, mknod, symlink) is marked `created`, so the
+//     master places it afresh even if a forget of its inode number's previous file is late;
 //   - serves query directories: any path component starting with '?' is a read-only directory
 //     of symbolic links to the matches under its parent, computed at opendir with the calling
 //     process's credentials (DESIGN §10).

@@ -15,10 +15,12 @@
 #include <set>
 #include <thread>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "client/lib/mount_registry.h"
 #include "client/lib/propeller.h"
 #include "client/lib/routing_cache.h"
+#include "common/logging.h"
 #include "common/query/query.h"
 #include "common/rpc/rpc.h"
 #include "schemas/wire_call.h"
@@ -70,6 +72,141 @@ bool IsIdempotent(std::span<const Update> updates) {
 std::string FileName(FileId id) {
   return "file (volume " + std::to_string(id.volume) + ", inode " + std::to_string(id.ino) + ")";
 }
+
+// How long the forget thread lets forgets gather before sending a batch, and the batch size
+// that sends at once. A forget only steers placement and ACG sizes, so a few milliseconds of
+// delay cost nothing; one master transaction per batch instead of per delete is the point.
+constexpr auto kForgetGather = std::chrono::milliseconds(5);
+constexpr size_t kForgetBatch = 1024;
+constexpr int kForgetAttempts = 3;
+
+// The master forgets of deleted files, off the delete path: Add queues one, a background
+// thread (started by the first Add) sends them in batches as conditional forgets (the
+// generation the client saw), so a forget that arrives after the inode number was reused by a
+// fresh placement changes nothing at the master. Settle keeps this client's own requests in
+// order: before it asks the master about a file again, a queued forget of it is dropped and
+// one in flight is waited for. A forget that fails kForgetAttempts times, or is lost in a
+// crash, only leaves a stale mapping, which a later create of that inode number replaces
+// (AssignItem::fresh).
+//
+// Thread-safe.
+class Forgetter {
+ public:
+  using SendFn = std::function<Status(const wire::FilesRequest&)>;
+  explicit Forgetter(SendFn send) : send_(std::move(send)) {}
+  // Sends what is still queued (one attempt each), then stops the thread.
+  ~Forgetter() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    work_cv_.notify_all();
+    if (thread_.joinable()) thread_.join();
+    (void)Flush(1);
+  }
+  Forgetter(const Forgetter&) = delete;
+  Forgetter& operator=(const Forgetter&) = delete;
+
+  void Add(FileId file, uint64_t generation) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      queued_[file] = generation;
+      if (!thread_.joinable() && !stop_) thread_ = std::thread([this] { Run(); });
+    }
+    work_cv_.notify_one();
+  }
+
+  // Call before asking the master about `file`: drops its queued forget; with `wait`, also
+  // waits until a batch in flight that holds it has been answered.
+  void Settle(FileId file, bool wait) {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (queued_.empty() && in_flight_.empty()) return;
+    queued_.erase(file);
+    if (wait) done_cv_.wait(lock, [&] { return in_flight_.count(file) == 0; });
+  }
+
+  // Sends everything queued now on the calling thread, then waits for any batch the thread
+  // has in flight. The first error, or OK.
+  Status Flush(int attempts = kForgetAttempts) {
+    std::vector<std::pair<FileId, uint64_t>> batch;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      batch = TakeLocked(SIZE_MAX);
+    }
+    Status st = batch.empty() ? Status::OK() : Send(batch, attempts);
+    std::unique_lock<std::mutex> lock(mu_);
+    done_cv_.wait(lock, [&] { return in_flight_.empty(); });
+    return st;
+  }
+
+ private:
+  void Run() {
+    std::unique_lock<std::mutex> lock(mu_);
+    for (;;) {
+      work_cv_.wait(lock, [&] { return stop_ || !queued_.empty(); });
+      if (stop_) return;
+      // Let a batch gather (many deletes come in bursts), unless it is full already.
+      work_cv_.wait_for(lock, kForgetGather,
+                        [&] { return stop_ || queued_.size() >= kForgetBatch; });
+      if (stop_) return;
+      std::vector<std::pair<FileId, uint64_t>> batch = TakeLocked(kForgetBatch);
+      if (batch.empty()) continue;  // Settle took them back
+      lock.unlock();
+      (void)Send(batch, kForgetAttempts);
+      lock.lock();
+    }
+  }
+
+  // Moves up to `max` queued forgets into the in-flight set. REQUIRES: mu_ held.
+  std::vector<std::pair<FileId, uint64_t>> TakeLocked(size_t max) {
+    std::vector<std::pair<FileId, uint64_t>> batch;
+    for (auto it = queued_.begin(); it != queued_.end() && batch.size() < max;) {
+      batch.emplace_back(it->first, it->second);
+      in_flight_.insert(it->first);
+      it = queued_.erase(it);
+    }
+    return batch;
+  }
+
+  // Sends `batch` (in flight), retrying failures; then marks it done.
+  Status Send(const std::vector<std::pair<FileId, uint64_t>>& batch, int attempts) {
+    wire::FilesRequest req;
+    req.files.reserve(batch.size());
+    req.generations.reserve(batch.size());
+    for (const auto& [file, gen] : batch) {
+      req.files.push_back(file);
+      req.generations.push_back(gen);
+    }
+    Status st;
+    for (int a = 0; a < attempts; ++a) {
+      // Conditional forgets are idempotent: resending one that was applied changes nothing.
+      st = send_(req);
+      if (st.ok()) break;
+      if (a + 1 < attempts) std::this_thread::sleep_for(std::chrono::milliseconds(50 << a));
+    }
+    if (!st.ok()) {
+      Log(LogLevel::kWarning,
+          "client: the master did not forget %zu deleted files (%s); their placements stay "
+          "until the inode numbers are reused",
+          batch.size(), st.ToString().c_str());
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (const auto& entry : batch) in_flight_.erase(entry.first);
+    }
+    done_cv_.notify_all();
+    return st;
+  }
+
+  const SendFn send_;
+  std::mutex mu_;
+  std::condition_variable work_cv_;  // queued_ grew, or stop_
+  std::condition_variable done_cv_;  // a batch left in_flight_
+  std::unordered_map<FileId, uint64_t, FileIdHash> queued_;  // file -> generation; under mu_
+  std::unordered_set<FileId, FileIdHash> in_flight_;         // Under mu_.
+  bool stop_ = false;                                        // Under mu_.
+  std::thread thread_;                                       // Started under mu_.
+};
 
 }  // namespace
 
@@ -465,41 +602,57 @@ class Client::Impl {
 
   // ---- updates ----------------------------------------------------------------------------
 
-  // Fills acgs[i] for every update; 0 marks an update to drop (delete of an unknown file).
-  Status RouteFiles(std::span<const FileUpdate> updates, std::vector<uint64_t>* acgs) {
-    acgs->assign(updates.size(), 0);
+  // Fills (*routes)[i] for every update; acg 0 marks an update to drop (delete of an unknown
+  // file). A created file (FileUpdate::created) is always placed afresh by the master, whatever
+  // the cache says: the cached route can only be that of a deleted file with its number.
+  Status RouteFiles(std::span<const FileUpdate> updates, std::vector<FileRoute>* routes) {
+    routes->assign(updates.size(), FileRoute{});
     wire::AssignFilesRequest assign;
     wire::FilesRequest lookup;
-    std::set<FileId> asked;
+    std::set<FileId> asked;  // only for batches: one update never asks twice
     for (size_t i = 0; i < updates.size(); ++i) {
       const FileUpdate& u = updates[i];
-      if (auto acg = cache_.FileAcg(u.record.id)) {
-        (*acgs)[i] = *acg;
+      const bool fresh = u.created && u.op == UpdateOp::kPut;
+      if (!fresh) {
+        if (auto route = cache_.FileRouteOf(u.record.id)) {
+          (*routes)[i] = *route;
+          continue;
+        }
+      }
+      if (updates.size() > 1 && !asked.insert(u.record.id).second) {
+        if (fresh) {  // the same file again, now known to be new: ask for a fresh placement
+          for (wire::AssignItem& item : assign.items) item.fresh |= item.file == u.record.id;
+        }
         continue;
       }
-      if (!asked.insert(u.record.id).second) continue;
+      // A forget of this number queued by an earlier delete must not overtake this request
+      // (a non-fresh answer would be the mapping it forgets); a fresh one makes it moot.
+      forgetter_.Settle(u.record.id, /*wait=*/!fresh);
       if (u.op == UpdateOp::kPut || u.op == UpdateOp::kAddEdge) {
         wire::AssignItem item;
         item.file = u.record.id;
         item.app = u.app;
         item.producers = u.producers;
+        item.fresh = fresh;
         assign.items.push_back(std::move(item));
       } else {
         lookup.files.push_back(u.record.id);
       }
     }
-    std::map<FileId, uint64_t> found;
+    if (assign.items.empty() && lookup.files.empty()) return Status::OK();
+    std::map<FileId, FileRoute> found;
     auto remember = [&](const std::vector<wire::FileLocation>& locations) {
       for (const wire::FileLocation& loc : locations) {
         if (loc.acg == 0) continue;
-        found[loc.file] = loc.acg;
-        cache_.PutFile(loc.file, loc.acg);
+        found[loc.file] = FileRoute{loc.acg, loc.generation};
+        cache_.PutFile(loc.file, loc.acg, loc.generation);
         if (loc.node_id != 0) cache_.PutAcg(loc.acg, NodeAddress{loc.node_id, loc.endpoint});
       }
     };
     if (!assign.items.empty()) {
       wire::LocationsReply rep;
-      // Assigning twice gives the same answer (a mapped file keeps its ACG): retry is safe.
+      // Assigning twice gives the same answer (a mapped file keeps its ACG), and a fresh
+      // placement resent after a timeout only renews the generation: retry is safe.
       PROPELLER_RETURN_IF_ERROR(MasterCall(wire::MsgType::kAssignFiles, assign, &rep));
       remember(rep.locations);
     }
@@ -509,10 +662,10 @@ class Client::Impl {
       remember(rep.locations);
     }
     for (size_t i = 0; i < updates.size(); ++i) {
-      if ((*acgs)[i] != 0) continue;
+      if ((*routes)[i].acg != 0) continue;
       auto it = found.find(updates[i].record.id);
       if (it != found.end()) {
-        (*acgs)[i] = it->second;
+        (*routes)[i] = it->second;
       } else if (updates[i].op == UpdateOp::kSetAttrs || updates[i].op == UpdateOp::kRemoveAttrs) {
         return Status::NotFound(FileName(updates[i].record.id) + " is not indexed");
       } else if (updates[i].op != UpdateOp::kDelete) {
@@ -549,88 +702,127 @@ class Client::Impl {
 
   Status SendUpdates(std::span<const FileUpdate> updates) {
     if (updates.empty()) return Status::OK();
-    std::vector<uint64_t> acgs;
-    PROPELLER_RETURN_IF_ERROR(RouteFiles(updates, &acgs));
+    std::vector<FileRoute> routes;
+    PROPELLER_RETURN_IF_ERROR(RouteFiles(updates, &routes));
     std::vector<propeller::Update> pending;
-    std::vector<FileId> deleted;
+    std::vector<std::pair<FileId, uint64_t>> deleted;  // file, generation of its mapping
     pending.reserve(updates.size());
     for (size_t i = 0; i < updates.size(); ++i) {
-      if (acgs[i] == 0) continue;  // delete of a file nobody indexed: nothing to do
-      propeller::Update u;
+      if (routes[i].acg == 0) continue;  // delete of a file nobody indexed: nothing to do
+      propeller::Update& u = pending.emplace_back();
       u.op = updates[i].op;
-      u.acg = acgs[i];
+      u.acg = routes[i].acg;
       u.record = updates[i].record;
       u.edge_dst = updates[i].edge_dst;
       u.edge_weight = updates[i].edge_weight;
-      if (u.op == UpdateOp::kDelete) deleted.push_back(u.record.id);
-      pending.push_back(std::move(u));
+      if (u.op == UpdateOp::kDelete) deleted.emplace_back(u.record.id, routes[i].generation);
     }
     for (int attempt = 0; !pending.empty(); ++attempt) {
       if (attempt == kMaxRouteAttempts) {
         return Status::Unavailable("updates for ACG " + std::to_string(pending[0].acg) +
                                    " keep being redirected; the cluster is reconfiguring");
       }
-      std::set<uint64_t> acg_set;
-      for (const propeller::Update& u : pending) acg_set.insert(u.acg);
-      PROPELLER_ASSIGN_OR_RETURN(auto owners, LocateAcgs(acg_set));
-      std::map<std::string, std::vector<propeller::Update>> groups;  // by node endpoint
-      for (propeller::Update& u : pending) groups[owners[u.acg].endpoint].push_back(std::move(u));
-      pending.clear();
-      std::vector<std::string> endpoints;
-      std::vector<std::vector<propeller::Update>*> batches;
-      for (auto& [endpoint, batch] : groups) {
-        endpoints.push_back(endpoint);
-        batches.push_back(&batch);
-      }
-      std::vector<Status> results(batches.size());
-      std::vector<std::vector<wire::AcgLocation>> redirects(batches.size());
-      auto send = [&](size_t g) {
-        Result<rpc::Channel*> ch = NodeChannel(endpoints[g]);
-        if (!ch.ok()) {
-          results[g] = ch.status();
-          return;
-        }
-        wire::ApplyRequest req;
-        req.updates = *batches[g];
-        wire::Empty rep;
-        results[g] = wire::WireCall(**ch, wire::MsgType::kApply, req, &rep,
-                                    CallOpts(IsIdempotent(req.updates)), &redirects[g]);
-      };
-      if (batches.size() == 1) {
-        send(0);
-      } else {
-        std::vector<std::thread> threads;
-        for (size_t g = 0; g < batches.size(); ++g) threads.emplace_back(send, g);
-        for (std::thread& t : threads) t.join();
-      }
-      for (size_t g = 0; g < batches.size(); ++g) {
-        if (results[g].ok()) continue;
-        // Unavailable = nothing was sent (no connection): the node may have moved to another
-        // endpoint (restart) — ask the master again. A Timeout may have been applied, so it is
-        // only the caller's to retry.
-        const bool moved = results[g].code() == StatusCode::kUnavailable;
-        if (results[g].code() != StatusCode::kRedirect && !moved) return results[g];
-        if (moved && attempt + 1 == kMaxRouteAttempts) return results[g];
-        // The node does not own some of these ACGs: forget the routes, learn what it told
-        // us, and resend the whole group (it applied none of it).
-        for (const propeller::Update& u : *batches[g]) cache_.ForgetAcg(u.acg);
-        for (const wire::AcgLocation& loc : redirects[g]) {
-          if (loc.node_id != 0) cache_.PutAcg(loc.acg, NodeAddress{loc.node_id, loc.endpoint});
-        }
-        for (propeller::Update& u : *batches[g]) pending.push_back(std::move(u));
-      }
+      const bool one_acg = std::all_of(pending.begin(), pending.end(), [&](const auto& u) {
+        return u.acg == pending[0].acg;
+      });
+      PROPELLER_RETURN_IF_ERROR(one_acg ? SendToOneAcg(&pending, attempt)
+                                        : SendGrouped(&pending, attempt));
     }
-    if (!deleted.empty()) {
-      wire::FilesRequest req;
-      req.files = deleted;
-      wire::Empty rep;
-      // The records are gone; the master's map entries only steer placement. Forget them so
-      // ACG sizes stay right; a failure here is harmless and only logged by the caller.
-      PROPELLER_RETURN_IF_ERROR(MasterCall(wire::MsgType::kForgetFiles, req, &rep));
-      for (FileId id : deleted) cache_.ForgetFile(id);
+    for (const auto& [id, gen] : deleted) {
+      // The records are gone; the master's map entries only steer placement and ACG sizes.
+      // Forget them in the background (Forgetter), conditional on the generation seen here.
+      cache_.ForgetFile(id);
+      forgetter_.Add(id, gen);
     }
     return Status::OK();
   }
+
+  // What to do after a failed Apply of `batch`: OK = resend it (routes refreshed), else the
+  // error to return. Unavailable = nothing was sent (no connection): the node may have moved
+  // to another endpoint (restart) — ask the master again. A Timeout may have been applied, so
+  // it is only the caller's to retry.
+  Status AfterFailedApply(const Status& result, const std::vector<propeller::Update>& batch,
+                          const std::vector<wire::AcgLocation>& redirects, int attempt) {
+    const bool moved = result.code() == StatusCode::kUnavailable;
+    if (result.code() != StatusCode::kRedirect && !moved) return result;
+    if (moved && attempt + 1 == kMaxRouteAttempts) return result;
+    // The node does not own some of these ACGs: forget the routes, learn what it told us, and
+    // resend the whole group (it applied none of it).
+    for (const propeller::Update& u : batch) cache_.ForgetAcg(u.acg);
+    for (const wire::AcgLocation& loc : redirects) {
+      if (loc.node_id != 0) cache_.PutAcg(loc.acg, NodeAddress{loc.node_id, loc.endpoint});
+    }
+    return Status::OK();
+  }
+
+  // The common case (one update, or a batch of one ACG): no grouping, no threads, no copies.
+  // On return *pending holds what must be resent (after a redirect), else nothing.
+  Status SendToOneAcg(std::vector<propeller::Update>* pending, int attempt) {
+    const uint64_t acg = (*pending)[0].acg;
+    std::optional<NodeAddress> owner = cache_.AcgNode(acg);
+    if (!owner) {
+      PROPELLER_ASSIGN_OR_RETURN(auto owners, LocateAcgs({acg}));
+      owner = owners[acg];
+    }
+    PROPELLER_ASSIGN_OR_RETURN(rpc::Channel * ch, NodeChannel(owner->endpoint));
+    wire::ApplyRequest req;
+    req.updates = std::move(*pending);
+    pending->clear();
+    wire::Empty rep;
+    std::vector<wire::AcgLocation> redirects;
+    Status st = wire::WireCall(*ch, wire::MsgType::kApply, req, &rep,
+                               CallOpts(IsIdempotent(req.updates)), &redirects);
+    if (st.ok()) return st;
+    PROPELLER_RETURN_IF_ERROR(AfterFailedApply(st, req.updates, redirects, attempt));
+    *pending = std::move(req.updates);
+    return Status::OK();
+  }
+
+  // Updates of several ACGs: one Apply per owning node, in parallel.
+  Status SendGrouped(std::vector<propeller::Update>* pending, int attempt) {
+    std::set<uint64_t> acg_set;
+    for (const propeller::Update& u : *pending) acg_set.insert(u.acg);
+    PROPELLER_ASSIGN_OR_RETURN(auto owners, LocateAcgs(acg_set));
+    std::map<std::string, std::vector<propeller::Update>> groups;  // by node endpoint
+    for (propeller::Update& u : *pending) groups[owners[u.acg].endpoint].push_back(std::move(u));
+    pending->clear();
+    std::vector<std::string> endpoints;
+    std::vector<std::vector<propeller::Update>*> batches;
+    for (auto& [endpoint, batch] : groups) {
+      endpoints.push_back(endpoint);
+      batches.push_back(&batch);
+    }
+    std::vector<Status> results(batches.size());
+    std::vector<std::vector<wire::AcgLocation>> redirects(batches.size());
+    auto send = [&](size_t g) {
+      Result<rpc::Channel*> ch = NodeChannel(endpoints[g]);
+      if (!ch.ok()) {
+        results[g] = ch.status();
+        return;
+      }
+      wire::ApplyRequest req;
+      req.updates = std::move(*batches[g]);
+      wire::Empty rep;
+      results[g] = wire::WireCall(**ch, wire::MsgType::kApply, req, &rep,
+                                  CallOpts(IsIdempotent(req.updates)), &redirects[g]);
+      *batches[g] = std::move(req.updates);
+    };
+    if (batches.size() == 1) {
+      send(0);
+    } else {
+      std::vector<std::thread> threads;
+      for (size_t g = 0; g < batches.size(); ++g) threads.emplace_back(send, g);
+      for (std::thread& t : threads) t.join();
+    }
+    for (size_t g = 0; g < batches.size(); ++g) {
+      if (results[g].ok()) continue;
+      PROPELLER_RETURN_IF_ERROR(AfterFailedApply(results[g], *batches[g], redirects[g], attempt));
+      for (propeller::Update& u : *batches[g]) pending->push_back(std::move(u));
+    }
+    return Status::OK();
+  }
+
+  Status FlushForgets() { return forgetter_.Flush(); }
 
   Result<FileRecord> Get(FileId id) {
     for (int attempt = 0; attempt < kMaxRouteAttempts; ++attempt) {
@@ -644,7 +836,7 @@ class Client::Impl {
           return Status::NotFound(FileName(id) + " is not indexed");
         }
         const wire::FileLocation& loc = rep.locations[0];
-        cache_.PutFile(id, loc.acg);
+        cache_.PutFile(id, loc.acg, loc.generation);
         if (loc.node_id != 0) cache_.PutAcg(loc.acg, NodeAddress{loc.node_id, loc.endpoint});
         acg = loc.acg;
       }
@@ -786,6 +978,11 @@ class Client::Impl {
   std::string server_key_;              // Constant after Init.
   std::unique_ptr<rpc::Channel> master_;  // Constant after Init; thread-safe.
   RoutingCache cache_;
+  // Destroyed before master_ (declared after it): its destructor still sends.
+  Forgetter forgetter_{[this](const wire::FilesRequest& req) {
+    wire::Empty rep;
+    return MasterCall(wire::MsgType::kForgetFiles, req, &rep);
+  }};
 
   std::mutex channels_mu_;
   std::unordered_map<std::string, std::unique_ptr<rpc::Channel>> channels_;  // Under channels_mu_.
@@ -837,6 +1034,7 @@ Result<FileId> Client::FileIdOf(const std::string& path) {
   return FileId{resolved.first, static_cast<uint64_t>(st.st_ino)};
 }
 Status Client::Update(std::span<const FileUpdate> updates) { return impl_->SendUpdates(updates); }
+Status Client::FlushForgets() { return impl_->FlushForgets(); }
 Result<FileRecord> Client::Get(FileId id) { return impl_->Get(id); }
 Status Client::SetAttr(FileId id, const std::string& name, const AttrValue& value) {
   return impl_->AttrUpdate(UpdateOp::kSetAttrs, id, name, value);

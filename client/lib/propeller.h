@@ -90,7 +90,11 @@ struct ClientSearchStats {
 // One file-indexing change. For kPut the record is the file's whole new state; kDelete needs
 // record.id only; kSetAttrs/kRemoveAttrs use record.id and record.attrs; kAddEdge adds the ACG
 // edge record.id -> edge_dst. `app` and `producers` steer the placement of files the master has
-// not seen yet (DESIGN §5).
+// not seen yet (DESIGN §5). `created` (kPut only) says the file was just created, so its inode
+// number is new: whatever the master still maps under it belongs to a deleted file (a forget
+// still queued, or lost in a crash), and the file is placed afresh. Set it only when the
+// creation is certain (O_EXCL, mkdir, ...): an existing file placed afresh could be indexed in
+// two ACGs.
 struct FileUpdate {
   UpdateOp op = UpdateOp::kPut;
   FileRecord record;
@@ -98,6 +102,7 @@ struct FileUpdate {
   std::vector<FileId> producers;
   FileId edge_dst;
   uint32_t edge_weight = 1;
+  bool created = false;
 };
 
 // One captured access-causality edge: a process read `src`, then wrote `dst` (DESIGN §3);
@@ -157,7 +162,15 @@ class Client {
   // in its log). Updates are grouped per node and sent in parallel; a redirect refreshes the
   // routing and resends that group. Files seen for the first time are placed by the master.
   // Not atomic across nodes: on error some groups may have been applied.
+  // A delete's record is gone from the index when this returns; telling the master to forget
+  // the file's placement (which only steers placement and ACG sizes) is queued and sent in
+  // batches by a background thread, conditional on the mapping's generation, so a late forget
+  // never removes the mapping of a new file that reused the inode number.
   Status Update(std::span<const FileUpdate> updates);
+
+  // Sends every queued forget now and waits for the master's answer (tests, shutdown; the
+  // destructor does it too). Returns the first error of the batches it waited for.
+  Status FlushForgets();
 
   // The current record of `id`. NotFound when the file is not indexed.
   Result<FileRecord> Get(FileId id);

@@ -6,6 +6,13 @@ std::optional<uint64_t> RoutingCache::FileAcg(FileId file) const {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = files_.find(file);
   if (it == files_.end()) return std::nullopt;
+  return it->second.acg;
+}
+
+std::optional<FileRoute> RoutingCache::FileRouteOf(FileId file) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = files_.find(file);
+  if (it == files_.end()) return std::nullopt;
   return it->second;
 }
 
@@ -16,10 +23,10 @@ std::optional<NodeAddress> RoutingCache::AcgNode(uint64_t acg) const {
   return it->second;
 }
 
-void RoutingCache::PutFile(FileId file, uint64_t acg) {
+void RoutingCache::PutFile(FileId file, uint64_t acg, uint64_t generation) {
   std::lock_guard<std::mutex> lock(mu_);
   if (files_.size() >= max_files_) files_.clear();
-  files_[file] = acg;
+  files_[file] = FileRoute{acg, generation};
 }
 
 void RoutingCache::PutAcg(uint64_t acg, const NodeAddress& node) {

@@ -24,16 +24,25 @@ struct NodeAddress {
   std::string endpoint;
 };
 
+// Where a file is mapped, as the master said: its ACG and the mapping's generation (0 when
+// the master did not say; used to make forgets conditional, see wire::FilesRequest).
+struct FileRoute {
+  uint64_t acg = 0;
+  uint64_t generation = 0;
+};
+
 class RoutingCache {
  public:
   explicit RoutingCache(size_t max_files = 1'000'000) : max_files_(max_files) {}
 
   // The ACG of `file`, if known.
   std::optional<uint64_t> FileAcg(FileId file) const;
+  // The route of `file`, if known.
+  std::optional<FileRoute> FileRouteOf(FileId file) const;
   // The node holding `acg`, if known.
   std::optional<NodeAddress> AcgNode(uint64_t acg) const;
 
-  void PutFile(FileId file, uint64_t acg);
+  void PutFile(FileId file, uint64_t acg, uint64_t generation = 0);
   void PutAcg(uint64_t acg, const NodeAddress& node);
   void ForgetFile(FileId file);
   void ForgetAcg(uint64_t acg);
@@ -41,7 +50,7 @@ class RoutingCache {
  private:
   const size_t max_files_;
   mutable std::mutex mu_;
-  std::unordered_map<FileId, uint64_t, FileIdHash> files_;  // Under mu_.
+  std::unordered_map<FileId, FileRoute, FileIdHash> files_;  // Under mu_.
   std::unordered_map<uint64_t, NodeAddress> acgs_;          // Under mu_.
 };
 
