@@ -1088,40 +1088,40 @@ class Engine::Impl {
     size_t delta_updates = 0;
     int64_t t_remove = 0;
     {
-    std::unique_lock<std::shared_mutex> gate(search_gate_);
-    auto source_lock = source->LockExclusive();
-    auto target_lock = target->LockExclusive();
-    s = [&]() -> Status {
-      uint64_t switch_lsn = 0;
-      wal_->RunLocked([&](uint64_t next_lsn) {
-        switch_lsn = next_lsn - 1;  // every record up to here was cached by the old routes
-        split_hold_lsn_.store(next_lsn);
-        source->AddRoutes(moving, target_id);
-        any_routes_.store(true);
-        route_epoch_.fetch_add(1);
-      });
-      if (crash_at(2)) return Status::Aborted("crash after step 2 (test)");
-      PROPELLER_RETURN_IF_ERROR(wal_->Sync());  // commits never get ahead of the durable log
-      PROPELLER_RETURN_IF_ERROR(source->CommitHeld(switch_lsn));
-      PROPELLER_RETURN_IF_ERROR(copy_delta(switch_lsn, &delta_updates));
-      source->StopWatchHeld();
-      if (crash_at(3)) return Status::Aborted("crash after step 3 (test)");
-      t_remove = options_.env->MonotonicNanos();
-      PROPELLER_RETURN_IF_ERROR(source->RemoveMovedHeld(moving, target_id));  // commit point
-      if (crash_at(4)) return Status::Aborted("crash after step 4 (test)");
-      PROPELLER_RETURN_IF_ERROR(options_.env->RemoveFile(SplitMarkerPath(target_id)));
-      PROPELLER_RETURN_IF_ERROR(options_.env->SyncDir(AcgDir(target_id)));
-      std::unique_lock<std::shared_mutex> lock(acgs_mu_);
-      hidden_acg_ = 0;
-      split_hold_lsn_.store(0);
-      return Status::OK();
-    }();
-    if (!s.ok()) {
-      // Neither may commit again before the engine stops: after the switch, a commit of the
-      // source would move its applied LSN past updates that only the (discarded) target has.
-      source->FreezeHeld();
-      target->FreezeHeld();
-    }
+      std::unique_lock<std::shared_mutex> gate(search_gate_);
+      auto source_lock = source->LockExclusive();
+      auto target_lock = target->LockExclusive();
+      s = [&]() -> Status {
+        uint64_t switch_lsn = 0;
+        wal_->RunLocked([&](uint64_t next_lsn) {
+          switch_lsn = next_lsn - 1;  // every record up to here was cached by the old routes
+          split_hold_lsn_.store(next_lsn);
+          source->AddRoutes(moving, target_id);
+          any_routes_.store(true);
+          route_epoch_.fetch_add(1);
+        });
+        if (crash_at(2)) return Status::Aborted("crash after step 2 (test)");
+        PROPELLER_RETURN_IF_ERROR(wal_->Sync());  // commits never get ahead of the durable log
+        PROPELLER_RETURN_IF_ERROR(source->CommitHeld(switch_lsn));
+        PROPELLER_RETURN_IF_ERROR(copy_delta(switch_lsn, &delta_updates));
+        source->StopWatchHeld();
+        if (crash_at(3)) return Status::Aborted("crash after step 3 (test)");
+        t_remove = options_.env->MonotonicNanos();
+        PROPELLER_RETURN_IF_ERROR(source->RemoveMovedHeld(moving, target_id));  // commit point
+        if (crash_at(4)) return Status::Aborted("crash after step 4 (test)");
+        PROPELLER_RETURN_IF_ERROR(options_.env->RemoveFile(SplitMarkerPath(target_id)));
+        PROPELLER_RETURN_IF_ERROR(options_.env->SyncDir(AcgDir(target_id)));
+        std::unique_lock<std::shared_mutex> lock(acgs_mu_);
+        hidden_acg_ = 0;
+        split_hold_lsn_.store(0);
+        return Status::OK();
+      }();
+      if (!s.ok()) {
+        // Neither may commit again before the engine stops: after the switch, a commit of the
+        // source would move its applied LSN past updates that only the (discarded) target has.
+        source->FreezeHeld();
+        target->FreezeHeld();
+      }
     }
     if (!s.ok()) return fail(s);
     const int64_t t_end = options_.env->MonotonicNanos();

@@ -227,8 +227,9 @@ class Engine {
   // Moves the files `moving` of ACG `source` into the new ACG `target` (DESIGN §5: the
   // node-side half of a split). Updates and searches continue meanwhile; searches pause only
   // for the final switch. Afterwards updates and Get addressed to `source` for a moved file
-  // are routed to `target` (also after a restart: the routes are stored in `source`). Files
-  // in `moving` that `source` does not hold are ignored. Every file is in exactly one ACG at
+  // are routed to `target` (also after a restart: the routes are stored in `source`); this
+  // holds for every id in `moving`, also one `source` did not hold (nothing moves for it, but
+  // its later updates go to `target`). Every file is in exactly one ACG at
   // every instant a search can observe, and after a crash at any point. Errors:
   // InvalidArgument (target 0 or == source), NotFound (no source), AlreadyExists (target
   // exists); an I/O error after the target was created stops the engine (reopen to recover,
