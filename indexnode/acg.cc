@@ -70,6 +70,25 @@ class CursorGuard {
   MDB_cursor* cur_;
 };
 
+// Index::BeginBatch on every index for the scope's lifetime, EndBatch whatever happens: one
+// restructuring of the in-memory indexes per transaction (on failure the caller drops their
+// in-memory state anyway).
+class IndexBatchScope {
+ public:
+  explicit IndexBatchScope(std::map<std::string, Index*, std::less<>>* indexes)
+      : indexes_(indexes) {
+    for (auto& [name, index] : *indexes_) index->BeginBatch();
+  }
+  ~IndexBatchScope() {
+    for (auto& [name, index] : *indexes_) index->EndBatch();
+  }
+  IndexBatchScope(const IndexBatchScope&) = delete;
+  IndexBatchScope& operator=(const IndexBatchScope&) = delete;
+
+ private:
+  std::map<std::string, Index*, std::less<>>* indexes_;
+};
+
 std::set<std::string> KeywordSet(const FileRecord& rec) {
   std::set<std::string> out;
   for (const std::string& p : rec.paths) {
@@ -667,13 +686,7 @@ Status Acg::CommitOnce(const std::vector<Slice>& slices) {
   // threshold crossed (a 5,000-update commit of a 10,000-file ACG compacted its K-D tree twice
   // and then rebalanced it). Whatever happens below, EndBatch runs: on failure the caller
   // closes the ACG and drops its in-memory state anyway.
-  for (auto& [name, index] : indexes_) index->BeginBatch();
-  struct EndBatches {
-    std::map<std::string, Index*, std::less<>>* indexes;
-    ~EndBatches() {
-      for (auto& [name, index] : *indexes) index->EndBatch();
-    }
-  } end_batches{&indexes_};
+  IndexBatchScope batch(&indexes_);
   // Apply in key order, not arrival order: a commit's puts then walk each B-tree's leaves
   // in order (each page is copied into the transaction once and stays in cache) instead of
   // hopping across the whole file. The sort is stable, so one file's updates keep their order,
@@ -752,16 +765,45 @@ Status Acg::CommitOnce(const std::vector<Slice>& slices) {
   val = Val(summary);
   rc = mdb_put(raw, meta_dbi_, &k, &val, 0);
   if (rc != 0) return LmdbStatus(rc, "writing summary");
-  MDB_stat files_stat{}, edges_stat{};
-  rc = mdb_stat(raw, files_dbi_, &files_stat);
-  if (rc == 0) rc = mdb_stat(raw, edges_dbi_, &edges_stat);
-  if (rc != 0) return LmdbStatus(rc, "mdb_stat");
+  uint64_t files_count = 0, edges_count = 0;
+  PROPELLER_RETURN_IF_ERROR(ReadCounts(raw, &files_count, &edges_count));
   files.Close();
   rc = txn.Commit();
   if (rc != 0) return LmdbStatus(rc, "mdb_txn_commit");
   applied_lsn_ = lsn;
-  files_ = files_stat.ms_entries;
-  edges_ = edges_stat.ms_entries;
+  files_ = files_count;
+  edges_ = edges_count;
+  return Status::OK();
+}
+
+Status Acg::ReadCounts(MDB_txn* txn, uint64_t* files, uint64_t* edges) {
+  MDB_stat files_stat{}, edges_stat{};
+  int rc = mdb_stat(txn, files_dbi_, &files_stat);
+  if (rc == 0) rc = mdb_stat(txn, edges_dbi_, &edges_stat);
+  if (rc != 0) return LmdbStatus(rc, "mdb_stat");
+  *files = files_stat.ms_entries;
+  *edges = edges_stat.ms_entries;
+  return Status::OK();
+}
+
+Status Acg::ScanEdges(MDB_txn* txn,
+                      const std::function<void(FileId, FileId, uint64_t)>& fn) {
+  MDB_cursor* cur = nullptr;
+  int rc = mdb_cursor_open(txn, edges_dbi_, &cur);
+  if (rc != 0) return LmdbStatus(rc, "mdb_cursor_open");
+  MDB_val k, v;
+  Status s;
+  for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == 0;
+       rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+    FileId src, dst;
+    s = DecodeEdgeKey(View(k), &src, &dst);
+    if (s.ok() && v.mv_size != 8) s = Status::Corruption("malformed edge entry");
+    if (!s.ok()) break;
+    fn(src, dst, DecodeOrderedU64(View(v)));
+  }
+  mdb_cursor_close(cur);
+  PROPELLER_RETURN_IF_ERROR(s.WithContext(AcgName(id_)));
+  if (rc != MDB_NOTFOUND) return LmdbStatus(rc, "scanning edges");
   return Status::OK();
 }
 
@@ -1006,23 +1048,9 @@ Status Acg::ExportHeld(const FileIdSet& ids, bool watched_only, std::vector<File
       absent->push_back(id);
     }
   }
-  MDB_cursor* cur = nullptr;
-  rc = mdb_cursor_open(raw, edges_dbi_, &cur);
-  if (rc != 0) return LmdbStatus(rc, "mdb_cursor_open");
-  MDB_val k, v;
-  Status s;
-  for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == 0;
-       rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
-    FileId src, dst;
-    s = DecodeEdgeKey(View(k), &src, &dst);
-    if (s.ok() && v.mv_size != 8) s = Status::Corruption("malformed edge entry");
-    if (!s.ok()) break;
-    if (want.count(src)) edges->emplace_back(src, dst, DecodeOrderedU64(View(v)));
-  }
-  mdb_cursor_close(cur);
-  PROPELLER_RETURN_IF_ERROR(s.WithContext(AcgName(id_)));
-  if (rc != MDB_NOTFOUND) return LmdbStatus(rc, "scanning edges");
-  return Status::OK();
+  return ScanEdges(raw, [&](FileId src, FileId dst, uint64_t weight) {
+    if (want.count(src)) edges->emplace_back(src, dst, weight);
+  });
 }
 
 Status Acg::ImportHeld(std::span<const Update> updates, uint64_t applied_lsn) {
@@ -1053,13 +1081,7 @@ Status Acg::RemoveMovedHeld(const FileIdSet& ids, uint64_t target) {
     int rc = mdb_txn_begin(env_, nullptr, 0, &raw);
     if (rc != 0) return LmdbStatus(rc, "mdb_txn_begin");
     TxnGuard txn(raw);
-    for (auto& [name, index] : indexes_) index->BeginBatch();
-    struct EndBatches {
-      std::map<std::string, Index*, std::less<>>* indexes;
-      ~EndBatches() {
-        for (auto& [name, index] : *indexes) index->EndBatch();
-      }
-    } end_batches{&indexes_};
+    IndexBatchScope batch(&indexes_);  // as in CommitOnce
     MDB_cursor* files_raw = nullptr;
     rc = mdb_cursor_open(raw, files_dbi_, &files_raw);
     if (rc != 0) return LmdbStatus(rc, "mdb_cursor_open");
@@ -1100,16 +1122,14 @@ Status Acg::RemoveMovedHeld(const FileIdSet& ids, uint64_t target) {
       }
     }
     if (rc != MDB_NOTFOUND) return LmdbStatus(rc, "scanning edges");
-    MDB_stat files_stat{}, edges_stat{};
-    rc = mdb_stat(raw, files_dbi_, &files_stat);
-    if (rc == 0) rc = mdb_stat(raw, edges_dbi_, &edges_stat);
-    if (rc != 0) return LmdbStatus(rc, "mdb_stat");
+    uint64_t files_count = 0, edges_count = 0;
+    PROPELLER_RETURN_IF_ERROR(ReadCounts(raw, &files_count, &edges_count));
     edges.Close();
     files.Close();
     rc = txn.Commit();
     if (rc != 0) return LmdbStatus(rc, "mdb_txn_commit");
-    files_ = files_stat.ms_entries;
-    edges_ = edges_stat.ms_entries;
+    files_ = files_count;
+    edges_ = edges_count;
     return Status::OK();
   }();
   if (!s.ok()) {
@@ -1194,27 +1214,12 @@ Status Acg::ListFileIds(std::vector<FileId>* ids) {
 
 Status Acg::ListEdges(std::vector<std::tuple<FileId, FileId, uint64_t>>* edges) {
   return WithReadTxn([&](MDB_txn* txn) {
-    MDB_cursor* cur = nullptr;
-    int rc = mdb_cursor_open(txn, edges_dbi_, &cur);
-    if (rc != 0) return LmdbStatus(rc, "mdb_cursor_open");
-    MDB_val k, v;
-    Status s;
-    for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == 0;
-         rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
-      FileId src, dst;
-      s = DecodeEdgeKey(View(k), &src, &dst);
-      if (!s.ok()) break;
-      if (v.mv_size != 8) {
-        s = Status::Corruption("malformed edge entry");
-        break;
-      }
-      edges->emplace_back(src, dst, DecodeOrderedU64(View(v)));
-    }
-    mdb_cursor_close(cur);
-    CountReads(edges->size());
-    PROPELLER_RETURN_IF_ERROR(s);
-    if (rc != 0 && rc != MDB_NOTFOUND) return LmdbStatus(rc, "scanning edges");
-    return Status::OK();
+    const size_t before = edges->size();
+    Status s = ScanEdges(txn, [&](FileId src, FileId dst, uint64_t weight) {
+      edges->emplace_back(src, dst, weight);
+    });
+    CountReads(edges->size() - before);
+    return s;
   });
 }
 

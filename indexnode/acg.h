@@ -297,6 +297,11 @@ class Acg {
                   AcgSummary* widened);
   Status UpdateIndexes(MDB_txn* txn, const FileRecord* old_rec, const FileRecord* new_rec);
   Status ReadRecord(MDB_txn* txn, FileId id, FileRecord* rec, bool* found);
+  // The entries of the files and edges databases in `txn`.
+  Status ReadCounts(MDB_txn* txn, uint64_t* files, uint64_t* edges);
+  // Calls fn(src, dst, weight) for every edge in `txn`, in key order; Corruption for a
+  // malformed entry.
+  Status ScanEdges(MDB_txn* txn, const std::function<void(FileId, FileId, uint64_t)>& fn);
   Status BuildIndex(MDB_txn* txn, Index* index);
   void RefreshOpenBytes();  // REQUIRES: rw_ held
   void CountReads(uint64_t n) { reads_.fetch_add(n, std::memory_order_relaxed); }
