@@ -177,6 +177,60 @@ Status Master::LocateAcgs(const wire::LocateAcgsRequest& req, wire::AcgLocations
   return Status::OK();
 }
 
+namespace {
+
+// OK when `acg` exists and `node_id` owns it; else PermissionDenied naming the owner.
+Status CheckOwner(const MasterStore::Txn& txn, uint64_t acg, uint32_t node_id) {
+  const AcgRecord* rec = txn.FindAcg(acg);
+  if (rec == nullptr) return Status::NotFound("no ACG " + std::to_string(acg));
+  if (rec->node_id != node_id) {
+    return Status::PermissionDenied("ACG " + std::to_string(acg) + " is owned by node " +
+                                      std::to_string(rec->node_id) + ", not node " +
+                                      std::to_string(node_id));
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+Status Master::NewAcg(const wire::NewAcgRequest& req, wire::NewAcgReply* reply) {
+  *reply = wire::NewAcgReply{};
+  if (req.node_id == 0 || req.source == 0) {
+    return Status::InvalidArgument("new ACG: node id and source ACG must be non-zero");
+  }
+  uint64_t acg = 0;
+  PROPELLER_RETURN_IF_ERROR(store_->Update([&](MasterStore::Txn& txn) -> Status {
+    PROPELLER_RETURN_IF_ERROR(CheckOwner(txn, req.source, req.node_id));
+    const std::string app = txn.FindAcg(req.source)->app;  // copy: the pointer dies below
+    PROPELLER_ASSIGN_OR_RETURN(acg, txn.CreateAcg(req.node_id, app));
+    return Status::OK();
+  }));
+  reply->acg = acg;
+  return Status::OK();
+}
+
+Status Master::SplitDone(const wire::SplitDoneRequest& req, wire::SplitDoneReply* reply) {
+  *reply = wire::SplitDoneReply{};
+  if (req.node_id == 0 || req.source == 0 || req.target == 0 || req.source == req.target) {
+    return Status::InvalidArgument(
+        "split report: node id and ACGs must be non-zero and the ACGs distinct");
+  }
+  uint64_t remapped = 0;
+  PROPELLER_RETURN_IF_ERROR(store_->Update([&](MasterStore::Txn& txn) -> Status {
+    remapped = 0;  // Update may run this again (map growth)
+    PROPELLER_RETURN_IF_ERROR(CheckOwner(txn, req.source, req.node_id));
+    PROPELLER_RETURN_IF_ERROR(CheckOwner(txn, req.target, req.node_id));
+    for (const FileId& file : req.files) {
+      bool moved = false;
+      PROPELLER_RETURN_IF_ERROR(txn.MoveFile(file, req.source, req.target, &moved));
+      remapped += moved;
+    }
+    return Status::OK();
+  }));
+  reply->remapped = remapped;
+  return Status::OK();
+}
+
 std::vector<wire::NodeInfo> Master::NodeInfos() {
   const std::vector<NodeState> nodes = membership_->Nodes();
   PlacementContext ctx;

@@ -94,6 +94,16 @@ class Master {
   // heartbeat of learning it). Errors: NotFound (no such index).
   Status IndexHolders(const wire::IndexName& req, wire::NodesReply* reply);
 
+  // Splits (DESIGN §5). NewAcg creates an empty ACG on req.node_id, tagged with the source's
+  // app, for half of ACG req.source; the app's current ACG for placement stays the source.
+  // SplitDone moves the listed files that are mapped to req.source to req.target, keeping each
+  // mapping's generation (files mapped elsewhere or not at all are skipped, so a repeated
+  // report changes nothing). Errors (nothing changed): InvalidArgument (zero or equal ids),
+  // NotFound (an ACG does not exist), PermissionDenied (an ACG is not the node's), store
+  // errors.
+  Status NewAcg(const wire::NewAcgRequest& req, wire::NewAcgReply* reply);
+  Status SplitDone(const wire::SplitDoneRequest& req, wire::SplitDoneReply* reply);
+
   MasterStore& store() { return *store_; }
   Membership& membership() { return *membership_; }
   const MasterConfig& config() const { return config_; }

@@ -468,6 +468,74 @@ TEST_F(ForgetTest, RandomLateForgetsNeverUnmapALiveFile) {
   EXPECT_EQ(master_->store().FileCount(), live.size());
 }
 
+// ---- splits: a new ACG for half of one, then the map flip (DESIGN §5) ----------------------
+
+TEST_F(ForgetTest, SplitGivesANewAcgAndRemapsOnlyWhatTheSourceStillHas) {
+  std::vector<wire::FileLocation> before;
+  for (uint64_t ino = 1; ino <= 10; ++ino) before.push_back(Assign(ino, "cc", true));
+  const uint64_t source = before[0].acg;
+  ASSERT_NE(source, 0u);
+  const uint32_t other = *Register(0, "tcp://127.0.0.1:7472");
+
+  // Only the owner may split, and only an existing ACG.
+  wire::NewAcgReply created;
+  EXPECT_EQ(master_->NewAcg({other, source}, &created).code(), StatusCode::kPermissionDenied);
+  EXPECT_EQ(master_->NewAcg({node_, 999}, &created).code(), StatusCode::kNotFound);
+  EXPECT_EQ(master_->NewAcg({node_, 0}, &created).code(), StatusCode::kInvalidArgument);
+  ASSERT_TRUE(master_->NewAcg({node_, source}, &created).ok());
+  const uint64_t target = created.acg;
+  EXPECT_GT(target, source);
+  std::optional<AcgRecord> rec = master_->store().GetAcg(target);
+  ASSERT_TRUE(rec.has_value());
+  EXPECT_EQ(rec->node_id, node_);
+  EXPECT_EQ(rec->app, "cc");
+  EXPECT_EQ(rec->files, 0u);
+
+  // File 3 is deleted and its inode number reused by another app before the report arrives:
+  // its new mapping is not the source's, so the report leaves it alone. File 99 was never
+  // mapped.
+  ASSERT_TRUE(Forget(3, before[2].generation).ok());
+  const wire::FileLocation reused = Assign(3, "ld", true);
+  ASSERT_NE(reused.acg, source);
+  wire::SplitDoneRequest report{node_, source, target, {}};
+  for (uint64_t ino : {1, 2, 3, 4, 5, 99}) report.files.push_back(FileId{volume_, ino});
+  wire::SplitDoneReply done;
+  EXPECT_EQ(master_->SplitDone({other, source, target, report.files}, &done).code(),
+            StatusCode::kPermissionDenied);
+  EXPECT_EQ(master_->SplitDone({node_, source, source, report.files}, &done).code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(Lookup(1).acg, source);  // refused reports changed nothing
+  ASSERT_TRUE(master_->SplitDone(report, &done).ok());
+  EXPECT_EQ(done.remapped, 4u);
+  for (uint64_t ino : {1, 2, 4, 5}) {
+    const wire::FileLocation now = Lookup(ino);
+    EXPECT_EQ(now.acg, target) << ino;
+    EXPECT_EQ(now.generation, before[ino - 1].generation) << ino;  // the same mapping
+  }
+  EXPECT_EQ(Lookup(3).acg, reused.acg);
+  EXPECT_EQ(Lookup(99).acg, 0u);
+  for (uint64_t ino = 6; ino <= 10; ++ino) EXPECT_EQ(Lookup(ino).acg, source) << ino;
+  EXPECT_EQ(AcgFiles(source), 5u);
+  EXPECT_EQ(AcgFiles(target), 4u);
+
+  // The report is idempotent (a node re-sends it until it hears OK), and a late forget with
+  // the generation the client saw still finds the moved mapping.
+  ASSERT_TRUE(master_->SplitDone(report, &done).ok());
+  EXPECT_EQ(done.remapped, 0u);
+  EXPECT_EQ(AcgFiles(target), 4u);
+  ASSERT_TRUE(Forget(2, before[1].generation).ok());
+  EXPECT_EQ(Lookup(2).acg, 0u);
+  EXPECT_EQ(AcgFiles(target), 3u);
+
+  // The app keeps placing into the source (now half as full), and everything survives a
+  // restart; the store's counts still agree with its files (checked at open).
+  EXPECT_EQ(Assign(50, "cc", true).acg, source);
+  Reopen();
+  EXPECT_EQ(Lookup(1).acg, target);
+  EXPECT_EQ(Lookup(50).acg, source);
+  EXPECT_EQ(master_->store().GetAcg(target)->files, 3u);
+}
+
 TEST(MasterConfigTest, RejectsBadConfig) {
   TempDir dir;
   MasterConfig c;

@@ -123,6 +123,14 @@ std::string MasterService::Dispatch(std::string_view request) {
       reply = Run<wire::IndexName, wire::NodesReply>(
           env.type, env.body, &st, [&](const auto& q, auto* r) { return m.IndexHolders(q, r); });
       break;
+    case MsgType::kNewAcg:
+      reply = Run<wire::NewAcgRequest, wire::NewAcgReply>(
+          env.type, env.body, &st, [&](const auto& q, auto* r) { return m.NewAcg(q, r); });
+      break;
+    case MsgType::kSplitDone:
+      reply = Run<wire::SplitDoneRequest, wire::SplitDoneReply>(
+          env.type, env.body, &st, [&](const auto& q, auto* r) { return m.SplitDone(q, r); });
+      break;
     case MsgType::kPing:
       reply = Run<wire::Ping, wire::Ping>(env.type, env.body, &st, [](const auto& q, auto* r) {
         *r = q;

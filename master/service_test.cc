@@ -166,10 +166,24 @@ TEST_F(ServiceTest, EveryMessageType) {
   EXPECT_EQ(Call(MsgType::kIndexHolders, wire::IndexName{"nope"}, &nodes).code(),
             StatusCode::kNotFound);
 
+  // A split of ACG 1 on node 1: a new ACG, then the report moves file 11 into it.
+  wire::NewAcgReply created;
+  ASSERT_TRUE(Call(MsgType::kNewAcg, wire::NewAcgRequest{1, 1}, &created).ok());
+  EXPECT_EQ(created.acg, 2u);
+  EXPECT_EQ(Call(MsgType::kNewAcg, wire::NewAcgRequest{7, 1}, &created).code(),
+            StatusCode::kPermissionDenied);
+  wire::SplitDoneReply split;
+  ASSERT_TRUE(Call(MsgType::kSplitDone, wire::SplitDoneRequest{1, 1, 2, {FileId{1, 11}}},
+                   &split).ok());
+  EXPECT_EQ(split.remapped, 1u);
+  ASSERT_TRUE(Call(MsgType::kLookupFiles, wire::FilesRequest{{FileId{1, 11}}}, &locs).ok());
+  ASSERT_EQ(locs.locations.size(), 1u);
+  EXPECT_EQ(locs.locations[0].acg, 2u);
+
   wire::ClusterStatusReply status;
   ASSERT_TRUE(Call(MsgType::kClusterStatus, empty, &status).ok());
   EXPECT_EQ(status.files, 2u);
-  EXPECT_EQ(status.acgs, 1u);
+  EXPECT_EQ(status.acgs, 2u);
   EXPECT_EQ(status.nodes.size(), 1u);
   EXPECT_EQ(status.indexes.size(), 1u);
   EXPECT_EQ(status.volumes.size(), 1u);
@@ -186,7 +200,7 @@ TEST_F(ServiceTest, EveryMessageType) {
   wire::Ping pong;
   ASSERT_TRUE(Call(MsgType::kPing, ping, &pong).ok());
   EXPECT_EQ(pong.payload, ping.payload);
-  EXPECT_EQ(service_->errors(), 1u);  // the NotFound above
+  EXPECT_EQ(service_->errors(), 2u);  // the NotFound and the PermissionDenied above
 }
 
 TEST_F(ServiceTest, DocumentedErrors) {
@@ -196,7 +210,7 @@ TEST_F(ServiceTest, DocumentedErrors) {
   std::string body;
   // Types the master does not serve.
   for (MsgType t : {MsgType::kApply, MsgType::kSearch, MsgType::kGetRecord, MsgType::kNodeStatus,
-                    static_cast<MsgType>(0), static_cast<MsgType>(15), static_cast<MsgType>(31),
+                    static_cast<MsgType>(0), static_cast<MsgType>(17), static_cast<MsgType>(31),
                     static_cast<MsgType>(65535)}) {
     EXPECT_EQ(Raw(wire::EncodeRequest(t, empty), &body).code(), StatusCode::kNotSupported)
         << static_cast<int>(t);

@@ -605,6 +605,29 @@ Status MasterStore::Txn::MapFile(FileId file, uint64_t acg, bool renew, uint64_t
   return Status::OK();
 }
 
+Status MasterStore::Txn::MoveFile(FileId file, uint64_t from, uint64_t to, bool* moved) {
+  if (moved != nullptr) *moved = false;
+  if (FindAcg(to) == nullptr) {
+    return Status::InvalidArgument("ACG " + std::to_string(to) + " does not exist");
+  }
+  PROPELLER_ASSIGN_OR_RETURN(const FileMapping current, Mapping(file));
+  if (current.acg != from || from == to) return Status::OK();
+  std::string key;
+  AppendFileIdKey(file, &key);
+  const std::string value = EncodeFileValue(FileMapping{to, current.generation});
+  MDB_val k = Val(key), v = Val(value);
+  PROPELLER_RETURN_IF_ERROR(Check(mdb_put(txn_, store_->files_dbi_, &k, &v, 0), "moving a file"));
+  AcgRecord* old = MutableAcg(from);
+  if (old == nullptr || old->files == 0) {
+    return Status::Corruption("file mapped to ACG " + std::to_string(from) +
+                              " which does not count it");
+  }
+  --old->files;
+  ++MutableAcg(to)->files;
+  if (moved != nullptr) *moved = true;
+  return Status::OK();
+}
+
 Status MasterStore::Txn::UnmapFile(FileId file, bool* was_mapped,
                                    std::optional<uint64_t> only_generation) {
   if (was_mapped != nullptr) *was_mapped = false;

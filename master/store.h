@@ -212,6 +212,10 @@ class MasterStore::Txn {
   // an unchanged mapping keeps its own. *generation (optional) receives the mapping's
   // generation. InvalidArgument when `acg` does not exist.
   Status MapFile(FileId file, uint64_t acg, bool renew = false, uint64_t* generation = nullptr);
+  // Moves `file` from ACG `from` to ACG `to` keeping its generation (a split moved it: it is
+  // the same mapping), only while it is mapped to `from`; *moved (optional) says whether it
+  // was. InvalidArgument when `to` does not exist.
+  Status MoveFile(FileId file, uint64_t from, uint64_t to, bool* moved = nullptr);
   // Removes the mapping of `file`; *was_mapped (optional) says whether there was one. With
   // `only_generation` set, a mapping of another generation is left alone (*was_mapped false).
   Status UnmapFile(FileId file, bool* was_mapped = nullptr,

@@ -119,6 +119,10 @@ PROPELLER_WIRE_CODEC(LocationsReply)
 PROPELLER_WIRE_CODEC(AcgLocation)
 PROPELLER_WIRE_CODEC(LocateAcgsRequest)
 PROPELLER_WIRE_CODEC(AcgLocationsReply)
+PROPELLER_WIRE_CODEC(NewAcgRequest)
+PROPELLER_WIRE_CODEC(NewAcgReply)
+PROPELLER_WIRE_CODEC(SplitDoneRequest)
+PROPELLER_WIRE_CODEC(SplitDoneReply)
 PROPELLER_WIRE_CODEC(IndexName)
 PROPELLER_WIRE_CODEC(IndexesReply)
 PROPELLER_WIRE_CODEC(RegisterVolumeRequest)
@@ -483,6 +487,43 @@ Status Get(const msgpack::object& o, AcgLocationsReply* m) {
   return GetFields(o, 1, {"locations"}, &m->locations);
 }
 
+// NewAcgRequest (kNewAcg)
+//   index field                  type               R  meaning                          since
+//   0     node_id                uint32             R  the asking node                  1.2
+//   1     source                 uint               R  the ACG being split              1.2
+void Put(Writer& w, const NewAcgRequest& m) { PutFields(w, m.node_id, m.source); }
+Status Get(const msgpack::object& o, NewAcgRequest* m) {
+  return GetFields(o, 2, {"node_id", "source"}, &m->node_id, &m->source);
+}
+
+// NewAcgReply (kNewAcg)
+//   index field                  type               R  meaning                          since
+//   0     acg                    uint               R  the new ACG's id                 1.2
+void Put(Writer& w, const NewAcgReply& m) { PutFields(w, m.acg); }
+Status Get(const msgpack::object& o, NewAcgReply* m) { return GetFields(o, 1, {"acg"}, &m->acg); }
+
+// SplitDoneRequest (kSplitDone)
+//   index field                  type               R  meaning                          since
+//   0     node_id                uint32             R  owner of both ACGs               1.2
+//   1     source                 uint               R                                   1.2
+//   2     target                 uint               R                                   1.2
+//   3     files                  [FileId]           R  moved from source to target      1.2
+void Put(Writer& w, const SplitDoneRequest& m) {
+  PutFields(w, m.node_id, m.source, m.target, m.files);
+}
+Status Get(const msgpack::object& o, SplitDoneRequest* m) {
+  return GetFields(o, 4, {"node_id", "source", "target", "files"}, &m->node_id, &m->source,
+                   &m->target, &m->files);
+}
+
+// SplitDoneReply (kSplitDone)
+//   index field                  type               R  meaning                          since
+//   0     remapped               uint               R  files now mapped to target       1.2
+void Put(Writer& w, const SplitDoneReply& m) { PutFields(w, m.remapped); }
+Status Get(const msgpack::object& o, SplitDoneReply* m) {
+  return GetFields(o, 1, {"remapped"}, &m->remapped);
+}
+
 // IndexName (kDropIndex, kIndexHolders)
 //   index field                  type               R  meaning                          since
 //   0     name                   str                R                                   1.0
@@ -765,6 +806,8 @@ const char* MsgTypeName(MsgType type) {
     case MsgType::kRegisterVolume: return "register-volume";
     case MsgType::kListVolumes: return "list-volumes";
     case MsgType::kIndexHolders: return "index-holders";
+    case MsgType::kNewAcg: return "new-acg";
+    case MsgType::kSplitDone: return "split-done";
     case MsgType::kApply: return "apply";
     case MsgType::kSearch: return "search";
     case MsgType::kGetRecord: return "get-record";
@@ -789,6 +832,10 @@ PROPELLER_WIRE_MESSAGE(AssignFilesRequest)
 PROPELLER_WIRE_MESSAGE(LocationsReply)
 PROPELLER_WIRE_MESSAGE(LocateAcgsRequest)
 PROPELLER_WIRE_MESSAGE(AcgLocationsReply)
+PROPELLER_WIRE_MESSAGE(NewAcgRequest)
+PROPELLER_WIRE_MESSAGE(NewAcgReply)
+PROPELLER_WIRE_MESSAGE(SplitDoneRequest)
+PROPELLER_WIRE_MESSAGE(SplitDoneReply)
 PROPELLER_WIRE_MESSAGE(IndexDef)
 PROPELLER_WIRE_MESSAGE(IndexName)
 PROPELLER_WIRE_MESSAGE(IndexesReply)

@@ -58,6 +58,8 @@ enum class MsgType : uint16_t {
   kRegisterVolume = 12, // RegisterVolumeRequest -> VolumeInfo
   kListVolumes = 13,    // Empty -> VolumesReply
   kIndexHolders = 14,   // IndexName -> NodesReply (up nodes holding that index)
+  kNewAcg = 15,         // NewAcgRequest -> NewAcgReply (index node, before splitting an ACG)
+  kSplitDone = 16,      // SplitDoneRequest -> SplitDoneReply (index node, after a split)
 
   kApply = 32,          // ApplyRequest -> Empty, or Redirect with the ACGs' owners
   kSearch = 33,         // SearchQuery -> SearchHitsChunk* (partial frames), SearchDone (final)
@@ -162,6 +164,29 @@ struct LocateAcgsRequest {
 };
 struct AcgLocationsReply {
   std::vector<AcgLocation> locations;  // in request order
+};
+
+// ---- splits (DESIGN §5; since 1.2) --------------------------------------------------------
+// An index node splitting ACG `source` first asks for the id of the ACG that takes half of it
+// (created on the asking node, tagged with the source's app), splits locally, then reports
+// which files moved; the master remaps those still mapped to `source` (keeping each mapping's
+// generation). The report is idempotent, so a node re-sends it until acknowledged.
+
+struct NewAcgRequest {
+  uint32_t node_id = 0;  // the asking node; must own `source`
+  uint64_t source = 0;   // the ACG being split
+};
+struct NewAcgReply {
+  uint64_t acg = 0;
+};
+struct SplitDoneRequest {
+  uint32_t node_id = 0;  // must own both ACGs
+  uint64_t source = 0;
+  uint64_t target = 0;
+  std::vector<FileId> files;  // moved from source to target (a part of them per request)
+};
+struct SplitDoneReply {
+  uint64_t remapped = 0;  // files that were mapped to `source` and now map to `target`
 };
 
 // ---- indexes and volumes ------------------------------------------------------------------
@@ -284,6 +309,10 @@ PROPELLER_WIRE_MESSAGE(AssignFilesRequest)
 PROPELLER_WIRE_MESSAGE(LocationsReply)
 PROPELLER_WIRE_MESSAGE(LocateAcgsRequest)
 PROPELLER_WIRE_MESSAGE(AcgLocationsReply)
+PROPELLER_WIRE_MESSAGE(NewAcgRequest)
+PROPELLER_WIRE_MESSAGE(NewAcgReply)
+PROPELLER_WIRE_MESSAGE(SplitDoneRequest)
+PROPELLER_WIRE_MESSAGE(SplitDoneReply)
 PROPELLER_WIRE_MESSAGE(IndexDef)
 PROPELLER_WIRE_MESSAGE(IndexName)
 PROPELLER_WIRE_MESSAGE(IndexesReply)

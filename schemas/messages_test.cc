@@ -96,6 +96,10 @@ PROPELLER_TIE(LocationsReply, m.locations)
 PROPELLER_TIE(AcgLocation, m.acg, m.node_id, m.endpoint)
 PROPELLER_TIE(LocateAcgsRequest, m.acgs)
 PROPELLER_TIE(AcgLocationsReply, m.locations)
+PROPELLER_TIE(NewAcgRequest, m.node_id, m.source)
+PROPELLER_TIE(NewAcgReply, m.acg)
+PROPELLER_TIE(SplitDoneRequest, m.node_id, m.source, m.target, m.files)
+PROPELLER_TIE(SplitDoneReply, m.remapped)
 PROPELLER_TIE(IndexName, m.name)
 PROPELLER_TIE(IndexesReply, m.indexes)
 PROPELLER_TIE(RegisterVolumeRequest, m.root)
@@ -279,6 +283,12 @@ void Fill(Gen& g, LocateAcgsRequest* m) { m->acgs = g.List(8, [&] { return g.U64
 void Fill(Gen& g, AcgLocationsReply* m) {
   m->locations = g.List(5, [&] { return RandomAcgLocation(g); });
 }
+void Fill(Gen& g, NewAcgRequest* m) { *m = NewAcgRequest{g.U32(), g.U64()}; }
+void Fill(Gen& g, NewAcgReply* m) { m->acg = g.U64(); }
+void Fill(Gen& g, SplitDoneRequest* m) {
+  *m = SplitDoneRequest{g.U32(), g.U64(), g.U64(), g.List(6, [&] { return g.Id(); })};
+}
+void Fill(Gen& g, SplitDoneReply* m) { m->remapped = g.U64(); }
 void Fill(Gen& g, IndexDef* m) { *m = RandomIndexDef(g); }
 void Fill(Gen& g, IndexName* m) { m->name = g.Str(12); }
 void Fill(Gen& g, IndexesReply* m) { m->indexes = g.List(4, [&] { return RandomIndexDef(g); }); }
@@ -355,6 +365,10 @@ PROPELLER_SPEC(AssignFilesRequest, 1, "a", "items")
 PROPELLER_SPEC(LocationsReply, 1, "a", "locations")
 PROPELLER_SPEC(LocateAcgsRequest, 1, "a", "acgs")
 PROPELLER_SPEC(AcgLocationsReply, 1, "a", "locations")
+PROPELLER_SPEC(NewAcgRequest, 2, "uu", "node_id", "source")
+PROPELLER_SPEC(NewAcgReply, 1, "u", "acg")
+PROPELLER_SPEC(SplitDoneRequest, 4, "uuua", "node_id", "source", "target", "files")
+PROPELLER_SPEC(SplitDoneReply, 1, "u", "remapped")
 PROPELLER_SPEC(IndexDef, 2, "st", "name", "type")
 PROPELLER_SPEC(IndexName, 1, "s", "name")
 PROPELLER_SPEC(IndexesReply, 1, "a", "indexes")
@@ -379,7 +393,8 @@ PROPELLER_SPEC(Ping, 0, "s", "payload")
       FilesRequest, AssignFilesRequest, LocationsReply, LocateAcgsRequest, AcgLocationsReply,  \
       IndexDef, IndexName, IndexesReply, RegisterVolumeRequest, VolumeInfo, VolumesReply,      \
       ClusterStatusReply, ApplyRequest, SearchQuery, SearchHitsChunk, SearchDone,              \
-      GetRecordRequest, RecordReply, NodeStatusReply, Ping
+      GetRecordRequest, RecordReply, NodeStatusReply, Ping, NewAcgRequest, NewAcgReply,        \
+      SplitDoneRequest, SplitDoneReply
 using AllMessages = ::testing::Types<PROPELLER_ALL_MESSAGES>;
 template <typename... T>
 struct TypeList {};
@@ -1051,6 +1066,7 @@ TEST(EnvelopeTest, MsgTypeNames) {
       {MsgType::kApply, "apply"},                {MsgType::kSearch, "search"},
       {MsgType::kGetRecord, "get-record"},       {MsgType::kNodeStatus, "node-status"},
       {MsgType::kPing, "ping"},                 {MsgType::kListEdges, "list-edges"},
+      {MsgType::kNewAcg, "new-acg"},            {MsgType::kSplitDone, "split-done"},
   };
   for (const auto& [type, name] : names) EXPECT_STREQ(MsgTypeName(type), name);
   // Every number 0..1000 that is not listed is "unknown".
@@ -1093,7 +1109,7 @@ TEST(HostileInputTest, HugeClaimsFailBeforeParsing) {
                           "c6ffffffff", "c9ffffffff01", "91ddffffffff", "93cd03e840c6ffffffff",
                           "95cd03e800a0ddffffffff", "dd0001000001"};
   const auto decoders = AllDecoders();
-  ASSERT_EQ(decoders.size(), 28u);
+  ASSERT_EQ(decoders.size(), 32u);
   for (const char* hex : claims) {
     const std::string bytes = Unhex(hex);
     for (const auto& [name, decode] : decoders) {

@@ -13,7 +13,7 @@
 
 namespace propeller::fuzz {
 
-// request_fuzz: data[0] % 20 picks the request body decoder of kRequestTypes[data[0] % 20].
+// request_fuzz: data[0] picks the request body decoder of kRequestTypes[data[0] % its size].
 inline constexpr wire::MsgType kRequestTypes[] = {
     wire::MsgType::kRegisterNode, wire::MsgType::kHeartbeat,     wire::MsgType::kLookupFiles,
     wire::MsgType::kAssignFiles,  wire::MsgType::kForgetFiles,   wire::MsgType::kLocateAcgs,
@@ -21,7 +21,8 @@ inline constexpr wire::MsgType kRequestTypes[] = {
     wire::MsgType::kListIndexes,  wire::MsgType::kClusterStatus, wire::MsgType::kRegisterVolume,
     wire::MsgType::kListVolumes,  wire::MsgType::kIndexHolders,  wire::MsgType::kApply,
     wire::MsgType::kSearch,       wire::MsgType::kGetRecord,     wire::MsgType::kNodeStatus,
-    wire::MsgType::kPing,         wire::MsgType::kListEdges,
+    wire::MsgType::kPing,         wire::MsgType::kListEdges,     wire::MsgType::kNewAcg,
+    wire::MsgType::kSplitDone,
 };
 // reply_fuzz: data[0] % kNumReplyTypes picks the reply body decoder of this message.
 inline constexpr const char* kReplyTypeNames[] = {
@@ -29,8 +30,9 @@ inline constexpr const char* kReplyTypeNames[] = {
     "LocationsReply", "AcgLocationsReply", "IndexesReply",   "VolumeInfo",
     "VolumesReply", "ClusterStatusReply", "SearchHitsChunk", "SearchDone",
     "RecordReply",  "NodeStatusReply",    "Ping",            "EdgesReply",
+    "NewAcgReply",  "SplitDoneReply",
 };
-inline constexpr size_t kNumReplyTypes = 16;
+inline constexpr size_t kNumReplyTypes = 18;
 // storage_fuzz: data[0] % 7 picks 0 DecodeFileIdKey, 1 DecodeEdgeKey, 2 SplitIndexEntryKey,
 // 3 CheckWalHeader, 4 ParseWalRecord (+ DecodeUpdateBatch of its payload),
 // 5 ParseWalSegmentName, 6 DecodeOrdered{U64,I64,Double}.

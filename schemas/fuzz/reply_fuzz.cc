@@ -32,6 +32,8 @@ void CheckReplyBody(size_t pick, std::string_view body) {
     case 13: return CheckMessage<NodeStatusReply>("NodeStatusReply", body);
     case 14: return CheckMessage<Ping>("Ping", body);
     case 15: return CheckMessage<EdgesReply>("EdgesReply", body);
+    case 16: return CheckMessage<NewAcgReply>("NewAcgReply", body);
+    case 17: return CheckMessage<SplitDoneReply>("SplitDoneReply", body);
     default:
       for (size_t i = 0; i < kNumReplyTypes; ++i) CheckReplyBody(i, body);
   }

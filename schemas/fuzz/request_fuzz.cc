@@ -45,6 +45,10 @@ void CheckRequestBody(MsgType type, std::string_view body) {
       return CheckMessage<wire::Ping>("Ping", body);
     case MsgType::kListEdges:
       return CheckMessage<wire::ListEdgesRequest>("ListEdgesRequest", body);
+    case MsgType::kNewAcg:
+      return CheckMessage<wire::NewAcgRequest>("NewAcgRequest", body);
+    case MsgType::kSplitDone:
+      return CheckMessage<wire::SplitDoneRequest>("SplitDoneRequest", body);
     case MsgType::kListNodes:
     case MsgType::kListIndexes:
     case MsgType::kClusterStatus:

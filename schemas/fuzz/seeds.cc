@@ -95,6 +95,8 @@ std::vector<std::string> RequestBodies() {
       Body(Empty{}),
       Body(Ping{"hello"}),
       Body(ListEdgesRequest{5}),
+      Body(NewAcgRequest{2, 7}),
+      Body(SplitDoneRequest{2, 7, 9, {{1, 10}, {1, 0x123456789}}}),
   };
 }
 
@@ -123,6 +125,8 @@ std::vector<std::string> ReplyBodies() {
       Body(NodeStatusReply{2, 4, 1000, 7, 1 << 20, 1 << 30, 1 << 24, {{1, 10}, {2, 300}}}),
       Body(Ping{"hello"}),
       Body(EdgesReply{{{5, {1, 10}, {1, 11}, 3}, {5, {1, 12}, {1, 11}, 1}}, false}),
+      Body(NewAcgReply{9}),
+      Body(SplitDoneReply{2}),
   };
 }
 
