@@ -8,15 +8,18 @@
 #include <filesystem>
 #include <map>
 #include <mutex>
+#include <set>
 #include <shared_mutex>
 #include <thread>
 
+#include "common/crc32c.h"
 #include "common/logging.h"
 #include "common/query/query.h"
 #include "common/thread_pool.h"
 #include "indexnode/acg.h"
 #include "indexnode/dir_table.h"
 #include "indexnode/wal.h"
+#include "schemas/keys.h"
 #include "schemas/record_format.h"
 
 namespace propeller {
@@ -177,6 +180,7 @@ class Engine::Impl {
         continue;
       }
       PROPELLER_RETURN_IF_ERROR(open_acg(id));
+      if (env->FileExists(SplitReportPath(id))) unreported_.insert(id);
     }
     // A split's target whose source recorded the move is complete (the source's transaction
     // is the split's commit point); otherwise the split did not happen and its source still
@@ -187,6 +191,7 @@ class Engine::Impl {
       if (committed) {
         PROPELLER_RETURN_IF_ERROR(open_acg(id));
         PROPELLER_RETURN_IF_ERROR(env->RemoveFile(SplitMarkerPath(id)));
+        if (env->FileExists(SplitReportPath(id))) unreported_.insert(id);
       } else {
         Log(LogLevel::kWarning, "removing ACG %llu: an unfinished split's copy",
             static_cast<unsigned long long>(id));
@@ -723,6 +728,7 @@ class Engine::Impl {
         continue;
       }
       retry_at->erase(source);
+      if (options_.split_step_hook) options_.split_step_hook(5);
       Log(LogLevel::kInfo,
           "split ACG %llu: %zu of %u files to ACG %llu in %.3f s (partition %.3f s, cut %.2f%%)",
           static_cast<unsigned long long>(source), plan->size(), report.vertices,
@@ -1008,12 +1014,19 @@ class Engine::Impl {
       Crash();
       return s.WithContext(what + " (engine stopped; reopen to recover)");
     };
-    auto crash_at = [&](int step) { return crash_after_step == step; };
+    auto crash_at = [&](int step) {
+      if (options_.split_step_hook) options_.split_step_hook(step);
+      return crash_after_step == step;
+    };
 
     Status s = options_.env->CreateDirs(AcgDir(target_id));
     if (s.ok()) {
       s = WriteFileAtomically(options_.env, SplitMarkerPath(target_id),
                               std::to_string(source_id) + "\n");
+    }
+    if (s.ok()) {  // the cluster's record of the split, kept until SplitReported
+      s = WriteFileAtomically(options_.env, SplitReportPath(target_id),
+                              EncodeSplitReport(source_id, moving_ids));
     }
     if (!s.ok()) {  // nothing refers to the directory yet (Open removes it: no routes)
       source->StopWatch();
@@ -1111,6 +1124,10 @@ class Engine::Impl {
         if (crash_at(4)) return Status::Aborted("crash after step 4 (test)");
         PROPELLER_RETURN_IF_ERROR(options_.env->RemoveFile(SplitMarkerPath(target_id)));
         PROPELLER_RETURN_IF_ERROR(options_.env->SyncDir(AcgDir(target_id)));
+        {
+          std::lock_guard<std::mutex> report_lock(report_mu_);
+          unreported_.insert(target_id);
+        }
         std::unique_lock<std::shared_mutex> lock(acgs_mu_);
         hidden_acg_ = 0;
         split_hold_lsn_.store(0);
@@ -1218,6 +1235,30 @@ class Engine::Impl {
     }
   }
 
+  Result<std::vector<SplitNotice>> UnreportedSplits() {
+    std::lock_guard<std::mutex> lock(report_mu_);
+    std::vector<SplitNotice> out;
+    for (uint64_t target : unreported_) {
+      std::string bytes;
+      PROPELLER_RETURN_IF_ERROR(ReadFileToString(options_.env, SplitReportPath(target), &bytes));
+      SplitNotice notice;
+      notice.target = target;
+      PROPELLER_RETURN_IF_ERROR(DecodeSplitReport(bytes, &notice)
+                                    .WithContext(SplitReportPath(target)));
+      out.push_back(std::move(notice));
+    }
+    return out;
+  }
+
+  Status SplitReported(uint64_t target) {
+    std::lock_guard<std::mutex> lock(report_mu_);
+    if (unreported_.count(target) == 0) return Status::OK();
+    PROPELLER_RETURN_IF_ERROR(options_.env->RemoveFile(SplitReportPath(target)));
+    PROPELLER_RETURN_IF_ERROR(options_.env->SyncDir(AcgDir(target)));
+    unreported_.erase(target);
+    return Status::OK();
+  }
+
   void Crash() {
     crashed_ = true;
     StopCommitter();
@@ -1230,6 +1271,8 @@ class Engine::Impl {
   // ACGs), this only bounds the walk.
   static constexpr int kMaxRouteHops = 64;
   static constexpr char kSplitMarker[] = "SPLITTING";
+  static constexpr char kSplitReport[] = "SPLIT_REPORT";
+  static constexpr char kSplitReportMagic[] = "PSR1";
   // Catch-up passes before a split's switch, until one copies at most kSplitSmallDelta updates.
   static constexpr size_t kSplitCatchUpPasses = 4;
   static constexpr size_t kSplitSmallDelta = 256;
@@ -1238,6 +1281,52 @@ class Engine::Impl {
     return JoinPath(JoinPath(options_.data_dir, "acg"), std::to_string(id));
   }
   std::string SplitMarkerPath(uint64_t id) const { return JoinPath(AcgDir(id), kSplitMarker); }
+  std::string SplitReportPath(uint64_t id) const { return JoinPath(AcgDir(id), kSplitReport); }
+
+  // The record of a split for UnreportedSplits, in the target's directory: "PSR1", source u64,
+  // file count u64 (both little-endian), the files as FileIdKeys (schemas/keys.h), then the
+  // masked CRC-32C of everything before it (u32 LE).
+  static std::string EncodeSplitReport(uint64_t source, std::span<const FileId> files) {
+    std::string out = kSplitReportMagic;
+    auto put64 = [&](uint64_t v) {
+      for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>(v >> (8 * i)));
+    };
+    put64(source);
+    put64(files.size());
+    out.reserve(out.size() + files.size() * kFileIdKeySize + 4);
+    for (const FileId& f : files) AppendFileIdKey(f, &out);
+    const uint32_t crc = Crc32cMask(Crc32c(out));
+    for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>(crc >> (8 * i)));
+    return out;
+  }
+  static Status DecodeSplitReport(std::string_view bytes, SplitNotice* notice) {
+    const size_t head = sizeof(kSplitReportMagic) - 1 + 16;
+    auto get = [&](size_t at, int n) {
+      uint64_t v = 0;
+      for (int i = 0; i < n; ++i) v |= uint64_t{static_cast<uint8_t>(bytes[at + i])} << (8 * i);
+      return v;
+    };
+    if (bytes.size() < head + 4 || bytes.substr(0, 4) != kSplitReportMagic) {
+      return Status::Corruption("not a split record");
+    }
+    const uint64_t count = get(12, 8);
+    if (count > (bytes.size() - head - 4) / kFileIdKeySize ||
+        bytes.size() != head + count * kFileIdKeySize + 4) {
+      return Status::Corruption("split record of the wrong length");
+    }
+    const size_t body = bytes.size() - 4;
+    if (Crc32cMask(Crc32c(bytes.substr(0, body))) != get(body, 4)) {
+      return Status::Corruption("split record checksum mismatch");
+    }
+    notice->source = get(4, 8);
+    notice->files.resize(count);
+    for (uint64_t i = 0; i < count; ++i) {
+      PROPELLER_RETURN_IF_ERROR(
+          DecodeFileIdKey(bytes.substr(head + i * kFileIdKeySize, kFileIdKeySize),
+                          &notice->files[i]));
+    }
+    return Status::OK();
+  }
 
   // glibc's M_MMAP_THRESHOLD with tune_malloc (EngineOptions).
   static constexpr int kMmapThreshold = 256 << 10;
@@ -1280,6 +1369,9 @@ class Engine::Impl {
   std::atomic<bool> any_routes_{false};     // some ACG has routes: Apply follows them
   std::atomic<uint64_t> route_epoch_{0};    // changed (under the log lock) when routes switch
   std::atomic<uint64_t> split_hold_lsn_{0};  // TruncateLog keeps LSNs >= this; 0 = none
+  // Targets of committed splits with a SPLIT_REPORT file (UnreportedSplits). A leaf lock.
+  std::mutex report_mu_;
+  std::set<uint64_t> unreported_;  // Under report_mu_.
   std::mutex lru_mu_;
   std::vector<Acg*> open_set_;  // Under lru_mu_. ACGs accounted as open.
   std::mutex commit_mu_;  // serialises CommitDue passes
@@ -1343,6 +1435,9 @@ Result<std::vector<FileId>> Engine::PlanSplit(uint64_t acg, double imbalance, in
                                               SplitReport* report) {
   return impl_->PlanSplit(acg, imbalance, seed, report);
 }
+
+Result<std::vector<SplitNotice>> Engine::UnreportedSplits() { return impl_->UnreportedSplits(); }
+Status Engine::SplitReported(uint64_t target) { return impl_->SplitReported(target); }
 
 Status Engine::SplitAcgCrashingForTesting(uint64_t source, uint64_t target,
                                           std::span<const FileId> moving, int step) {

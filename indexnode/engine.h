@@ -105,8 +105,14 @@ struct EngineOptions {
   std::function<Result<uint64_t>(uint64_t source)> split_target_id;
   // Told after a split committed (on the background thread): `moved` went from `source` to
   // `target`. Until the cluster's map says so, the engine routes updates sent to `source`.
+  // The split is also recorded for UnreportedSplits until SplitReported, so nothing depends
+  // on this call being made (a crash may come first).
   std::function<void(uint64_t source, uint64_t target, const std::vector<FileId>& moved)>
       on_split;
+  // Tests: called on the splitting thread after each step of a split (1 snapshot copied,
+  // 2 routes switched, 3 delta copied, 4 commit point, see engine.cc) and, for a background
+  // split, 5 after it completed and before on_split. A hook may end the process.
+  std::function<void(int step)> split_step_hook;
 
   // glibc malloc tuning for a long-running node, process-wide, applied by the first engine that
   // opens: M_MMAP_THRESHOLD fixed at 256 KiB, so large blocks (LMDB's per-environment buffers,
@@ -157,6 +163,14 @@ struct AcgInfo {
   uint64_t edges = 0;
   uint64_t cached_updates = 0;
   uint64_t disk_bytes = 0;
+};
+
+// A split committed on this node that the cluster has not acknowledged yet: `files` went from
+// ACG `source` to ACG `target` (Engine::UnreportedSplits).
+struct SplitNotice {
+  uint64_t source = 0;
+  uint64_t target = 0;
+  std::vector<FileId> files;
 };
 
 struct IndexInfo {
@@ -241,6 +255,14 @@ class Engine {
   // receives the partition's figures. NotFound for an unknown ACG.
   Result<std::vector<FileId>> PlanSplit(uint64_t acg, double imbalance = 0.05, int seed = 1,
                                         SplitReport* report = nullptr);
+  // The committed splits not yet acknowledged with SplitReported, by target. Each is recorded
+  // in the target's directory before the split's commit point and survives restarts, so the
+  // cluster's map can always be brought up to date (the master's SplitDone is idempotent).
+  // Cheap when there are none. Errors: IOError, Corruption (a damaged record).
+  Result<std::vector<SplitNotice>> UnreportedSplits();
+  // The cluster knows about the split into `target`: forget its record. OK when there is
+  // none.
+  Status SplitReported(uint64_t target);
   // Test hook: SplitAcg, but the process "dies" (CrashForTesting) after step 1-4 (engine.cc).
   Status SplitAcgCrashingForTesting(uint64_t source, uint64_t target,
                                     std::span<const FileId> moving, int step);

@@ -176,9 +176,19 @@ TEST(EngineSplitTest, MovesFilesRoutesStaleUpdatesAndSurvivesReopen) {
   EXPECT_EQ(engine->SplitAcg(kSource, 0, list).code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(engine->SplitAcg(12345, kTarget, list).code(), StatusCode::kNotFound);
 
+  Result<std::vector<SplitNotice>> notices = engine->UnreportedSplits();
+  ASSERT_TRUE(notices.ok());
+  EXPECT_TRUE(notices->empty());
   ASSERT_TRUE(engine->SplitAcg(kSource, kTarget, list).ok());
   EXPECT_EQ(engine->SplitAcg(kSource, kTarget, list).code(), StatusCode::kAlreadyExists);
   ExpectPartitioned(engine.get(), w, moving);
+  // The split waits to be reported to the cluster, with every id it routes.
+  notices = engine->UnreportedSplits();
+  ASSERT_TRUE(notices.ok()) << notices.status().ToString();
+  ASSERT_EQ(notices->size(), 1u);
+  EXPECT_EQ((*notices)[0].source, kSource);
+  EXPECT_EQ((*notices)[0].target, kTarget);
+  EXPECT_EQ((*notices)[0].files, list);
   size_t moved_live = 0;
   for (const auto& [id, rec] : w.model.files) moved_live += moving.count(id);
   for (const AcgInfo& a : engine->ListAcgs()) {
@@ -210,6 +220,18 @@ TEST(EngineSplitTest, MovesFilesRoutesStaleUpdatesAndSurvivesReopen) {
   ASSERT_TRUE(engine);
   ExpectPartitioned(engine.get(), w, moved_now);
   ASSERT_NO_FATAL_FAILURE(ExpectSearchesMatch(engine.get(), &w, 40));
+  // Still unreported after the restart; acknowledged, it is gone for good.
+  notices = engine->UnreportedSplits();
+  ASSERT_TRUE(notices.ok()) << notices.status().ToString();
+  ASSERT_EQ(notices->size(), 1u);
+  EXPECT_EQ((*notices)[0].files, list);
+  ASSERT_TRUE(engine->SplitReported(kTarget).ok());
+  ASSERT_TRUE(engine->SplitReported(kTarget).ok());  // idempotent
+  EXPECT_TRUE(engine->UnreportedSplits()->empty());
+  engine.reset();
+  engine = OpenEngine(dir.path(), /*background=*/false);
+  ASSERT_TRUE(engine);
+  EXPECT_TRUE(engine->UnreportedSplits()->empty());
   for (int i = 0; i < 100; ++i) {
     Update u = w.Change();
     ASSERT_TRUE(engine->Apply({&u, 1}).ok());
@@ -346,6 +368,13 @@ TEST(EngineSplitTest, SplitsByItselfAboveTheThreshold) {
     EXPECT_EQ(*got, rec);
   }
   ASSERT_NO_FATAL_FAILURE(ExpectSearchesMatch(engine.get(), &w, 30));
+  // Every split told through on_split is also waiting to be reported, with the same files.
+  Result<std::vector<SplitNotice>> notices = engine->UnreportedSplits();
+  ASSERT_TRUE(notices.ok()) << notices.status().ToString();
+  ASSERT_EQ(notices->size(), splits.size());
+  for (const SplitNotice& n : *notices) {
+    EXPECT_EQ(std::set<FileId>(n.files.begin(), n.files.end()), moved_to[n.target]);
+  }
 }
 
 // One thread writes (always to the source) and after every few updates searches and compares
@@ -436,6 +465,9 @@ TEST_P(EngineSplitCrashTest, EveryFileOnceAndNothingLost) {
   bool target_exists = false;
   for (const AcgInfo& a : engine->ListAcgs()) target_exists |= a.id == kTarget;
   EXPECT_EQ(target_exists, committed);
+  Result<std::vector<SplitNotice>> notices = engine->UnreportedSplits();
+  ASSERT_TRUE(notices.ok()) << notices.status().ToString();
+  EXPECT_EQ(notices->size(), committed ? 1u : 0u);  // a split to report iff it happened
   ExpectPartitioned(engine.get(), w, committed ? moving : std::set<FileId>());
   ASSERT_NO_FATAL_FAILURE(ExpectSearchesMatch(engine.get(), &w, 30));
   // The split can be done again after an aborted one.

@@ -126,6 +126,7 @@ class LocalCluster {
     return "tcp://127.0.0.1:" + std::to_string(node_ports_[static_cast<size_t>(i)]);
   }
   const std::string& dir() const { return dir_.path(); }
+  std::string node_dir(int i) const { return dir() + "/node" + std::to_string(i); }
 
   bool StartMaster() {
     std::vector<std::string> argv = {PROPELLER_MASTER_BIN, "--data", dir() + "/master",
@@ -136,11 +137,12 @@ class LocalCluster {
     master_ = std::make_unique<ChildProcess>(argv, dir() + "/master.log");
     return master_->Start();
   }
-  bool StartNode(int i) {
-    std::vector<std::string> argv = {PROPELLER_INDEXNODE_BIN, "--data",
-                                     dir() + "/node" + std::to_string(i), "--listen",
+  // `extra`: flags for this start only, after config.node_extra.
+  bool StartNode(int i, const std::vector<std::string>& extra = {}) {
+    std::vector<std::string> argv = {PROPELLER_INDEXNODE_BIN, "--data", node_dir(i), "--listen",
                                      node_endpoint(i), "--master", master_endpoint()};
     argv.insert(argv.end(), config_.node_extra.begin(), config_.node_extra.end());
+    argv.insert(argv.end(), extra.begin(), extra.end());
     auto& slot = nodes_[static_cast<size_t>(i)];
     slot = std::make_unique<ChildProcess>(argv, dir() + "/node" + std::to_string(i) + ".log");
     return slot->Start();

@@ -5,11 +5,14 @@
 // Exit codes: 0 clean stop, 1 runtime error (cannot open the data directory, bind, ...),
 // 2 bad usage.
 #include <signal.h>
+#include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <charconv>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -39,6 +42,8 @@ Options:
   --allow FILE           public keys of the clients admitted with CURVE
   --master-key FILE      the master's public key: talk to the master with CURVE
   --threads N            request handler threads (default 4)
+  --split-threshold N    split an ACG in two (METIS) once it holds more than N files
+                         (default 50000; 0 = never). The master names the new half.
   --log-level LEVEL      debug, info, warning or error (default info)
   -h, --help             this help
 
@@ -67,6 +72,7 @@ int Main(int argc, char** argv) {
   IndexNodeOptions opt;
   opt.master_endpoint = kDefaultMaster;
   LogLevel level = LogLevel::kInfo;
+  int hold_step = 0;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg == "-h" || arg == "--help") {
@@ -90,7 +96,8 @@ int Main(int argc, char** argv) {
     };
     if (arg == "--data" || arg == "--master" || arg == "--listen" || arg == "--advertise" ||
         arg == "--durability" || arg == "--curve-key" || arg == "--allow" ||
-        arg == "--master-key" || arg == "--threads" || arg == "--log-level") {
+        arg == "--master-key" || arg == "--threads" || arg == "--log-level" ||
+        arg == "--split-threshold" || arg == "--test-hold-in-split") {
       if (!take()) return Usage("option " + arg + " needs a value");
     } else if (arg.rfind("-", 0) == 0) {
       return Usage("unknown option '" + arg + "'");
@@ -127,6 +134,24 @@ int Main(int argc, char** argv) {
         return Usage("--threads must be a number from 1 to 256, not '" + value + "'");
       }
       opt.worker_threads = n;
+    } else if (arg == "--split-threshold") {
+      uint64_t n = 0;
+      auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
+      if (ec != std::errc() || end != value.data() + value.size()) {
+        return Usage("--split-threshold must be a number of files (0 = never split), not '" +
+                     value + "'");
+      }
+      opt.engine.split_threshold_files = n;
+    } else if (arg == "--test-hold-in-split") {
+      // Fault tests only (not in --help): at step N (1-5) of its first split the splitter
+      // creates <data>/split-hold and waits until it is removed, so a test can kill this node
+      // or the master at that point (EngineOptions::split_step_hook).
+      int n = 0;
+      auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
+      if (ec != std::errc() || end != value.data() + value.size() || n < 1 || n > 5) {
+        return Usage("--test-hold-in-split must be a step from 1 to 5, not '" + value + "'");
+      }
+      hold_step = n;
     } else if (arg == "--log-level") {
       if (!ParseLogLevel(value, &level)) {
         return Usage("--log-level must be debug, info, warning or error, not '" + value + "'");
@@ -144,6 +169,15 @@ int Main(int argc, char** argv) {
     return Usage("--master-key needs --curve-key FILE (this node's key pair)");
   }
   SetLogLevel(level);
+  if (hold_step != 0) {
+    const std::string hold = opt.data_dir + "/split-hold";
+    auto held = std::make_shared<std::atomic<bool>>(false);
+    opt.engine.split_step_hook = [hold_step, hold, held](int step) {
+      if (step != hold_step || held->exchange(true)) return;
+      if (FILE* f = std::fopen(hold.c_str(), "w")) std::fclose(f);
+      while (::access(hold.c_str(), F_OK) == 0) ::usleep(10'000);
+    };
+  }
 
   // Block the stop signals before any thread exists so that every thread inherits the mask
   // and only sigwait() below receives them.

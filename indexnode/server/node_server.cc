@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <sys/statvfs.h>
 
+#include <algorithm>
 #include <atomic>
 #include <charconv>
 #include <condition_variable>
@@ -26,6 +27,8 @@ constexpr char kNodeIdFile[] = "node_id";
 // down master costs one line every 30 s instead of flooding the log.
 constexpr uint64_t kLogEveryFailures = 30;
 constexpr int64_t kDefaultIntervalMs = 1000;
+// Files per SplitDone request: ~1.2 MB of ids, far below the frame and array limits.
+constexpr size_t kSplitReportChunk = 100'000;
 
 // Reads <data_dir>/node_id: 0 when absent, Corruption when it is not a positive 32-bit number.
 Result<uint32_t> ReadNodeId(Env* env, const std::string& path) {
@@ -53,7 +56,7 @@ class IndexNodeServer::Impl {
 
   const std::string& endpoint() const { return endpoint_; }
   const std::string& advertised() const { return advertised_; }
-  uint32_t node_id() const { return service_ ? service_->node_id() : 0; }
+  uint32_t node_id() const { return node_id_.load(); }
   bool registered() const { return registered_.load(); }
   uint64_t heartbeats() const { return heartbeats_.load(); }
   Engine* engine() { return engine_.get(); }
@@ -64,6 +67,10 @@ class IndexNodeServer::Impl {
   void ReconcileLoop();
   Status Register();
   Status Heartbeat();
+  // Splits (DESIGN §5): the engine's splitter asks the master for the new ACG's id here, and
+  // the membership thread reports committed splits until the master acknowledges them.
+  Result<uint64_t> NewSplitTarget(uint64_t source);
+  void ReportSplits();
   void NoteMasterFailure(const char* what, const Status& st);
   int64_t IntervalMs() const;
 
@@ -79,6 +86,9 @@ class IndexNodeServer::Impl {
 
   // Membership state; used by the membership thread only, except the atomics.
   std::atomic<bool> registered_{false};
+  // The node's id, as service_ has it; also read by the engine's splitter, which outlives
+  // service_ during Stop.
+  std::atomic<uint32_t> node_id_{0};
   std::atomic<uint64_t> heartbeats_{0};
   std::atomic<int64_t> master_interval_ms_{kDefaultIntervalMs};
   uint64_t failures_ = 0;
@@ -86,6 +96,8 @@ class IndexNodeServer::Impl {
   std::mutex mu_;
   std::condition_variable cv_;
   bool stop_ = false;  // Under mu_.
+  bool report_due_ = false;  // Under mu_. A split committed: report it without waiting.
+  uint64_t report_failures_ = 0;  // membership thread only
   // The latest catalogue from a heartbeat reply and the index change counter read before that
   // heartbeat was sent; the reconciler thread takes it. Under mu_.
   std::optional<std::pair<std::vector<wire::IndexDef>, uint64_t>> pending_catalogue_;
@@ -145,6 +157,19 @@ Status IndexNodeServer::Impl::Init(const IndexNodeOptions& options) {
   EngineOptions eo = options_.engine;
   eo.data_dir = options_.data_dir;
   eo.durability = options_.durability;
+  // The master gives split targets their ids and learns of each split (ReportSplits). Both
+  // callbacks run on the engine's splitter thread, which the engine joins before master_ and
+  // this object go away (Stop).
+  eo.split_target_id = [this](uint64_t source) { return NewSplitTarget(source); };
+  eo.on_split = [this, user = options_.engine.on_split](
+                    uint64_t source, uint64_t target, const std::vector<FileId>& moved) {
+    if (user) user(source, target, moved);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      report_due_ = true;
+    }
+    cv_.notify_all();
+  };
   Result<std::unique_ptr<Engine>> engine = Engine::Open(eo);
   if (!engine.ok()) {
     return engine.status().WithContext("cannot open data directory " + options_.data_dir);
@@ -170,6 +195,7 @@ Status IndexNodeServer::Impl::Init(const IndexNodeOptions& options) {
   so.engine = engine_.get();
   so.master = master_.get();
   so.node_id = *id;
+  node_id_.store(*id);
   so.master_timeout_ms = options_.master_timeout_ms;
   service_ = std::make_unique<NodeService>(so);
 
@@ -214,8 +240,8 @@ void IndexNodeServer::Impl::Stop() {
   if (reconciler_.joinable()) reconciler_.join();
   server_.reset();   // waits for running handlers, which use service_ and engine_
   service_.reset();
+  engine_.reset();   // commits and syncs; joins the splitter, which may call the master
   master_.reset();
-  engine_.reset();   // commits and syncs
 }
 
 int64_t IndexNodeServer::Impl::IntervalMs() const {
@@ -233,6 +259,7 @@ void IndexNodeServer::Impl::MembershipLoop() {
     bool again = false;
     if (registered_.load()) {
       again = Heartbeat().ok() && !registered_.load();
+      if (registered_.load()) ReportSplits();
     } else {
       again = Register().ok();
     }
@@ -240,8 +267,10 @@ void IndexNodeServer::Impl::MembershipLoop() {
     immediate = again ? immediate + 1 : 0;
     std::unique_lock<std::mutex> lock(mu_);
     if (!again) {
-      cv_.wait_for(lock, std::chrono::milliseconds(IntervalMs()), [this] { return stop_; });
+      cv_.wait_for(lock, std::chrono::milliseconds(IntervalMs()),
+                   [this] { return stop_ || report_due_; });
     }
+    report_due_ = false;
     if (stop_) return;
   }
 }
@@ -287,6 +316,7 @@ Status IndexNodeServer::Impl::Register() {
           static_cast<unsigned>(rep.node_id), static_cast<unsigned>(req.node_id));
     }
     service_->set_node_id(rep.node_id);
+    node_id_.store(rep.node_id);
   }
   if (rep.heartbeat_interval_ms > 0) master_interval_ms_.store(rep.heartbeat_interval_ms);
   Log(LogLevel::kInfo, "registered with master %s as node %u (%s)",
@@ -339,6 +369,72 @@ Status IndexNodeServer::Impl::Heartbeat() {
   }
   reconcile_cv_.notify_one();
   return Status::OK();
+}
+
+Result<uint64_t> IndexNodeServer::Impl::NewSplitTarget(uint64_t source) {
+  if (!registered_.load()) {
+    return Status::Unavailable("not registered with the master yet: no id for a new ACG");
+  }
+  wire::NewAcgRequest req;
+  req.node_id = node_id_.load();
+  req.source = source;
+  wire::NewAcgReply rep;
+  rpc::CallOptions call;
+  call.timeout_ms = options_.master_timeout_ms;
+  call.idempotent = false;  // a retry would create a second ACG (harmless, but not needed)
+  call.retries = 0;         // the splitter retries later
+  Status st = wire::WireCall(*master_, wire::MsgType::kNewAcg, req, &rep, call);
+  if (!st.ok()) return st.WithContext("asking the master for a new ACG id");
+  if (rep.acg == 0) return Status::Corruption("the master gave ACG id 0 for a split");
+  return rep.acg;
+}
+
+void IndexNodeServer::Impl::ReportSplits() {
+  Result<std::vector<SplitNotice>> notices = engine_->UnreportedSplits();
+  if (!notices.ok()) {
+    if (report_failures_++ % kLogEveryFailures == 0) {
+      Log(LogLevel::kError, "cannot read the unreported splits: %s",
+          notices.status().ToString().c_str());
+    }
+    return;
+  }
+  for (const SplitNotice& n : *notices) {
+    wire::SplitDoneRequest req;
+    req.node_id = service_->node_id();
+    req.source = n.source;
+    req.target = n.target;
+    uint64_t remapped = 0;
+    Status st;
+    // Every part is idempotent at the master, so a part sent again after a failure is harmless.
+    for (size_t at = 0; at < n.files.size() || at == 0; at += kSplitReportChunk) {
+      const size_t end = std::min(n.files.size(), at + kSplitReportChunk);
+      req.files.assign(n.files.begin() + static_cast<ptrdiff_t>(at),
+                       n.files.begin() + static_cast<ptrdiff_t>(end));
+      wire::SplitDoneReply rep;
+      rpc::CallOptions call;
+      call.timeout_ms = options_.master_timeout_ms;
+      call.idempotent = true;
+      call.retries = 1;
+      st = wire::WireCall(*master_, wire::MsgType::kSplitDone, req, &rep, call);
+      if (!st.ok()) break;
+      remapped += rep.remapped;
+      if (end == n.files.size()) break;
+    }
+    if (st.ok()) st = engine_->SplitReported(n.target);
+    if (!st.ok()) {
+      if (report_failures_++ % kLogEveryFailures == 0) {
+        Log(LogLevel::kWarning, "reporting the split of ACG %llu into %llu to the master "
+            "failed (%llu in a row; retried every heartbeat): %s",
+            static_cast<unsigned long long>(n.source), static_cast<unsigned long long>(n.target),
+            static_cast<unsigned long long>(report_failures_), st.ToString().c_str());
+      }
+      return;
+    }
+    report_failures_ = 0;
+    Log(LogLevel::kInfo, "master remapped %llu of the %zu files split from ACG %llu into %llu",
+        static_cast<unsigned long long>(remapped), n.files.size(),
+        static_cast<unsigned long long>(n.source), static_cast<unsigned long long>(n.target));
+  }
 }
 
 void IndexNodeServer::Impl::ReconcileLoop() {

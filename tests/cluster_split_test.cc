@@ -1,0 +1,395 @@
+// ACG splits on a real 2-node cluster (issue 5, DESIGN §5): index nodes run with a low split
+// threshold, split in the background while a client keeps updating and searching, ask the
+// master for the new ACG's id and report the moved files so the master's map follows.
+//
+//  - SplitsUnderLoadMatchTheOracle: every search during the splits equals an in-process Engine
+//    fed the same updates (the oracle), and afterwards the master maps every file to the ACG
+//    that holds it.
+//  - KillDuringSplit/*: the node or the master is killed (SIGKILL) at each step of a split
+//    (the node holds at that step through --test-hold-in-split); after restarts every
+//    acknowledged update is there, every file is in exactly one ACG, searches equal the
+//    oracle and the master's map agrees with the nodes.
+//
+// PROPELLER_SEED picks the streams (default fixed); the seed is printed on failure.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "client/lib/propeller.h"
+#include "common/random.h"
+#include "common/rpc/rpc.h"
+#include "indexnode/engine.h"
+#include "indexnode/engine_test_util.h"
+#include "schemas/messages.h"
+#include "schemas/wire_call.h"
+#include "tests/cluster_harness.h"
+
+namespace propeller::testing {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+constexpr const char* kRoot = "/vol";
+constexpr uint64_t kSplitThreshold = 300;
+
+std::string InVolume(const std::string& host) {
+  std::string p = host.substr(std::string(kRoot).size());
+  return p.empty() ? "/" : p;
+}
+
+struct Row {
+  std::string path;
+  FileRecord record;
+  bool operator<(const Row& o) const {
+    return path != o.path ? path < o.path : record.id < o.record.id;
+  }
+  bool operator==(const Row& o) const { return path == o.path && record == o.record; }
+};
+
+// Retries `fn` until it returns OK or `limit` passes; returns the last status.
+Status Eventually(const std::function<Status()>& fn, seconds limit = seconds(60)) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  Status st;
+  while (!(st = fn()).ok() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(milliseconds(200));
+  }
+  return st;
+}
+
+ClusterConfig SplitCluster() {
+  ClusterConfig c;
+  c.nodes = 2;
+  c.acg_threshold = 1'000'000;  // the master keeps one app's files in one ACG: the nodes split
+  c.node_extra = {"--split-threshold", std::to_string(kSplitThreshold)};
+  return c;
+}
+
+// The client, the oracle and what has been acknowledged. One thread calls Create/Change and
+// Acknowledge; several may search.
+class World {
+ public:
+  World(uint64_t seed, const std::string& oracle_dir) : gen_(seed) {
+    EngineOptions eo;
+    eo.data_dir = oracle_dir;
+    eo.background_commit = false;
+    auto e = Engine::Open(eo);
+    EXPECT_TRUE(e.ok()) << e.status().ToString();
+    if (e.ok()) oracle_ = std::move(e).value();
+  }
+  bool ok() const { return oracle_ != nullptr; }
+  Random& rnd() { return gen_.rnd(); }
+  RecordGen& gen() { return gen_; }
+  void set_volume(uint32_t v) { volume_ = v; }
+
+  // A new file of app "cc", mostly written after reading an earlier one (an ACG edge).
+  FileUpdate Create() {
+    FileUpdate u;
+    const uint64_t ino = next_ino_++;
+    u.op = UpdateOp::kPut;
+    u.created = true;
+    u.record = gen_.NewRecord(FileId{volume_, ino});
+    u.record.paths = {gen_.RandomDir() + "/" + std::to_string(ino) + "-" + gen_.RandomName()};
+    u.record.attrs.clear();
+    u.app = "cc";
+    if (!live_.empty() && !rnd().OneIn(5)) u.producers = {RandomLive()};
+    return u;
+  }
+  // New attributes for a live file (a whole-record put: sending it twice is harmless).
+  FileUpdate Change() {
+    FileUpdate u;
+    u.op = UpdateOp::kPut;
+    u.record = live_.at(RandomLive().ino);
+    gen_.RandomizeAttrs(&u.record);
+    u.record.attrs.clear();
+    u.app = "cc";
+    return u;
+  }
+  std::vector<FileUpdate> Batch(size_t creates, size_t changes) {
+    std::vector<FileUpdate> out;
+    std::set<uint64_t> touched;
+    for (size_t i = 0; i < creates; ++i) {
+      out.push_back(Create());
+      touched.insert(out.back().record.id.ino);
+      pending_[out.back().record.id.ino] = out.back().record;  // a producer for the next ones
+    }
+    for (size_t i = 0; i < changes && !live_.empty(); ++i) {
+      FileUpdate u = Change();
+      if (touched.insert(u.record.id.ino).second) out.push_back(std::move(u));
+    }
+    return out;
+  }
+  // The batch was acknowledged: the oracle gets it too.
+  Status Acknowledge(const std::vector<FileUpdate>& batch) {
+    std::vector<Update> ref;
+    for (const FileUpdate& u : batch) {
+      Update r;
+      r.op = u.op;
+      r.acg = 1;
+      r.record = u.record;
+      ref.push_back(std::move(r));
+      live_[u.record.id.ino] = u.record;
+      pending_.erase(u.record.id.ino);
+    }
+    std::lock_guard<std::mutex> lock(oracle_mu_);
+    return oracle_->Apply(ref);
+  }
+  size_t live() const { return live_.size(); }
+
+  // The cluster's answer to `query` equals the oracle's, and no file appears twice.
+  ::testing::AssertionResult Matches(Client& client, const std::string& query) {
+    SearchRequest req;
+    req.query = query;
+    ClientSearchOptions co;
+    req.now_ns = co.now_ns = kNow;
+    Result<std::vector<SearchHit>> want_or = [&] {
+      std::lock_guard<std::mutex> lock(oracle_mu_);
+      return oracle_->SearchAll(req);
+    }();
+    auto got_or = client.SearchAll(query, co);
+    if (!want_or.ok() || !got_or.ok()) {
+      return ::testing::AssertionFailure()
+             << "query '" << query << "': oracle " << want_or.status().ToString()
+             << ", cluster " << got_or.status().ToString();
+    }
+    std::vector<Row> want, got;
+    std::set<FileId> seen;
+    for (const SearchHit& h : *want_or) want.push_back({h.path, h.record});
+    for (const ClientHit& h : *got_or) {
+      got.push_back({InVolume(h.path), h.record});
+      if (!seen.insert(h.record.id).second) {
+        return ::testing::AssertionFailure() << "query '" << query << "': inode "
+                                             << h.record.id.ino << " answered twice";
+      }
+    }
+    std::sort(want.begin(), want.end());
+    std::sort(got.begin(), got.end());
+    if (want == got) return ::testing::AssertionSuccess();
+    return ::testing::AssertionFailure() << "query '" << query << "': oracle " << want.size()
+                                         << " hits, cluster " << got.size();
+  }
+
+ private:
+  FileId RandomLive() {
+    auto it = live_.lower_bound(100 + rnd().Uniform(next_ino_ - 100));
+    if (it == live_.end()) it = live_.begin();
+    return it->second.id;
+  }
+
+  RecordGen gen_;
+  uint32_t volume_ = 0;
+  uint64_t next_ino_ = 100;
+  std::map<uint64_t, FileRecord> live_;     // acknowledged, by inode
+  std::map<uint64_t, FileRecord> pending_;  // sent, not yet acknowledged
+  std::mutex oracle_mu_;
+  std::unique_ptr<Engine> oracle_;
+};
+
+// OK when the master maps every indexed file to the ACG whose node returned it, and no
+// node holds an ACG above the split threshold.
+Status MapAgrees(LocalCluster& cluster, Client& client) {
+  ClientSearchOptions co;
+  co.now_ns = kNow;
+  auto hits = client.SearchAll("size>=0", co);
+  if (!hits.ok()) return hits.status();
+  rpc::ChannelOptions o;
+  o.endpoint = cluster.master_endpoint();
+  auto channel = rpc::Channel::Connect(o);
+  if (!channel.ok()) return channel.status();
+  wire::FilesRequest req;
+  for (const ClientHit& h : *hits) req.files.push_back(h.record.id);
+  wire::LocationsReply rep;
+  rpc::CallOptions call;
+  call.timeout_ms = 5000;
+  PROPELLER_RETURN_IF_ERROR(
+      wire::WireCall(**channel, wire::MsgType::kLookupFiles, req, &rep, call));
+  if (rep.locations.size() != hits->size()) return Status::Internal("short lookup reply");
+  size_t wrong = 0;
+  for (size_t i = 0; i < hits->size(); ++i) wrong += rep.locations[i].acg != (*hits)[i].acg;
+  if (wrong != 0) {
+    return Status::Aborted(std::to_string(wrong) + " of " + std::to_string(hits->size()) +
+                           " files are mapped to another ACG than the one holding them");
+  }
+  auto status = client.GetStatus();
+  if (!status.ok()) return status.status();
+  for (const NodeStatus& ns : status->nodes) {
+    if (!ns.node) return Status::Unavailable("node " + std::to_string(ns.info.node_id) + ": " +
+                                             ns.error);
+    for (const wire::AcgLoad& a : ns.node->acg_list) {
+      if (a.files > kSplitThreshold) {
+        return Status::Aborted("ACG " + std::to_string(a.acg) + " still holds " +
+                               std::to_string(a.files) + " files");
+      }
+    }
+  }
+  return Status::OK();
+}
+
+uint64_t AcgCount(Client& client) {
+  auto status = client.GetStatus();
+  return status.ok() ? status->acgs : 0;
+}
+
+TEST(ClusterSplitTest, SplitsUnderLoadMatchTheOracle) {
+  const uint64_t seed = TestSeed();
+  SCOPED_TRACE("PROPELLER_SEED=" + std::to_string(seed));
+  LocalCluster cluster(SplitCluster());
+  ASSERT_TRUE(cluster.Start());
+  auto client_or = Client::Connect(cluster.client_options(5000));
+  ASSERT_TRUE(client_or.ok()) << client_or.status().ToString();
+  Client& client = **client_or;
+  ASSERT_TRUE(cluster.WaitNodesUp(client, 2)) << cluster.Logs();
+  auto volume = client.RegisterVolume(kRoot);
+  ASSERT_TRUE(volume.ok()) << volume.status().ToString();
+  TempDir oracle_dir;
+  World w(seed, oracle_dir.path() + "/oracle");
+  ASSERT_TRUE(w.ok());
+  w.set_volume(*volume);
+
+  // ~1,000 files of one app: the master keeps them in one ACG, which the node splits as it
+  // grows (at 300 files, then each half again). Every batch is followed by searches.
+  int step = 0;
+  auto run_batch = [&](size_t creates, size_t changes) {
+    const std::vector<FileUpdate> batch = w.Batch(creates, changes);
+    Status st = client.Update(batch);
+    ASSERT_TRUE(st.ok()) << "step " << step << ": " << st.ToString() << "\n" << cluster.Logs();
+    ASSERT_TRUE(w.Acknowledge(batch).ok());
+    ASSERT_TRUE(w.Matches(client, "size>=0")) << "step " << step << "\n" << cluster.Logs();
+    ASSERT_TRUE(w.Matches(client, w.gen().RandomQuery())) << "step " << step;
+    ++step;
+  };
+  while (w.live() < 1000) {
+    ASSERT_NO_FATAL_FAILURE(run_batch(20, 10));
+  }
+  // Keep changing and searching while the splits finish and are reported.
+  const auto deadline = std::chrono::steady_clock::now() + seconds(90);
+  Status agreed;
+  while (std::chrono::steady_clock::now() < deadline) {
+    ASSERT_NO_FATAL_FAILURE(run_batch(0, 30));
+    if (AcgCount(client) >= 4 && (agreed = MapAgrees(cluster, client)).ok()) break;
+  }
+  ASSERT_TRUE(agreed.ok()) << agreed.ToString() << "\n" << cluster.Logs();
+  EXPECT_GE(AcgCount(client), 4u) << "1,000 files over a 300-file threshold split at least thrice";
+  // After the map flip, updates (through the client's cached, now stale locations and
+  // through fresh look-ups) and searches still agree.
+  for (int i = 0; i < 10; ++i) ASSERT_NO_FATAL_FAILURE(run_batch(5, 30));
+  ASSERT_TRUE(Eventually([&] { return MapAgrees(cluster, client); }).ok()) << cluster.Logs();
+}
+
+// Who is killed, and at which step of the split (--test-hold-in-split).
+struct KillCase {
+  bool master;  // else the splitting node
+  int step;
+};
+
+class KillDuringSplit : public ::testing::TestWithParam<KillCase> {};
+
+TEST_P(KillDuringSplit, EveryFileOnceNothingLostAndTheMapAgrees) {
+  const KillCase kc = GetParam();
+  const uint64_t seed = TestSeed() + static_cast<uint64_t>(kc.step) * 2 + kc.master;
+  SCOPED_TRACE("PROPELLER_SEED=" + std::to_string(seed));
+  LocalCluster cluster(SplitCluster());
+  const std::vector<std::string> hold = {"--test-hold-in-split", std::to_string(kc.step)};
+  ASSERT_TRUE(cluster.StartMaster());
+  ASSERT_TRUE(cluster.StartNode(0, hold));
+  ASSERT_TRUE(cluster.StartNode(1, hold));
+  auto client_or = Client::Connect(cluster.client_options(3000));
+  ASSERT_TRUE(client_or.ok()) << client_or.status().ToString();
+  Client& client = **client_or;
+  ASSERT_TRUE(cluster.WaitNodesUp(client, 2)) << cluster.Logs();
+  auto volume = client.RegisterVolume(kRoot);
+  ASSERT_TRUE(volume.ok()) << volume.status().ToString();
+  TempDir oracle_dir;
+  World w(seed, oracle_dir.path() + "/oracle");
+  ASSERT_TRUE(w.ok());
+  w.set_volume(*volume);
+
+  while (w.live() < 450) {
+    const std::vector<FileUpdate> batch = w.Batch(30, 0);
+    Status st = client.Update(batch);
+    ASSERT_TRUE(st.ok()) << st.ToString() << "\n" << cluster.Logs();
+    ASSERT_TRUE(w.Acknowledge(batch).ok());
+  }
+  // Updates keep flowing while the split runs; a batch that fails (its node or the master is
+  // gone) is kept and sent again after the restart (whole-record puts: idempotent).
+  std::atomic<bool> stop{false};
+  std::vector<FileUpdate> unacknowledged;
+  std::thread writer([&] {
+    while (!stop) {
+      std::vector<FileUpdate> batch = w.Batch(0, 10);
+      if (!client.Update(batch).ok()) {
+        unacknowledged = std::move(batch);
+        return;
+      }
+      EXPECT_TRUE(w.Acknowledge(batch).ok());
+      std::this_thread::sleep_for(milliseconds(5));
+    }
+  });
+  struct Joiner {
+    std::thread* t;
+    std::atomic<bool>* stop;
+    ~Joiner() {
+      *stop = true;
+      if (t->joinable()) t->join();
+    }
+  } joiner{&writer, &stop};
+
+  // The splitting node holds at the step; kill the chosen party there.
+  int holder = -1;
+  const auto deadline = std::chrono::steady_clock::now() + seconds(60);
+  while (holder < 0 && std::chrono::steady_clock::now() < deadline) {
+    for (int i = 0; i < 2; ++i) {
+      if (::access((cluster.node_dir(i) + "/split-hold").c_str(), F_OK) == 0) holder = i;
+    }
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+  ASSERT_GE(holder, 0) << "no split reached step " << kc.step << "\n" << cluster.Logs();
+  const std::string hold_file = cluster.node_dir(holder) + "/split-hold";
+  if (kc.master) {
+    cluster.master().Kill();
+    ASSERT_EQ(::unlink(hold_file.c_str()), 0);  // the split goes on without the master
+    std::this_thread::sleep_for(milliseconds(1500));
+    ASSERT_TRUE(cluster.StartMaster());
+  } else {
+    cluster.node(holder).Kill();
+    ASSERT_EQ(::unlink(hold_file.c_str()), 0);
+    ASSERT_TRUE(cluster.StartNode(holder));  // no hold now: it splits again if it must
+  }
+  stop = true;
+  writer.join();
+  if (!unacknowledged.empty()) {
+    ASSERT_TRUE(Eventually([&] { return client.Update(unacknowledged); }).ok()) << cluster.Logs();
+    ASSERT_TRUE(w.Acknowledge(unacknowledged).ok());
+  }
+  // More updates and new files after the restart, then everything must agree.
+  for (int i = 0; i < 5; ++i) {
+    const std::vector<FileUpdate> batch = w.Batch(10, 10);
+    ASSERT_TRUE(Eventually([&] { return client.Update(batch); }).ok()) << cluster.Logs();
+    ASSERT_TRUE(w.Acknowledge(batch).ok());
+  }
+  ASSERT_TRUE(Eventually([&] { return MapAgrees(cluster, client); }).ok()) << cluster.Logs();
+  EXPECT_TRUE(w.Matches(client, "size>=0")) << cluster.Logs();
+  for (int i = 0; i < 20; ++i) {
+    ASSERT_TRUE(w.Matches(client, w.gen().RandomQuery())) << cluster.Logs();
+  }
+  EXPECT_GE(AcgCount(client), 2u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Steps, KillDuringSplit,
+                         ::testing::Values(KillCase{false, 1}, KillCase{false, 2},
+                                           KillCase{false, 3}, KillCase{false, 4},
+                                           KillCase{false, 5}, KillCase{true, 3},
+                                           KillCase{true, 5}),
+                         [](const ::testing::TestParamInfo<KillCase>& info) {
+                           return std::string(info.param.master ? "master" : "node") +
+                                  "_at_step_" + std::to_string(info.param.step);
+                         });
+
+}  // namespace
+}  // namespace propeller::testing
