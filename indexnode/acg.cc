@@ -248,7 +248,16 @@ Status Acg::OpenEnv(bool first) {
         routes_[id] = DecodeOrderedU64(View(val));
       }
       if (rc != MDB_NOTFOUND) return LmdbStatus(rc, "reading the moved database");
-      has_routes_.store(!routes_.empty(), std::memory_order_release);
+      key = Val("merged_into");
+      rc = mdb_get(raw, meta_dbi_, &key, &val);
+      if (rc == 0) {
+        if (val.mv_size != 8) return Status::Corruption("ACG merged_into has a bad size");
+        merged_into_.store(DecodeOrderedU64(View(val)), std::memory_order_release);
+      } else if (rc != MDB_NOTFOUND) {
+        return LmdbStatus(rc, "reading merged_into");
+      }
+      has_routes_.store(!routes_.empty() || merged_into_.load() != 0,
+                        std::memory_order_release);
     }
     moved.Close();
     key = Val("summary");
@@ -978,6 +987,7 @@ Status Acg::ApplyOne(MDB_txn* txn, MDB_cursor* files, const Update& u,
 
 uint64_t Acg::RouteOf(FileId id) const {
   if (!has_routes_.load(std::memory_order_acquire)) return 0;
+  if (const uint64_t into = merged_into_.load(std::memory_order_acquire)) return into;
   std::lock_guard<std::mutex> lock(routes_mu_);
   auto it = routes_.find(id);
   return it == routes_.end() ? 0 : it->second;
@@ -1000,6 +1010,18 @@ void Acg::AddRoutes(const FileIdSet& ids, uint64_t target) {
 void Acg::DropRoutes(uint64_t target) {
   std::lock_guard<std::mutex> lock(routes_mu_);
   std::erase_if(routes_, [&](const auto& kv) { return kv.second == target; });
+  has_routes_.store(!routes_.empty() || merged_into_.load() != 0, std::memory_order_release);
+}
+
+void Acg::MergeInto(uint64_t target) {
+  std::lock_guard<std::mutex> lock(routes_mu_);
+  merged_into_.store(target, std::memory_order_release);
+  has_routes_.store(true, std::memory_order_release);
+}
+
+void Acg::UnmergeInto() {
+  std::lock_guard<std::mutex> lock(routes_mu_);
+  merged_into_.store(0, std::memory_order_release);
   has_routes_.store(!routes_.empty(), std::memory_order_release);
 }
 
@@ -1071,7 +1093,7 @@ Status Acg::ImportHeld(std::span<const Update> updates, uint64_t applied_lsn) {
   return Status::OK();
 }
 
-Status Acg::RemoveMovedHeld(const FileIdSet& ids, uint64_t target) {
+Status Acg::RemoveMovedHeld(const FileIdSet& ids, uint64_t target, bool merge) {
   bool reopened = false;
   PROPELLER_RETURN_IF_ERROR(EnsureOpenLocked(&reopened));
   std::vector<FileId> sorted(ids.begin(), ids.end());
@@ -1096,11 +1118,17 @@ Status Acg::RemoveMovedHeld(const FileIdSet& ids, uint64_t target) {
       u.acg = id_;
       u.record.id = id;
       PROPELLER_RETURN_IF_ERROR(ApplyOne(raw, files.get(), u, {}, &unused));
+      if (target == 0) continue;
       std::string key;
       AppendFileIdKey(id, &key);
       MDB_val k = Val(key), v = Val(target_bytes);
       rc = mdb_put(raw, moved_dbi_, &k, &v, 0);
       if (rc != 0) return LmdbStatus(rc, "recording a moved file");
+    }
+    if (merge) {
+      MDB_val k = Val("merged_into"), v = Val(target_bytes);
+      rc = mdb_put(raw, meta_dbi_, &k, &v, 0);
+      if (rc != 0) return LmdbStatus(rc, "recording the merge");
     }
     // Edges from the moved files went with them.
     MDB_cursor* cur = nullptr;
@@ -1137,8 +1165,28 @@ Status Acg::RemoveMovedHeld(const FileIdSet& ids, uint64_t target) {
     if (inode_ != nullptr) inode_->Unload();
     return s.WithContext("splitting " + AcgName(id_));
   }
-  AddRoutes(ids, target);
+  if (target != 0 && !merge) AddRoutes(ids, target);
+  if (merge) MergeInto(target);
   RefreshOpenBytes();
+  return Status::OK();
+}
+
+Status Acg::ListFileIdsHeld(std::vector<FileId>* ids) {
+  bool reopened = false;
+  PROPELLER_RETURN_IF_ERROR(EnsureOpenLocked(&reopened));
+  MDB_txn* raw = nullptr;
+  int rc = mdb_txn_begin(env_, nullptr, MDB_RDONLY, &raw);
+  if (rc != 0) return LmdbStatus(rc, "mdb_txn_begin");
+  TxnGuard txn(raw);
+  PROPELLER_RETURN_IF_ERROR(ScanFileIds(raw, ids));
+  // Edges may leave files without a record here (deleted since, or never put): they count.
+  std::vector<FileId> sources;
+  PROPELLER_RETURN_IF_ERROR(ScanEdges(raw, [&](FileId src, FileId, uint64_t) {
+    if (sources.empty() || !(sources.back() == src)) sources.push_back(src);
+  }));
+  ids->insert(ids->end(), sources.begin(), sources.end());
+  std::sort(ids->begin(), ids->end());
+  ids->erase(std::unique(ids->begin(), ids->end()), ids->end());
   return Status::OK();
 }
 
@@ -1192,24 +1240,24 @@ Status Acg::ListDirectories(std::vector<FileRecord>* dirs) {
   });
 }
 
+Status Acg::ScanFileIds(MDB_txn* txn, std::vector<FileId>* ids) {
+  MDB_cursor* cur = nullptr;
+  int rc = mdb_cursor_open(txn, files_dbi_, &cur);
+  if (rc != 0) return LmdbStatus(rc, "mdb_cursor_open");
+  CursorGuard files(cur);
+  MDB_val k, v;
+  for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == 0;
+       rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+    FileId id;
+    PROPELLER_RETURN_IF_ERROR(DecodeFileIdKey(View(k), &id).WithContext(AcgName(id_)));
+    ids->push_back(id);
+  }
+  if (rc != MDB_NOTFOUND) return LmdbStatus(rc, "scanning records");
+  return Status::OK();
+}
+
 Status Acg::ListFileIds(std::vector<FileId>* ids) {
-  return WithReadTxn([&](MDB_txn* txn) {
-    MDB_cursor* cur = nullptr;
-    int rc = mdb_cursor_open(txn, files_dbi_, &cur);
-    if (rc != 0) return LmdbStatus(rc, "mdb_cursor_open");
-    MDB_val k, v;
-    Status s;
-    for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == 0 && s.ok();
-         rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
-      FileId id;
-      s = DecodeFileIdKey(View(k), &id);
-      if (s.ok()) ids->push_back(id);
-    }
-    mdb_cursor_close(cur);
-    PROPELLER_RETURN_IF_ERROR(s.WithContext(AcgName(id_)));
-    if (rc != MDB_NOTFOUND) return LmdbStatus(rc, "scanning records");
-    return Status::OK();
-  });
+  return WithReadTxn([&](MDB_txn* txn) { return ScanFileIds(txn, ids); });
 }
 
 Status Acg::ListEdges(std::vector<std::tuple<FileId, FileId, uint64_t>>* edges) {

@@ -196,6 +196,14 @@ class Acg {
   // and cheap (Apply routes every update through it).
   uint64_t RouteOf(FileId id) const;
   bool has_routes() const { return has_routes_.load(std::memory_order_acquire); }
+  // The ACG this one was merged into (Engine::MergeAcg), or 0. A merged ACG routes every
+  // update and lookup there and holds no files.
+  uint64_t merged_into() const { return merged_into_.load(std::memory_order_acquire); }
+  // Routes everything to `target` from now on, in memory (the caller holds the log lock);
+  // RemoveMovedHeld(..., merge = true) makes it durable.
+  void MergeInto(uint64_t target);
+  // Forgets an in-memory MergeInto (a merge that did not complete).
+  void UnmergeInto();
   // True when some file moved from here to ACG `target` (a split into it committed).
   bool RoutesTo(uint64_t target) const;
   // Sends `ids` to `target` from now on, in memory only (the caller holds the log lock, so no
@@ -228,8 +236,13 @@ class Acg {
   // `applied_lsn` as this ACG's applied LSN. REQUIRES: the lock of LockExclusive held.
   Status ImportHeld(std::span<const Update> updates, uint64_t applied_lsn);
   // Removes `ids` (records, index entries, edges from them) and records durably, in the same
-  // transaction, that they moved to `target`. REQUIRES: the lock of LockExclusive held.
-  Status RemoveMovedHeld(const FileIdSet& ids, uint64_t target);
+  // transaction, that they moved to `target` (nothing when target is 0: undoing a copy);
+  // `merge`: also that this whole ACG was merged into `target` (merged_into).
+  // REQUIRES: the lock of LockExclusive held.
+  Status RemoveMovedHeld(const FileIdSet& ids, uint64_t target, bool merge = false);
+  // The ids of the committed records and of the sources of edges, sorted, with the lock of
+  // LockExclusive held (a merge moves all of them).
+  Status ListFileIdsHeld(std::vector<FileId>* ids);
 
   // Brings the indexes of an open ACG in line with ctx.catalogue() now (builds new user
   // indexes from the records, drops removed ones); a closed ACG does it when it next opens.
@@ -311,6 +324,8 @@ class Acg {
   void Prefault();
   // Runs `fn` in a read transaction of the open ACG (opening it, and reopening it if a commit
   // closes it meanwhile), pinned and under rw_ shared. REQUIRES: rw_ not held.
+  // Appends the ids of the committed records, in key order, read in `txn`.
+  Status ScanFileIds(MDB_txn* txn, std::vector<FileId>* ids);
   Status WithReadTxn(const std::function<Status(MDB_txn*)>& fn);
 
   const uint64_t id_;
@@ -365,6 +380,7 @@ class Acg {
   mutable std::mutex routes_mu_;
   std::unordered_map<FileId, uint64_t, FileIdHash> routes_;  // Under routes_mu_.
   std::atomic<bool> has_routes_{false};
+  std::atomic<uint64_t> merged_into_{0};  // see merged_into(); "merged_into" in meta
 
   mutable std::mutex cache_mu_;
   std::vector<Slice> cache_;           // Under cache_mu_. In LSN order.

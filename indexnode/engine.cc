@@ -180,7 +180,7 @@ class Engine::Impl {
         continue;
       }
       PROPELLER_RETURN_IF_ERROR(open_acg(id));
-      if (env->FileExists(SplitReportPath(id))) unreported_.insert(id);
+      PROPELLER_RETURN_IF_ERROR(FindReports(id));
     }
     // A split's target whose source recorded the move is complete (the source's transaction
     // is the split's commit point); otherwise the split did not happen and its source still
@@ -191,7 +191,7 @@ class Engine::Impl {
       if (committed) {
         PROPELLER_RETURN_IF_ERROR(open_acg(id));
         PROPELLER_RETURN_IF_ERROR(env->RemoveFile(SplitMarkerPath(id)));
-        if (env->FileExists(SplitReportPath(id))) unreported_.insert(id);
+        PROPELLER_RETURN_IF_ERROR(FindReports(id));
       } else {
         Log(LogLevel::kWarning, "removing ACG %llu: an unfinished split's copy",
             static_cast<unsigned long long>(id));
@@ -199,6 +199,12 @@ class Engine::Impl {
         std::filesystem::remove_all(AcgDir(id), ec);
         if (ec) return Status::IOError("removing " + AcgDir(id) + ": " + ec.message());
       }
+    }
+    // A merge interrupted before its commit point (the source recording merged_into) is
+    // undone: the source still holds every file, so the copies in the target go.
+    for (Acg* acg : AllAcgs()) {
+      if (!env->FileExists(MergeMarkerPath(acg->id()))) continue;
+      PROPELLER_RETURN_IF_ERROR(RecoverMerge(acg));
     }
     for (Acg* acg : AllAcgs()) {
       if (acg->has_routes()) any_routes_.store(true);
@@ -292,7 +298,7 @@ class Engine::Impl {
     std::vector<Acg*> out;
     out.reserve(acgs_.size());
     for (auto& [id, acg] : acgs_) {
-      if (id != hidden_acg_) out.push_back(acg.get());
+      if (id != hidden_acg_ && acg->merged_into() == 0) out.push_back(acg.get());
     }
     return out;
   }
@@ -1025,7 +1031,7 @@ class Engine::Impl {
                               std::to_string(source_id) + "\n");
     }
     if (s.ok()) {  // the cluster's record of the split, kept until SplitReported
-      s = WriteFileAtomically(options_.env, SplitReportPath(target_id),
+      s = WriteFileAtomically(options_.env, ReportPath(target_id, source_id),
                               EncodeSplitReport(source_id, moving_ids));
     }
     if (!s.ok()) {  // nothing refers to the directory yet (Open removes it: no routes)
@@ -1126,7 +1132,7 @@ class Engine::Impl {
         PROPELLER_RETURN_IF_ERROR(options_.env->SyncDir(AcgDir(target_id)));
         {
           std::lock_guard<std::mutex> report_lock(report_mu_);
-          unreported_.insert(target_id);
+          unreported_.emplace(target_id, source_id);
         }
         std::unique_lock<std::shared_mutex> lock(acgs_mu_);
         hidden_acg_ = 0;
@@ -1238,25 +1244,159 @@ class Engine::Impl {
   Result<std::vector<SplitNotice>> UnreportedSplits() {
     std::lock_guard<std::mutex> lock(report_mu_);
     std::vector<SplitNotice> out;
-    for (uint64_t target : unreported_) {
+    for (const auto& [target, source] : unreported_) {
+      const std::string path = ReportPath(target, source);
       std::string bytes;
-      PROPELLER_RETURN_IF_ERROR(ReadFileToString(options_.env, SplitReportPath(target), &bytes));
+      PROPELLER_RETURN_IF_ERROR(ReadFileToString(options_.env, path, &bytes));
       SplitNotice notice;
       notice.target = target;
-      PROPELLER_RETURN_IF_ERROR(DecodeSplitReport(bytes, &notice)
-                                    .WithContext(SplitReportPath(target)));
+      PROPELLER_RETURN_IF_ERROR(DecodeSplitReport(bytes, &notice).WithContext(path));
+      if (notice.source != source) return Status::Corruption(path + ": names another source");
+      Acg* from = FindAcg(source);
+      notice.merged = from != nullptr && from->merged_into() == target;
       out.push_back(std::move(notice));
     }
     return out;
   }
 
-  Status SplitReported(uint64_t target) {
+  Status SplitReported(uint64_t source, uint64_t target) {
     std::lock_guard<std::mutex> lock(report_mu_);
-    if (unreported_.count(target) == 0) return Status::OK();
-    PROPELLER_RETURN_IF_ERROR(options_.env->RemoveFile(SplitReportPath(target)));
+    if (unreported_.count({target, source}) == 0) return Status::OK();
+    PROPELLER_RETURN_IF_ERROR(options_.env->RemoveFile(ReportPath(target, source)));
     PROPELLER_RETURN_IF_ERROR(options_.env->SyncDir(AcgDir(target)));
-    unreported_.erase(target);
+    unreported_.erase({target, source});
     return Status::OK();
+  }
+
+  // Moves every file of the small ACG `source` into ACG `target` on this node (DESIGN §5:
+  // small ACGs of one application are merged). Everything happens at one switch, with
+  // searches held at the gate and both ACGs locked:
+  //   - under the log lock, `source` starts routing everything to `target`;
+  //   - both are committed up to there; the source's records and edges are copied into the
+  //     target (a MERGING marker in the target's directory, written first, names the source);
+  //   - one source transaction deletes its files and records merged_into: the commit point;
+  //   - the marker goes.
+  // A crash before the commit point is undone by Open (RecoverMerge: the copies leave the
+  // target; the log replays into the source); after it the merge stands. `crash_after_step`
+  // (tests): 1 = after the copy, 2 = after the commit point.
+  Status MergeAcg(uint64_t source_id, uint64_t target_id, int crash_after_step) {
+    if (crashed_) return Status::Aborted("engine crashed");
+    std::lock_guard<std::mutex> split_lock(split_mu_);
+    if (source_id == 0 || target_id == 0 || source_id == target_id) {
+      return Status::InvalidArgument("a merge needs two distinct non-zero ACG ids");
+    }
+    Acg* source = FindAcg(source_id);
+    Acg* target = FindAcg(target_id);
+    if (source == nullptr || target == nullptr) {
+      return Status::NotFound("no ACG " + std::to_string(source == nullptr ? source_id
+                                                                              : target_id));
+    }
+    if (source->merged_into() == target_id) return Status::OK();  // asked again: done
+    if (source->merged_into() != 0 || target->merged_into() != 0) {
+      const Acg* merged = source->merged_into() != 0 ? source : target;
+      return Status::InvalidArgument("ACG " + std::to_string(merged->id()) +
+                                     " was merged into ACG " +
+                                     std::to_string(merged->merged_into()));
+    }
+    if (source->files() > kMaxMergeFiles) {
+      return Status::InvalidArgument("ACG " + std::to_string(source_id) + " holds " +
+                                     std::to_string(source->files()) +
+                                     " files; only ACGs of at most " +
+                                     std::to_string(kMaxMergeFiles) + " are merged");
+    }
+    const int64_t t0 = options_.env->MonotonicNanos();
+    const std::string what =
+        "merging ACG " + std::to_string(source_id) + " into " + std::to_string(target_id);
+    // Nothing refers to the marker until the copy: Open's undo then finds nothing to remove.
+    PROPELLER_RETURN_IF_ERROR(WriteFileAtomically(options_.env, MergeMarkerPath(target_id),
+                                                  std::to_string(source_id) + "\n")
+                                  .WithContext(what));
+    size_t moved = 0;
+    Status s;
+    {
+      std::unique_lock<std::shared_mutex> gate(search_gate_);
+      auto source_lock = source->LockExclusive();
+      auto target_lock = target->LockExclusive();
+      s = [&]() -> Status {
+        uint64_t switch_lsn = 0;
+        wal_->RunLocked([&](uint64_t next_lsn) {
+          switch_lsn = next_lsn - 1;
+          source->MergeInto(target_id);
+          any_routes_.store(true);
+          route_epoch_.fetch_add(1);
+        });
+        PROPELLER_RETURN_IF_ERROR(wal_->Sync());
+        PROPELLER_RETURN_IF_ERROR(source->CommitHeld(switch_lsn));
+        PROPELLER_RETURN_IF_ERROR(target->CommitHeld(switch_lsn));
+        std::vector<FileId> ids;
+        PROPELLER_RETURN_IF_ERROR(source->ListFileIdsHeld(&ids));
+        const Acg::FileIdSet all(ids.begin(), ids.end());
+        std::vector<FileRecord> records;
+        std::vector<FileId> absent;
+        std::vector<std::tuple<FileId, FileId, uint64_t>> edges;
+        PROPELLER_RETURN_IF_ERROR(source->ExportHeld(all, false, &records, &absent, &edges));
+        moved = records.size();
+        PROPELLER_RETURN_IF_ERROR(WriteFileAtomically(
+            options_.env, ReportPath(target_id, source_id), EncodeSplitReport(source_id, ids)));
+        std::vector<Update> copy;
+        AppendSplitCopy(target_id, records, {}, edges, {}, &copy);
+        PROPELLER_RETURN_IF_ERROR(target->ImportHeld(copy, target->applied_lsn()));
+        if (crash_after_step == 1) return Status::Aborted("crash after step 1 (test)");
+        PROPELLER_RETURN_IF_ERROR(source->RemoveMovedHeld(all, target_id, /*merge=*/true));
+        if (crash_after_step == 2) return Status::Aborted("crash after step 2 (test)");
+        PROPELLER_RETURN_IF_ERROR(options_.env->RemoveFile(MergeMarkerPath(target_id)));
+        PROPELLER_RETURN_IF_ERROR(options_.env->SyncDir(AcgDir(target_id)));
+        std::lock_guard<std::mutex> report_lock(report_mu_);
+        unreported_.emplace(target_id, source_id);
+        return Status::OK();
+      }();
+      if (!s.ok()) {  // as in SplitAcg: neither may commit past the switch before Open
+        source->FreezeHeld();
+        target->FreezeHeld();
+      }
+    }
+    if (!s.ok()) {
+      Log(LogLevel::kError, "%s: %s; the engine stops (reopen to recover)", what.c_str(),
+          s.ToString().c_str());
+      Crash();
+      return s.WithContext(what + " (engine stopped; reopen to recover)");
+    }
+    Log(LogLevel::kInfo, "%s: %zu files in %.3f s (searches paused throughout)", what.c_str(),
+        moved, static_cast<double>(options_.env->MonotonicNanos() - t0) / 1e9);
+    return Status::OK();
+  }
+
+  // Open: ACG `target` has a MERGING marker. If its source recorded the merge, only the
+  // marker is left to remove; otherwise the copies of the source's files leave the target
+  // (every file is still in the source), with the merge's report.
+  Status RecoverMerge(Acg* target) {
+    std::string text;
+    PROPELLER_RETURN_IF_ERROR(
+        ReadFileToString(options_.env, MergeMarkerPath(target->id()), &text));
+    const uint64_t source_id = std::strtoull(text.c_str(), nullptr, 10);
+    Acg* source = FindAcg(source_id);
+    if (source != nullptr && source->merged_into() != target->id()) {
+      std::vector<FileId> ids;
+      std::vector<std::tuple<FileId, FileId, uint64_t>> edges;
+      PROPELLER_RETURN_IF_ERROR(source->ListFileIds(&ids));
+      PROPELLER_RETURN_IF_ERROR(source->ListEdges(&edges));
+      for (const auto& edge : edges) ids.push_back(std::get<0>(edge));  // as MergeAcg moved
+      {
+        auto lock = target->LockExclusive();
+        PROPELLER_RETURN_IF_ERROR(
+            target->RemoveMovedHeld(Acg::FileIdSet(ids.begin(), ids.end()), /*target=*/0));
+      }
+      const std::string report = ReportPath(target->id(), source_id);
+      if (options_.env->FileExists(report)) {
+        PROPELLER_RETURN_IF_ERROR(options_.env->RemoveFile(report));
+      }
+      unreported_.erase({target->id(), source_id});
+      Log(LogLevel::kWarning, "undid the unfinished merge of ACG %llu into %llu (%zu files)",
+          static_cast<unsigned long long>(source_id),
+          static_cast<unsigned long long>(target->id()), ids.size());
+    }
+    PROPELLER_RETURN_IF_ERROR(options_.env->RemoveFile(MergeMarkerPath(target->id())));
+    return options_.env->SyncDir(AcgDir(target->id()));
   }
 
   void Crash() {
@@ -1271,7 +1411,10 @@ class Engine::Impl {
   // ACGs), this only bounds the walk.
   static constexpr int kMaxRouteHops = 64;
   static constexpr char kSplitMarker[] = "SPLITTING";
-  static constexpr char kSplitReport[] = "SPLIT_REPORT";
+  static constexpr char kReportPrefix[] = "REPORT.";
+  static constexpr char kMergeMarker[] = "MERGING";
+  // Merges move the whole source with searches paused: only small ACGs are merged.
+  static constexpr uint64_t kMaxMergeFiles = 20'000;
   static constexpr char kSplitReportMagic[] = "PSR1";
   // Catch-up passes before a split's switch, until one copies at most kSplitSmallDelta updates.
   static constexpr size_t kSplitCatchUpPasses = 4;
@@ -1281,7 +1424,24 @@ class Engine::Impl {
     return JoinPath(JoinPath(options_.data_dir, "acg"), std::to_string(id));
   }
   std::string SplitMarkerPath(uint64_t id) const { return JoinPath(AcgDir(id), kSplitMarker); }
-  std::string SplitReportPath(uint64_t id) const { return JoinPath(AcgDir(id), kSplitReport); }
+  // The record of the split or merge of `source` into `target` (UnreportedSplits).
+  std::string ReportPath(uint64_t target, uint64_t source) const {
+    return JoinPath(AcgDir(target), kReportPrefix + std::to_string(source));
+  }
+  std::string MergeMarkerPath(uint64_t id) const { return JoinPath(AcgDir(id), kMergeMarker); }
+  // Notes the reports kept in ACG `id`'s directory (at Open).
+  Status FindReports(uint64_t id) {
+    PROPELLER_ASSIGN_OR_RETURN(std::vector<std::string> names,
+                               options_.env->GetChildren(AcgDir(id)));
+    const std::string prefix = kReportPrefix;
+    for (const std::string& name : names) {
+      if (name.compare(0, prefix.size(), prefix) != 0) continue;
+      char* end = nullptr;
+      const unsigned long long source = std::strtoull(name.c_str() + prefix.size(), &end, 10);
+      if (source != 0 && *end == '\0') unreported_.emplace(id, source);
+    }
+    return Status::OK();
+  }
 
   // The record of a split for UnreportedSplits, in the target's directory: "PSR1", source u64,
   // file count u64 (both little-endian), the files as FileIdKeys (schemas/keys.h), then the
@@ -1371,7 +1531,7 @@ class Engine::Impl {
   std::atomic<uint64_t> split_hold_lsn_{0};  // TruncateLog keeps LSNs >= this; 0 = none
   // Targets of committed splits with a SPLIT_REPORT file (UnreportedSplits). A leaf lock.
   std::mutex report_mu_;
-  std::set<uint64_t> unreported_;  // Under report_mu_.
+  std::set<std::pair<uint64_t, uint64_t>> unreported_;  // (target, source); Under report_mu_.
   std::mutex lru_mu_;
   std::vector<Acg*> open_set_;  // Under lru_mu_. ACGs accounted as open.
   std::mutex commit_mu_;  // serialises CommitDue passes
@@ -1437,7 +1597,15 @@ Result<std::vector<FileId>> Engine::PlanSplit(uint64_t acg, double imbalance, in
 }
 
 Result<std::vector<SplitNotice>> Engine::UnreportedSplits() { return impl_->UnreportedSplits(); }
-Status Engine::SplitReported(uint64_t target) { return impl_->SplitReported(target); }
+Status Engine::SplitReported(uint64_t source, uint64_t target) {
+  return impl_->SplitReported(source, target);
+}
+Status Engine::MergeAcg(uint64_t source, uint64_t target) {
+  return impl_->MergeAcg(source, target, /*crash_after_step=*/0);
+}
+Status Engine::MergeAcgCrashingForTesting(uint64_t source, uint64_t target, int step) {
+  return impl_->MergeAcg(source, target, step);
+}
 
 Status Engine::SplitAcgCrashingForTesting(uint64_t source, uint64_t target,
                                           std::span<const FileId> moving, int step) {

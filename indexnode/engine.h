@@ -171,6 +171,7 @@ struct SplitNotice {
   uint64_t source = 0;
   uint64_t target = 0;
   std::vector<FileId> files;
+  bool merged = false;  // a merge (Engine::MergeAcg): all of `source` went, and it is retired
 };
 
 struct IndexInfo {
@@ -255,14 +256,25 @@ class Engine {
   // receives the partition's figures. NotFound for an unknown ACG.
   Result<std::vector<FileId>> PlanSplit(uint64_t acg, double imbalance = 0.05, int seed = 1,
                                         SplitReport* report = nullptr);
-  // The committed splits not yet acknowledged with SplitReported, by target. Each is recorded
-  // in the target's directory before the split's commit point and survives restarts, so the
+  // Moves every file of the small ACG `source` (at most 20,000 files) into ACG `target` of
+  // this node, with searches paused for the move (DESIGN §5: small ACGs of one application
+  // are merged). Afterwards `source` is hidden and routes every update and Get to `target`,
+  // also after a restart; every file is in exactly one ACG at every instant a search can
+  // observe and after a crash at any point. OK at once when `source` was merged into `target`
+  // already. Errors: InvalidArgument (equal or zero ids, a source too large, an ACG merged
+  // before), NotFound; an I/O error during the move stops the engine (reopen to recover).
+  Status MergeAcg(uint64_t source, uint64_t target);
+  // Test hook: MergeAcg, but the process "dies" after step 1 (copied) or 2 (committed).
+  Status MergeAcgCrashingForTesting(uint64_t source, uint64_t target, int step);
+
+  // The committed splits and merges not yet acknowledged with SplitReported. Each is recorded
+  // in the target's directory before its commit point and survives restarts, so the
   // cluster's map can always be brought up to date (the master's SplitDone is idempotent).
   // Cheap when there are none. Errors: IOError, Corruption (a damaged record).
   Result<std::vector<SplitNotice>> UnreportedSplits();
-  // The cluster knows about the split into `target`: forget its record. OK when there is
-  // none.
-  Status SplitReported(uint64_t target);
+  // The cluster knows about the move from `source` into `target`: forget its record. OK when
+  // there is none.
+  Status SplitReported(uint64_t source, uint64_t target);
   // Test hook: SplitAcg, but the process "dies" (CrashForTesting) after step 1-4 (engine.cc).
   Status SplitAcgCrashingForTesting(uint64_t source, uint64_t target,
                                     std::span<const FileId> moving, int step);

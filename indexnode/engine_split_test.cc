@@ -1,12 +1,13 @@
-// Engine::SplitAcg (DESIGN §5, the node-side half of a split) against the brute-force model:
-// the files move, updates addressed to the old ACG follow them (also after a restart), every
-// search equals the model before, during and after the split, and a crash at each step of it
-// leaves every acknowledged update present and every file in exactly one ACG.
+// Engine::SplitAcg (DESIGN §5, the node-side half of a split) and Engine::MergeAcg against the
+// brute-force model: the files move, updates addressed to the old ACG follow them (also after
+// a restart), every search equals the model before, during and after the move, and a crash at
+// each step of it leaves every acknowledged update present and every file in exactly one ACG.
 // PROPELLER_SEED=<n> replays a failure.
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <map>
+#include <mutex>
 #include <set>
 #include <thread>
 
@@ -225,8 +226,8 @@ TEST(EngineSplitTest, MovesFilesRoutesStaleUpdatesAndSurvivesReopen) {
   ASSERT_TRUE(notices.ok()) << notices.status().ToString();
   ASSERT_EQ(notices->size(), 1u);
   EXPECT_EQ((*notices)[0].files, list);
-  ASSERT_TRUE(engine->SplitReported(kTarget).ok());
-  ASSERT_TRUE(engine->SplitReported(kTarget).ok());  // idempotent
+  ASSERT_TRUE(engine->SplitReported(kSource, kTarget).ok());
+  ASSERT_TRUE(engine->SplitReported(kSource, kTarget).ok());  // idempotent
   EXPECT_TRUE(engine->UnreportedSplits()->empty());
   engine.reset();
   engine = OpenEngine(dir.path(), /*background=*/false);
@@ -479,6 +480,160 @@ TEST_P(EngineSplitCrashTest, EveryFileOnceAndNothingLost) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Steps, EngineSplitCrashTest, ::testing::Values(1, 2, 3, 4),
+                         [](const ::testing::TestParamInfo<int>& info) {
+                           return "after_step_" + std::to_string(info.param);
+                         });
+
+// ---- merges (Engine::MergeAcg) ----------------------------------------------------------------
+
+// kTarget gets `n` files of its own (not in w.ids, so World::Change never addresses them to
+// kSource before the merge, which would create them there a second time).
+void FillTarget(Engine* engine, World* w, int n) {
+  for (int i = 0; i < n; ++i) {
+    Update u;
+    u.op = UpdateOp::kPut;
+    u.acg = kTarget;
+    u.record = w->gen.NewRecord(FileId{1, 500'000 + static_cast<uint64_t>(i)});
+    ASSERT_TRUE(engine->Apply({&u, 1}).ok());
+    w->Acknowledged(u);
+  }
+}
+
+TEST(EngineMergeTest, MovesEverythingUnderLoadRoutesAndSurvivesACrash) {
+  const uint64_t seed = TestSeed();
+  SCOPED_TRACE("PROPELLER_SEED=" + std::to_string(seed));
+  TempDir dir;
+  World w(seed);
+  auto engine = OpenEngine(dir.path(), /*background=*/true);
+  ASSERT_TRUE(engine);
+  for (int i = 0; i < 600; ++i) {
+    Update u = i < 400 ? w.Create() : w.Change();
+    ASSERT_TRUE(engine->Apply({&u, 1}).ok());
+    w.Acknowledged(u);
+  }
+  ASSERT_NO_FATAL_FAILURE(FillTarget(engine.get(), &w, 150));
+  EXPECT_EQ(engine->MergeAcg(kSource, kSource).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(engine->MergeAcg(kSource, 12345).code(), StatusCode::kNotFound);
+
+  // A writer keeps updating through kSource (before the merge: its own files; after: routed)
+  // and searching; the merge happens in the middle.
+  std::atomic<bool> stop{false};
+  std::mutex mu;
+  std::string failure;
+  std::thread writer([&] {
+    for (int n = 0; !stop; ++n) {
+      std::vector<Update> batch;
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        for (int i = 0; i < 4; ++i) batch.push_back(w.Change());
+      }
+      Status s = engine->Apply(batch);
+      std::lock_guard<std::mutex> lock(mu);
+      if (!s.ok()) {
+        failure = s.ToString();
+        return;
+      }
+      for (const Update& u : batch) w.Acknowledged(u);
+      if (n % 16 == 0) {
+        SearchRequest req;
+        req.query = "size>=0";
+        req.now_ns = kNow;
+        auto hits = engine->SearchAll(req);
+        if (!hits.ok() || hits->size() != w.model.files.size()) {
+          failure = "a search during the merge found " +
+                    (hits.ok() ? std::to_string(hits->size()) : hits.status().ToString()) +
+                    " files of " + std::to_string(w.model.files.size());
+          return;
+        }
+      }
+    }
+  });
+  Joiner joiner{&writer, &stop};
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  ASSERT_TRUE(engine->MergeAcg(kSource, kTarget).ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  stop = true;
+  writer.join();
+  ASSERT_EQ(failure, "");
+
+  std::set<FileId> all(w.ids.begin(), w.ids.end());
+  ExpectPartitioned(engine.get(), w, all);
+  ASSERT_NO_FATAL_FAILURE(ExpectSearchesMatch(engine.get(), &w, 30));
+  for (const AcgInfo& a : engine->ListAcgs()) EXPECT_NE(a.id, kSource) << "merged: hidden";
+  EXPECT_TRUE(engine->MergeAcg(kSource, kTarget).ok());  // asked again: done already
+  EXPECT_EQ(engine->MergeAcg(kTarget, kSource).code(), StatusCode::kInvalidArgument);
+  Result<std::vector<SplitNotice>> notices = engine->UnreportedSplits();
+  ASSERT_TRUE(notices.ok()) << notices.status().ToString();
+  ASSERT_EQ(notices->size(), 1u);
+  EXPECT_TRUE((*notices)[0].merged);
+  EXPECT_EQ((*notices)[0].source, kSource);
+  EXPECT_EQ((*notices)[0].target, kTarget);
+
+  // Updates logged after the merge and lost with the process replay into the target.
+  for (int i = 0; i < 200; ++i) {
+    Update u = w.Change();
+    ASSERT_TRUE(engine->Apply({&u, 1}).ok());
+    w.Acknowledged(u);
+  }
+  engine->CrashForTesting();
+  engine.reset();
+  engine = OpenEngine(dir.path(), /*background=*/false);
+  ASSERT_TRUE(engine);
+  all.insert(w.ids.begin(), w.ids.end());
+  ExpectPartitioned(engine.get(), w, all);
+  ASSERT_NO_FATAL_FAILURE(ExpectSearchesMatch(engine.get(), &w, 30));
+  ASSERT_TRUE(engine->UnreportedSplits().ok());
+  EXPECT_TRUE((*engine->UnreportedSplits())[0].merged);
+  ASSERT_TRUE(engine->SplitReported(kSource, kTarget).ok());
+  EXPECT_TRUE(engine->UnreportedSplits()->empty());
+}
+
+class EngineMergeCrashTest : public ::testing::TestWithParam<int> {};
+
+// The process dies after the copy (1) or after the commit point (2): after a restart every
+// acknowledged update is there, every file in exactly one ACG; an undone merge can be redone.
+TEST_P(EngineMergeCrashTest, EveryFileOnceAndNothingLost) {
+  const int step = GetParam();
+  const uint64_t seed = TestSeed() + static_cast<uint64_t>(step);
+  SCOPED_TRACE("PROPELLER_SEED=" + std::to_string(seed) + " step " + std::to_string(step));
+  TempDir dir;
+  World w(seed);
+  auto engine = OpenEngine(dir.path(), /*background=*/true);
+  ASSERT_TRUE(engine);
+  for (int i = 0; i < 500; ++i) {
+    Update u = i < 300 ? w.Create() : w.Change();
+    ASSERT_TRUE(engine->Apply({&u, 1}).ok());
+    w.Acknowledged(u);
+  }
+  ASSERT_NO_FATAL_FAILURE(FillTarget(engine.get(), &w, 100));
+  Status s = engine->MergeAcgCrashingForTesting(kSource, kTarget, step);
+  EXPECT_EQ(s.code(), StatusCode::kAborted) << s.ToString();
+  engine.reset();
+  engine = OpenEngine(dir.path(), /*background=*/false);
+  ASSERT_TRUE(engine);
+  const bool committed = step >= 2;
+  bool source_listed = false;
+  for (const AcgInfo& a : engine->ListAcgs()) source_listed |= a.id == kSource;
+  EXPECT_EQ(source_listed, !committed);
+  const std::set<FileId> all(w.ids.begin(), w.ids.end());
+  ExpectPartitioned(engine.get(), w, committed ? all : std::set<FileId>());
+  ASSERT_NO_FATAL_FAILURE(ExpectSearchesMatch(engine.get(), &w, 20));
+  Result<std::vector<SplitNotice>> notices = engine->UnreportedSplits();
+  ASSERT_TRUE(notices.ok()) << notices.status().ToString();
+  EXPECT_EQ(notices->size(), committed ? 1u : 0u);
+  if (!committed) {
+    for (int i = 0; i < 50; ++i) {  // the source is live again
+      Update u = w.Change();
+      ASSERT_TRUE(engine->Apply({&u, 1}).ok());
+      w.Acknowledged(u);
+    }
+    ASSERT_TRUE(engine->MergeAcg(kSource, kTarget).ok());
+    ExpectPartitioned(engine.get(), w, std::set<FileId>(w.ids.begin(), w.ids.end()));
+    ASSERT_NO_FATAL_FAILURE(ExpectSearchesMatch(engine.get(), &w, 20));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Steps, EngineMergeCrashTest, ::testing::Values(1, 2),
                          [](const ::testing::TestParamInfo<int>& info) {
                            return "after_step_" + std::to_string(info.param);
                          });

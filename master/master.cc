@@ -74,7 +74,43 @@ Status Master::Heartbeat(const wire::HeartbeatRequest& req, wire::HeartbeatReply
   for (const auto& [name, type] : store_->Indexes()) {
     reply->indexes.push_back(wire::IndexDef{name, type});
   }
+  SuggestMerges(req, &reply->merges);
   return Status::OK();
+}
+
+void Master::SuggestMerges(const wire::HeartbeatRequest& req, std::vector<wire::AcgMerge>* out) {
+  if (config_.merge_after_ms <= 0) return;
+  const uint64_t small = std::max<uint64_t>(1, config_.acg_threshold / 4);
+  const int64_t now = config_.clock.monotonic_ns();
+  std::map<uint64_t, uint64_t> reported;
+  for (const wire::AcgLoad& a : req.acgs) reported[a.acg] = a.files;
+  // Per app, this node's small active ACGs other than the app's current one (that one grows),
+  // smallest first.
+  std::map<std::string, std::vector<std::pair<uint64_t, uint64_t>>> by_app;  // (files, acg)
+  std::lock_guard<std::mutex> lock(merge_mu_);
+  for (const auto& [acg, rec] : store_->Acgs()) {
+    if (rec.node_id != req.node_id) continue;
+    const auto r = reported.find(acg);
+    const uint64_t files = std::max(rec.files, r == reported.end() ? 0 : r->second);
+    const bool candidate = rec.state == AcgState::kActive && files < small &&
+                           r != reported.end() && store_->AppAcg(rec.app) != acg;
+    if (!candidate) {
+      small_since_.erase(acg);
+      continue;
+    }
+    const int64_t since = small_since_.emplace(acg, now).first->second;
+    if (now - since >= config_.merge_after_ms * 1'000'000) {
+      by_app[rec.app].emplace_back(files, acg);
+    }
+  }
+  // One merge per app per heartbeat: the smallest into the next smallest, while the two
+  // together stay below half the threshold (the merged ACG stays small enough to grow).
+  for (auto& [app, acgs] : by_app) {
+    if (acgs.size() < 2) continue;
+    std::sort(acgs.begin(), acgs.end());
+    if (acgs[0].first + acgs[1].first > config_.acg_threshold / 2) continue;
+    out->push_back(wire::AcgMerge{acgs[0].second, acgs[1].second});
+  }
 }
 
 namespace {
@@ -225,6 +261,13 @@ Status Master::SplitDone(const wire::SplitDoneRequest& req, wire::SplitDoneReply
       PROPELLER_RETURN_IF_ERROR(txn.MoveFile(file, req.source, req.target, &moved));
       remapped += moved;
     }
+    if (req.merged) {
+      const std::string app = txn.FindAcg(req.source)->app;
+      PROPELLER_RETURN_IF_ERROR(txn.RetireAcg(req.source));
+      if (txn.AppAcg(app) == req.source) {
+        PROPELLER_RETURN_IF_ERROR(txn.SetAppAcg(app, req.target));
+      }
+    }
     return Status::OK();
   }));
   reply->remapped = remapped;
@@ -311,7 +354,7 @@ Status Master::ListIndexes(wire::IndexesReply* reply) {
 Status Master::ClusterStatus(wire::ClusterStatusReply* reply) {
   *reply = wire::ClusterStatusReply{};
   reply->nodes = NodeInfos();
-  reply->acgs = store_->Acgs().size();
+  for (const auto& [acg, rec] : store_->Acgs()) reply->acgs += rec.state == AcgState::kActive;
   reply->files = store_->FileCount();
   for (const auto& [name, type] : store_->Indexes()) {
     reply->indexes.push_back(wire::IndexDef{name, type});

@@ -14,7 +14,9 @@
 #define PROPELLER_MASTER_MASTER_H_
 
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 
@@ -29,6 +31,10 @@ struct MasterConfig {
   std::string data_dir;            // REQUIRED: the store's directory (created if missing)
   int64_t node_timeout_ms = 5000;  // a node silent this long is down; > 0
   uint64_t acg_threshold = 50000;  // files in an app's ACG before a new one is opened; >= 1
+  // Small ACGs of one app on one node (fewer than acg_threshold / 4 files, not the app's
+  // current ACG) that stayed small this long are merged, two at a time, while together below
+  // acg_threshold / 2 (HeartbeatReply.merges). 0 = never.
+  int64_t merge_after_ms = 300'000;
   // Told to nodes at registration; capped at node_timeout_ms / 3 so one lost heartbeat does
   // not mark a node down.
   uint32_t heartbeat_interval_ms = 1000;
@@ -111,10 +117,16 @@ class Master {
  private:
   explicit Master(const MasterConfig& config);
   std::vector<wire::NodeInfo> NodeInfos();
+  // The merges to ask of the node sending `req` (MasterConfig::merge_after_ms).
+  void SuggestMerges(const wire::HeartbeatRequest& req, std::vector<wire::AcgMerge>* out);
 
   const MasterConfig config_;
   std::unique_ptr<MasterStore> store_;
   std::unique_ptr<Membership> membership_;
+  std::mutex merge_mu_;
+  // When each ACG was first seen as a merge candidate (in memory: a restarted master waits
+  // merge_after_ms again). Under merge_mu_.
+  std::map<uint64_t, int64_t> small_since_;
 };
 
 }  // namespace propeller::master

@@ -37,6 +37,9 @@ void PrintHelp() {
       "  --node-timeout-ms N   a node silent this long is marked down (default %lld)\n"
       "  --acg-threshold N     files in an application's ACG before a new one is opened\n"
       "                        (default %llu)\n"
+      "  --merge-after-ms N    merge an app's small ACGs on a node (below a quarter of the\n"
+      "                        threshold) once they stayed small this long (default %lld;\n"
+      "                        0 = never)\n"
       "  --threads N           request worker threads (default %d)\n"
       "  --log-level LEVEL     debug, info, warning or error (default info)\n"
       "  --help                this text\n"
@@ -47,7 +50,8 @@ void PrintHelp() {
       "Example:\n"
       "  propeller-master --data /var/lib/propeller/master --listen tcp://127.0.0.1:7470\n",
       propeller::master::kDefaultMasterEndpoint, static_cast<long long>(d.node_timeout_ms),
-      static_cast<unsigned long long>(d.acg_threshold), d.worker_threads);
+      static_cast<unsigned long long>(d.acg_threshold), static_cast<long long>(d.merge_after_ms),
+      d.worker_threads);
 }
 
 [[noreturn]] void UsageError(const std::string& message) {
@@ -104,6 +108,8 @@ int main(int argc, char** argv) {
       options.node_timeout_ms = ParseInt(arg, next(), 1, 86400000);
     } else if (arg == "--acg-threshold") {
       options.acg_threshold = static_cast<uint64_t>(ParseInt(arg, next(), 1, 1000000000000LL));
+    } else if (arg == "--merge-after-ms") {
+      options.merge_after_ms = ParseInt(arg, next(), 0, 86400000LL * 365);
     } else if (arg == "--threads") {
       options.worker_threads = static_cast<int>(ParseInt(arg, next(), 1, 256));
     } else if (arg == "--log-level") {

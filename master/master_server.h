@@ -32,6 +32,7 @@ struct MasterOptions {
   std::string allow_file;
   int64_t node_timeout_ms = 5000;
   uint64_t acg_threshold = 50000;
+  int64_t merge_after_ms = 300'000;  // MasterConfig::merge_after_ms
   int worker_threads = 4;
   // Also serve on this inproc:// or direct:// endpoint (see IndexNodeOptions::local_alias).
   std::string local_alias;

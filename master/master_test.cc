@@ -25,6 +25,7 @@ class MasterTest : public ::testing::Test {
     c.data_dir = dir_.path();
     c.sync = false;
     c.node_timeout_ms = 5000;
+    c.acg_threshold = threshold_;
     c.clock = clock_.clock();
     auto m = Master::Open(c);
     ASSERT_TRUE(m.ok()) << m.status().ToString();
@@ -54,6 +55,7 @@ class MasterTest : public ::testing::Test {
     return out;
   }
 
+  uint64_t threshold_ = 50000;
   TempDir dir_;
   FakeClock clock_;
   std::unique_ptr<Master> master_;
@@ -534,6 +536,69 @@ TEST_F(ForgetTest, SplitGivesANewAcgAndRemapsOnlyWhatTheSourceStillHas) {
   EXPECT_EQ(Lookup(1).acg, target);
   EXPECT_EQ(Lookup(50).acg, source);
   EXPECT_EQ(master_->store().GetAcg(target)->files, 3u);
+}
+
+TEST_F(ForgetTest, SmallAcgsOfOneAppThatStaySmallAreMerged) {
+  threshold_ = 16;  // small = below 4 files; two merge while together at most 8
+  Reopen();
+  ASSERT_TRUE(Beat(node_));  // up again after the restart
+  std::vector<wire::FileLocation> locs;
+  for (uint64_t ino = 1; ino <= 48; ++ino) locs.push_back(Assign(ino, "cc", true));
+  const uint64_t a = locs[0].acg, b = locs[16].acg, c = locs[32].acg;
+  ASSERT_TRUE(a != b && b != c && a != c);
+  EXPECT_EQ(master_->store().AppAcg("cc"), c);  // the current one, which grows
+  for (uint64_t ino = 1; ino <= 13; ++ino) ASSERT_TRUE(Forget(ino, locs[ino - 1].generation).ok());
+  for (uint64_t ino = 17; ino <= 30; ++ino) {
+    ASSERT_TRUE(Forget(ino, locs[ino - 1].generation).ok());
+  }
+  ASSERT_EQ(AcgFiles(a), 3u);
+  ASSERT_EQ(AcgFiles(b), 2u);
+  auto beat = [&](std::vector<wire::AcgLoad> acgs) {
+    wire::HeartbeatRequest hb;
+    hb.node_id = node_;
+    hb.acgs = std::move(acgs);
+    wire::HeartbeatReply r;
+    EXPECT_TRUE(master_->Heartbeat(hb, &r).ok());
+    return r.merges;
+  };
+  const std::vector<wire::AcgLoad> loads = {{a, 3}, {b, 2}, {c, 16}};
+  EXPECT_TRUE(beat(loads).empty()) << "small, but not for long yet";
+  clock_.Advance(299'000);
+  EXPECT_TRUE(beat(loads).empty());
+  clock_.Advance(2'000);
+  std::vector<wire::AcgMerge> merges = beat(loads);
+  ASSERT_EQ(merges.size(), 1u);
+  EXPECT_EQ(merges[0].source, b);  // the smaller into the other
+  EXPECT_EQ(merges[0].target, a);
+  // The node must hold both (a merge is local) and the counts must stay small.
+  EXPECT_TRUE(beat({{a, 3}, {c, 16}}).empty());
+  EXPECT_TRUE(beat({{a, 7}, {b, 2}, {c, 16}}).empty()) << "a grew (reported): not small now";
+  EXPECT_TRUE(beat(loads).empty()) << "small again: the wait starts over";
+  clock_.Advance(301'000);
+  ASSERT_EQ(beat(loads).size(), 1u);
+
+  // The node merged and reports: b is retired, its files map to a, and it no longer counts.
+  wire::SplitDoneRequest report{node_, b, a, {}, /*merged=*/true};
+  for (uint64_t ino = 31; ino <= 32; ++ino) report.files.push_back(FileId{volume_, ino});
+  wire::SplitDoneReply done;
+  ASSERT_TRUE(master_->SplitDone(report, &done).ok());
+  EXPECT_EQ(done.remapped, 2u);
+  EXPECT_EQ(master_->store().GetAcg(b)->state, AcgState::kRetired);
+  EXPECT_EQ(Lookup(31).acg, a);
+  EXPECT_EQ(AcgFiles(a), 5u);
+  wire::ClusterStatusReply st;
+  ASSERT_TRUE(master_->ClusterStatus(&st).ok());
+  EXPECT_EQ(st.acgs, 2u);
+  EXPECT_TRUE(beat({{a, 5}, {c, 16}}).empty());
+  // Merging the app's current ACG away moves the app's placement with it; state survives a
+  // restart.
+  ASSERT_TRUE(master_->SplitDone({node_, c, a, {}, true}, &done).ok());
+  EXPECT_EQ(master_->store().AppAcg("cc"), a);
+  Reopen();
+  ASSERT_TRUE(Beat(node_));
+  EXPECT_EQ(master_->store().GetAcg(c)->state, AcgState::kRetired);
+  EXPECT_EQ(master_->store().AppAcg("cc"), a);
+  EXPECT_EQ(Assign(100, "cc", true).acg, a);
 }
 
 TEST(MasterConfigTest, RejectsBadConfig) {

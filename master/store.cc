@@ -128,10 +128,12 @@ Status DecodeAcg(std::string_view v, AcgRecord* rec) {
     return Status::Corruption("ACG record version " + std::to_string(static_cast<uint8_t>(v[0])) +
                               " is unknown");
   }
-  if (static_cast<uint8_t>(v[1]) != static_cast<uint8_t>(AcgState::kActive)) {
+  const uint8_t state = static_cast<uint8_t>(v[1]);
+  if (state != static_cast<uint8_t>(AcgState::kActive) &&
+      state != static_cast<uint8_t>(AcgState::kRetired)) {
     return Status::Corruption("ACG record has an unknown state");
   }
-  rec->state = AcgState::kActive;
+  rec->state = static_cast<AcgState>(state);
   rec->node_id = DecodeU32(v.substr(2, 4));
   rec->files = DecodeOrderedU64(v.substr(6, 8));
   rec->app.assign(v.substr(14));
@@ -485,6 +487,12 @@ std::map<uint64_t, AcgRecord> MasterStore::Acgs() const {
   return mirror_.acgs;
 }
 
+uint64_t MasterStore::AppAcg(std::string_view app) const {
+  std::shared_lock<std::shared_mutex> lock(mirror_mu_);
+  auto it = mirror_.apps.find(app);
+  return it == mirror_.apps.end() ? 0 : it->second;
+}
+
 std::map<uint32_t, std::string> MasterStore::Nodes() const {
   std::shared_lock<std::shared_mutex> lock(mirror_mu_);
   return mirror_.nodes;
@@ -670,6 +678,15 @@ Result<uint64_t> MasterStore::Txn::CreateAcg(uint32_t node_id, std::string_view 
   rec.app.assign(app);
   acgs_.emplace(id, std::move(rec));
   return id;
+}
+
+Status MasterStore::Txn::RetireAcg(uint64_t acg) {
+  AcgRecord* rec = MutableAcg(acg);
+  if (rec == nullptr) {
+    return Status::InvalidArgument("ACG " + std::to_string(acg) + " does not exist");
+  }
+  rec->state = AcgState::kRetired;
+  return Status::OK();
 }
 
 void MasterStore::Txn::ForEachAcg(

@@ -69,9 +69,10 @@ inline constexpr uint64_t kMasterFormatVersion = 2;
 // App tags longer than this are refused (they are LMDB keys in `apps`).
 inline constexpr size_t kMaxAppBytes = 255;
 
-// The lifecycle of an ACG. Only kActive exists until splits and migrations (DESIGN §5) are
-// coordinated by the master; the byte is stored so they need no format change.
-enum class AcgState : uint8_t { kActive = 1 };
+// The lifecycle of an ACG (DESIGN §5). kRetired: merged into another ACG of its node, which
+// now holds its files; the node routes whatever still names it. Programs from before merges
+// refuse a store holding a retired ACG (unknown state) rather than misread it.
+enum class AcgState : uint8_t { kActive = 1, kRetired = 2 };
 
 // Where a file is mapped: its ACG (0 = not mapped) and the mapping's generation.
 struct FileMapping {
@@ -145,6 +146,8 @@ class MasterStore {
   // Copies of the in-memory tables (committed state).
   std::optional<AcgRecord> GetAcg(uint64_t acg) const;
   std::map<uint64_t, AcgRecord> Acgs() const;
+  // The app's current ACG for placement, 0 when none.
+  uint64_t AppAcg(std::string_view app) const;
   std::map<uint32_t, std::string> Nodes() const;  // node id -> endpoint
   std::map<std::string, IndexType> Indexes() const;
   std::map<uint32_t, std::string> Volumes() const;  // volume id -> root
@@ -228,6 +231,8 @@ class MasterStore::Txn {
   const AcgRecord* FindAcg(uint64_t acg) const;
   // Creates an empty ACG on `node_id` tagged `app` and returns its new id (never reused).
   Result<uint64_t> CreateAcg(uint32_t node_id, std::string_view app);
+  // Marks `acg` retired. InvalidArgument when it does not exist.
+  Status RetireAcg(uint64_t acg);
   // Calls fn for every ACG (committed and created in this transaction), by id.
   void ForEachAcg(const std::function<void(uint64_t acg, const AcgRecord& rec)>& fn) const;
 

@@ -108,6 +108,7 @@ PROPELLER_WIRE_CODEC(RegisterNodeReply)
 PROPELLER_WIRE_CODEC(AcgLoad)
 PROPELLER_WIRE_CODEC(HeartbeatRequest)
 PROPELLER_WIRE_CODEC(IndexDef)
+PROPELLER_WIRE_CODEC(AcgMerge)
 PROPELLER_WIRE_CODEC(HeartbeatReply)
 PROPELLER_WIRE_CODEC(NodeInfo)
 PROPELLER_WIRE_CODEC(NodesReply)
@@ -367,9 +368,20 @@ Status Get(const msgpack::object& o, IndexDef* m) {
 //   1     indexes                [IndexDef]         R  the user-index catalogue (a      1.0
 //                                                      missing list must not read as
 //                                                      "drop every index")
-void Put(Writer& w, const HeartbeatReply& m) { PutFields(w, m.reregister, m.indexes); }
+//   2     merges                 [AcgMerge]            small ACGs to merge here         1.2
+void Put(Writer& w, const HeartbeatReply& m) { PutFields(w, m.reregister, m.indexes, m.merges); }
 Status Get(const msgpack::object& o, HeartbeatReply* m) {
-  return GetFields(o, 2, {"reregister", "indexes"}, &m->reregister, &m->indexes);
+  return GetFields(o, 2, {"reregister", "indexes", "merges"}, &m->reregister, &m->indexes,
+                   &m->merges);
+}
+
+// AcgMerge (inside HeartbeatReply)
+//   index field                  type               R  meaning                          since
+//   0     source                 uint               R  the ACG folded into target       1.2
+//   1     target                 uint               R                                   1.2
+void Put(Writer& w, const AcgMerge& m) { PutFields(w, m.source, m.target); }
+Status Get(const msgpack::object& o, AcgMerge* m) {
+  return GetFields(o, 2, {"source", "target"}, &m->source, &m->target);
 }
 
 // NodeInfo (inside NodesReply, ClusterStatusReply)
@@ -508,12 +520,13 @@ Status Get(const msgpack::object& o, NewAcgReply* m) { return GetFields(o, 1, {"
 //   1     source                 uint               R                                   1.2
 //   2     target                 uint               R                                   1.2
 //   3     files                  [FileId]           R  moved from source to target      1.2
+//   4     merged                 bool                  all of source: retire it         1.2
 void Put(Writer& w, const SplitDoneRequest& m) {
-  PutFields(w, m.node_id, m.source, m.target, m.files);
+  PutFields(w, m.node_id, m.source, m.target, m.files, m.merged);
 }
 Status Get(const msgpack::object& o, SplitDoneRequest* m) {
-  return GetFields(o, 4, {"node_id", "source", "target", "files"}, &m->node_id, &m->source,
-                   &m->target, &m->files);
+  return GetFields(o, 4, {"node_id", "source", "target", "files", "merged"}, &m->node_id,
+                   &m->source, &m->target, &m->files, &m->merged);
 }
 
 // SplitDoneReply (kSplitDone)

@@ -101,9 +101,14 @@ struct IndexDef {
   std::string name;
   IndexType type = IndexType::kBTree;
 };
+struct AcgMerge {
+  uint64_t source = 0;  // small ACG to fold into `target` (same node, same app)
+  uint64_t target = 0;
+};
 struct HeartbeatReply {
   bool reregister = false;        // the master does not know this node id: register again
   std::vector<IndexDef> indexes;  // the user-index catalogue, for the node to reconcile
+  std::vector<AcgMerge> merges;   // since 1.2: small ACGs this node should merge
 };
 
 struct NodeInfo {
@@ -184,6 +189,9 @@ struct SplitDoneRequest {
   uint64_t source = 0;
   uint64_t target = 0;
   std::vector<FileId> files;  // moved from source to target (a part of them per request)
+  // The source was merged into the target as a whole (Engine::MergeAcg): it is retired and
+  // the app's placement moves to the target.
+  bool merged = false;
 };
 struct SplitDoneReply {
   uint64_t remapped = 0;  // files that were mapped to `source` and now map to `target`

@@ -81,10 +81,11 @@ inline auto Tie(Empty&) { return std::tie(); }
 PROPELLER_TIE(RegisterNodeRequest, m.node_id, m.endpoint)
 PROPELLER_TIE(RegisterNodeReply, m.node_id, m.heartbeat_interval_ms)
 PROPELLER_TIE(AcgLoad, m.acg, m.files)
+PROPELLER_TIE(AcgMerge, m.source, m.target)
 PROPELLER_TIE(HeartbeatRequest, m.node_id, m.acgs, m.free_disk_bytes, m.load, m.cached_updates,
               m.indexes)
 PROPELLER_TIE(IndexDef, m.name, m.type)
-PROPELLER_TIE(HeartbeatReply, m.reregister, m.indexes)
+PROPELLER_TIE(HeartbeatReply, m.reregister, m.indexes, m.merges)
 PROPELLER_TIE(NodeInfo, m.node_id, m.endpoint, m.up, m.acgs, m.files, m.free_disk_bytes, m.load,
               m.last_heartbeat_ns)
 PROPELLER_TIE(NodesReply, m.nodes)
@@ -98,7 +99,7 @@ PROPELLER_TIE(LocateAcgsRequest, m.acgs)
 PROPELLER_TIE(AcgLocationsReply, m.locations)
 PROPELLER_TIE(NewAcgRequest, m.node_id, m.source)
 PROPELLER_TIE(NewAcgReply, m.acg)
-PROPELLER_TIE(SplitDoneRequest, m.node_id, m.source, m.target, m.files)
+PROPELLER_TIE(SplitDoneRequest, m.node_id, m.source, m.target, m.files, m.merged)
 PROPELLER_TIE(SplitDoneReply, m.remapped)
 PROPELLER_TIE(IndexName, m.name)
 PROPELLER_TIE(IndexesReply, m.indexes)
@@ -263,6 +264,7 @@ void Fill(Gen& g, HeartbeatRequest* m) {
 void Fill(Gen& g, HeartbeatReply* m) {
   m->reregister = g.Bool();
   m->indexes = g.List(4, [&] { return RandomIndexDef(g); });
+  m->merges = g.List(3, [&] { return AcgMerge{g.U64(), g.U64()}; });
 }
 void Fill(Gen& g, NodesReply* m) { m->nodes = g.List(4, [&] { return RandomNode(g); }); }
 void Fill(Gen& g, FilesRequest* m) {
@@ -286,7 +288,7 @@ void Fill(Gen& g, AcgLocationsReply* m) {
 void Fill(Gen& g, NewAcgRequest* m) { *m = NewAcgRequest{g.U32(), g.U64()}; }
 void Fill(Gen& g, NewAcgReply* m) { m->acg = g.U64(); }
 void Fill(Gen& g, SplitDoneRequest* m) {
-  *m = SplitDoneRequest{g.U32(), g.U64(), g.U64(), g.List(6, [&] { return g.Id(); })};
+  *m = SplitDoneRequest{g.U32(), g.U64(), g.U64(), g.List(6, [&] { return g.Id(); }), g.Bool()};
 }
 void Fill(Gen& g, SplitDoneReply* m) { m->remapped = g.U64(); }
 void Fill(Gen& g, IndexDef* m) { *m = RandomIndexDef(g); }
@@ -358,7 +360,7 @@ PROPELLER_SPEC(RegisterNodeRequest, 2, "us", "node_id", "endpoint")
 PROPELLER_SPEC(RegisterNodeReply, 1, "uu", "node_id", "heartbeat_interval_ms")
 PROPELLER_SPEC(HeartbeatRequest, 1, "uaudua", "node_id", "acgs",
                "free_disk_bytes", "load", "cached_updates", "indexes")
-PROPELLER_SPEC(HeartbeatReply, 2, "ba", "reregister", "indexes")
+PROPELLER_SPEC(HeartbeatReply, 2, "baa", "reregister", "indexes", "merges")
 PROPELLER_SPEC(NodesReply, 1, "a", "nodes")
 PROPELLER_SPEC(FilesRequest, 1, "aa", "files", "generations")
 PROPELLER_SPEC(AssignFilesRequest, 1, "a", "items")
@@ -367,7 +369,7 @@ PROPELLER_SPEC(LocateAcgsRequest, 1, "a", "acgs")
 PROPELLER_SPEC(AcgLocationsReply, 1, "a", "locations")
 PROPELLER_SPEC(NewAcgRequest, 2, "uu", "node_id", "source")
 PROPELLER_SPEC(NewAcgReply, 1, "u", "acg")
-PROPELLER_SPEC(SplitDoneRequest, 4, "uuua", "node_id", "source", "target", "files")
+PROPELLER_SPEC(SplitDoneRequest, 4, "uuuab", "node_id", "source", "target", "files", "merged")
 PROPELLER_SPEC(SplitDoneReply, 1, "u", "remapped")
 PROPELLER_SPEC(IndexDef, 2, "st", "name", "type")
 PROPELLER_SPEC(IndexName, 1, "s", "name")

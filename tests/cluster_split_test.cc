@@ -5,6 +5,8 @@
 //  - SplitsUnderLoadMatchTheOracle: every search during the splits equals an in-process Engine
 //    fed the same updates (the oracle), and afterwards the master maps every file to the ACG
 //    that holds it.
+//  - SmallAcgsOfOneAppAreMerged: the master has a node merge an app's ACGs that stayed small;
+//    searches equal the oracle throughout and the map follows.
 //  - KillDuringSplit/*: the node or the master is killed (SIGKILL) at each step of a split
 //    (the node holds at that step through --test-hold-in-split); after restarts every
 //    acknowledged update is there, every file is in exactly one ACG, searches equal the
@@ -88,8 +90,9 @@ class World {
   RecordGen& gen() { return gen_; }
   void set_volume(uint32_t v) { volume_ = v; }
 
-  // A new file of app "cc", mostly written after reading an earlier one (an ACG edge).
-  FileUpdate Create() {
+  // A new file of app "cc", mostly written after reading an earlier one (an ACG edge, which
+  // places it in that one's ACG) unless `alone`.
+  FileUpdate Create(bool alone = false) {
     FileUpdate u;
     const uint64_t ino = next_ino_++;
     u.op = UpdateOp::kPut;
@@ -98,7 +101,7 @@ class World {
     u.record.paths = {gen_.RandomDir() + "/" + std::to_string(ino) + "-" + gen_.RandomName()};
     u.record.attrs.clear();
     u.app = "cc";
-    if (!live_.empty() && !rnd().OneIn(5)) u.producers = {RandomLive()};
+    if (!alone && !live_.empty() && !rnd().OneIn(5)) u.producers = {RandomLive()};
     return u;
   }
   // New attributes for a live file (a whole-record put: sending it twice is harmless).
@@ -111,11 +114,11 @@ class World {
     u.app = "cc";
     return u;
   }
-  std::vector<FileUpdate> Batch(size_t creates, size_t changes) {
+  std::vector<FileUpdate> Batch(size_t creates, size_t changes, bool alone = false) {
     std::vector<FileUpdate> out;
     std::set<uint64_t> touched;
     for (size_t i = 0; i < creates; ++i) {
-      out.push_back(Create());
+      out.push_back(Create(alone));
       touched.insert(out.back().record.id.ino);
       pending_[out.back().record.id.ino] = out.back().record;  // a producer for the next ones
     }
@@ -134,7 +137,11 @@ class World {
       r.acg = 1;
       r.record = u.record;
       ref.push_back(std::move(r));
-      live_[u.record.id.ino] = u.record;
+      if (u.op == UpdateOp::kDelete) {
+        live_.erase(u.record.id.ino);
+      } else {
+        live_[u.record.id.ino] = u.record;
+      }
       pending_.erase(u.record.id.ino);
     }
     std::lock_guard<std::mutex> lock(oracle_mu_);
@@ -279,6 +286,88 @@ TEST(ClusterSplitTest, SplitsUnderLoadMatchTheOracle) {
   // After the map flip, updates (through the client's cached, now stale locations and
   // through fresh look-ups) and searches still agree.
   for (int i = 0; i < 10; ++i) ASSERT_NO_FATAL_FAILURE(run_batch(5, 30));
+  ASSERT_TRUE(Eventually([&] { return MapAgrees(cluster, client); }).ok()) << cluster.Logs();
+}
+
+// Small ACGs of one app stay small after most of their files are deleted: the master asks
+// their node to merge them two by two, and searches equal the oracle throughout.
+TEST(ClusterSplitTest, SmallAcgsOfOneAppAreMerged) {
+  const uint64_t seed = TestSeed();
+  SCOPED_TRACE("PROPELLER_SEED=" + std::to_string(seed));
+  ClusterConfig config = SplitCluster();
+  config.acg_threshold = 40;  // small: below 10 files
+  config.master_extra = {"--merge-after-ms", "300"};
+  LocalCluster cluster(config);
+  ASSERT_TRUE(cluster.Start());
+  auto client_or = Client::Connect(cluster.client_options(5000));
+  ASSERT_TRUE(client_or.ok()) << client_or.status().ToString();
+  Client& client = **client_or;
+  ASSERT_TRUE(cluster.WaitNodesUp(client, 2)) << cluster.Logs();
+  auto volume = client.RegisterVolume(kRoot);
+  ASSERT_TRUE(volume.ok()) << volume.status().ToString();
+  TempDir oracle_dir;
+  World w(seed, oracle_dir.path() + "/oracle");
+  ASSERT_TRUE(w.ok());
+  w.set_volume(*volume);
+
+  // 200 files of app "cc", no edges: five ACGs of 40, spread over the two nodes.
+  for (int i = 0; i < 10; ++i) {
+    const std::vector<FileUpdate> batch = w.Batch(20, 0, /*alone=*/true);
+    ASSERT_TRUE(client.Update(batch).ok()) << cluster.Logs();
+    ASSERT_TRUE(w.Acknowledge(batch).ok());
+  }
+  ASSERT_EQ(AcgCount(client), 5u);
+  // All but 3 files of each ACG except the app's current (last) one go.
+  ClientSearchOptions co;
+  co.now_ns = kNow;
+  auto hits = client.SearchAll("size>=0", co);
+  ASSERT_TRUE(hits.ok()) << hits.status().ToString();
+  std::map<uint64_t, std::vector<FileId>> by_acg;
+  uint64_t current = 0, newest = 0;
+  for (const ClientHit& h : *hits) {
+    by_acg[h.acg].push_back(h.record.id);
+    if (h.record.id.ino >= newest) newest = h.record.id.ino, current = h.acg;
+  }
+  ASSERT_EQ(by_acg.size(), 5u);
+  std::vector<FileUpdate> deletes;
+  for (auto& [acg, ids] : by_acg) {
+    if (acg == current) continue;
+    for (size_t i = 3; i < ids.size(); ++i) {
+      FileUpdate u;
+      u.op = UpdateOp::kDelete;
+      u.record.id = ids[i];
+      deletes.push_back(u);
+    }
+  }
+  ASSERT_TRUE(client.Update(deletes).ok()) << cluster.Logs();
+  ASSERT_TRUE(w.Acknowledge(deletes).ok());
+
+  // Four small ACGs, two per node: each node merges its pair. Updates and searches go on.
+  const auto deadline = std::chrono::steady_clock::now() + seconds(60);
+  Status agreed = Status::Aborted("not yet");
+  int step = 0;
+  while (std::chrono::steady_clock::now() < deadline) {
+    const std::vector<FileUpdate> batch = w.Batch(0, 10);
+    ASSERT_TRUE(client.Update(batch).ok()) << "step " << step << "\n" << cluster.Logs();
+    ASSERT_TRUE(w.Acknowledge(batch).ok());
+    ASSERT_TRUE(w.Matches(client, "size>=0")) << "step " << step << "\n" << cluster.Logs();
+    ASSERT_TRUE(w.Matches(client, w.gen().RandomQuery())) << "step " << step;
+    ++step;
+    if (AcgCount(client) == 3 && (agreed = MapAgrees(cluster, client)).ok()) break;
+    std::this_thread::sleep_for(milliseconds(50));
+  }
+  ASSERT_TRUE(agreed.ok()) << agreed.ToString() << ", " << AcgCount(client) << " ACGs\n"
+                           << cluster.Logs();
+  // Merged ACGs are gone from the nodes' own lists too; new files of the app still land well.
+  auto status = client.GetStatus();
+  ASSERT_TRUE(status.ok());
+  size_t listed = 0;
+  for (const NodeStatus& ns : status->nodes) listed += ns.node ? ns.node->acg_list.size() : 0;
+  EXPECT_EQ(listed, 3u);
+  const std::vector<FileUpdate> more = w.Batch(15, 10);
+  ASSERT_TRUE(client.Update(more).ok()) << cluster.Logs();
+  ASSERT_TRUE(w.Acknowledge(more).ok());
+  EXPECT_TRUE(w.Matches(client, "size>=0"));
   ASSERT_TRUE(Eventually([&] { return MapAgrees(cluster, client); }).ok()) << cluster.Logs();
 }
 

@@ -71,6 +71,8 @@ class IndexNodeServer::Impl {
   // the membership thread reports committed splits until the master acknowledges them.
   Result<uint64_t> NewSplitTarget(uint64_t source);
   void ReportSplits();
+  // Runs the merges the last heartbeat reply asked for (reported by ReportSplits).
+  void RunMerges();
   void NoteMasterFailure(const char* what, const Status& st);
   int64_t IntervalMs() const;
 
@@ -98,6 +100,7 @@ class IndexNodeServer::Impl {
   bool stop_ = false;  // Under mu_.
   bool report_due_ = false;  // Under mu_. A split committed: report it without waiting.
   uint64_t report_failures_ = 0;  // membership thread only
+  std::vector<wire::AcgMerge> merges_;  // from the last heartbeat reply; membership thread only
   // The latest catalogue from a heartbeat reply and the index change counter read before that
   // heartbeat was sent; the reconciler thread takes it. Under mu_.
   std::optional<std::pair<std::vector<wire::IndexDef>, uint64_t>> pending_catalogue_;
@@ -259,7 +262,10 @@ void IndexNodeServer::Impl::MembershipLoop() {
     bool again = false;
     if (registered_.load()) {
       again = Heartbeat().ok() && !registered_.load();
-      if (registered_.load()) ReportSplits();
+      if (registered_.load()) {
+        RunMerges();
+        ReportSplits();
+      }
     } else {
       again = Register().ok();
     }
@@ -357,6 +363,7 @@ Status IndexNodeServer::Impl::Heartbeat() {
     failures_ = 0;
   }
   heartbeats_.fetch_add(1);
+  merges_ = std::move(rep.merges);
   if (rep.reregister) {
     Log(LogLevel::kInfo, "master %s asked node %u to register again",
         options_.master_endpoint.c_str(), static_cast<unsigned>(req.node_id));
@@ -389,6 +396,20 @@ Result<uint64_t> IndexNodeServer::Impl::NewSplitTarget(uint64_t source) {
   return rep.acg;
 }
 
+void IndexNodeServer::Impl::RunMerges() {
+  for (const wire::AcgMerge& m : merges_) {
+    Status st = engine_->MergeAcg(m.source, m.target);
+    if (!st.ok()) {
+      // The master asks again while the ACGs stay small; an engine that stopped on an I/O
+      // error refuses everything from here on.
+      Log(LogLevel::kWarning, "merge of ACG %llu into %llu asked by the master: %s",
+          static_cast<unsigned long long>(m.source), static_cast<unsigned long long>(m.target),
+          st.ToString().c_str());
+    }
+  }
+  merges_.clear();
+}
+
 void IndexNodeServer::Impl::ReportSplits() {
   Result<std::vector<SplitNotice>> notices = engine_->UnreportedSplits();
   if (!notices.ok()) {
@@ -403,6 +424,7 @@ void IndexNodeServer::Impl::ReportSplits() {
     req.node_id = service_->node_id();
     req.source = n.source;
     req.target = n.target;
+    req.merged = n.merged;
     uint64_t remapped = 0;
     Status st;
     // Every part is idempotent at the master, so a part sent again after a failure is harmless.
@@ -420,7 +442,7 @@ void IndexNodeServer::Impl::ReportSplits() {
       remapped += rep.remapped;
       if (end == n.files.size()) break;
     }
-    if (st.ok()) st = engine_->SplitReported(n.target);
+    if (st.ok()) st = engine_->SplitReported(n.source, n.target);
     if (!st.ok()) {
       if (report_failures_++ % kLogEveryFailures == 0) {
         Log(LogLevel::kWarning, "reporting the split of ACG %llu into %llu to the master "
@@ -431,8 +453,9 @@ void IndexNodeServer::Impl::ReportSplits() {
       return;
     }
     report_failures_ = 0;
-    Log(LogLevel::kInfo, "master remapped %llu of the %zu files split from ACG %llu into %llu",
+    Log(LogLevel::kInfo, "master remapped %llu of the %zu files %s from ACG %llu into %llu",
         static_cast<unsigned long long>(remapped), n.files.size(),
+        n.merged ? "merged" : "split",
         static_cast<unsigned long long>(n.source), static_cast<unsigned long long>(n.target));
   }
 }
