@@ -1,7 +1,8 @@
 // propeller_split_cost: what splitting one ACG costs (DESIGN §5, Engine::PlanSplit/SplitAcg)
 // and what updates and searches see while it runs. One JSON line.
 //
-//   propeller_split_cost [files] [--edges-per-file=E] [--rate=U] [--dir=PATH] [--seed=S]
+//   propeller_split_cost [files] [--edges-per-file=E] [--rate=U] [--merge] [--dir=PATH]
+//                        [--seed=S]
 //
 // Steps (default 50,000 files, the default split threshold, in ONE ACG):
 //   1. create the files and E (default 4) causality edges per file, each to a file at most
@@ -11,8 +12,11 @@
 //      and a searcher (`size>1g & mtime<1d` in a loop);
 //   3. PlanSplit (METIS) and SplitAcg, timed; stop both threads, check that every file is in
 //      exactly one ACG.
+//   4. with --merge (Engine::MergeAcg; at most 20,000 files), merge the new half back into
+//      the source while the writer and searcher go on, timed.
 // Reported: plan and split seconds, cut %, halves, and for searches and Apply calls the median
-// before the split and the maximum during it (the switch holds searches).
+// before the split and the maximum during it (the switch holds searches); with --merge the
+// same for the merge.
 #include <time.h>
 
 #include <algorithm>
@@ -51,8 +55,8 @@ double Max(const std::vector<int64_t>& v) {
   return v.empty() ? 0 : static_cast<double>(*std::max_element(v.begin(), v.end()));
 }
 
-int Run(uint64_t files, uint64_t edges_per_file, uint64_t rate, const std::string& base_dir,
-        uint64_t seed) {
+int Run(uint64_t files, uint64_t edges_per_file, uint64_t rate, bool merge,
+        const std::string& base_dir, uint64_t seed) {
   DatasetOptions dopt;
   dopt.seed = seed;
   dopt.files_per_acg = files;  // one ACG
@@ -104,15 +108,16 @@ int Run(uint64_t files, uint64_t edges_per_file, uint64_t rate, const std::strin
     return 1;
   }
 
-  std::atomic<int> phase{0};  // 0 before the split, 1 during, 2 stop
-  std::vector<int64_t> search_ns[2], apply_ns[2];
+  // 0 before the split, 1 during it, 2 during the merge, 3 stop.
+  std::atomic<int> phase{0};
+  std::vector<int64_t> search_ns[3], apply_ns[3];
   std::atomic<bool> failed{false};
   std::thread searcher([&] {
     SearchRequest req;
     req.query = "size>1g & mtime<1d";
     req.now_ns = dataset.options().now_ns;
-    while (phase.load() < 2) {
-      const int p = std::min(phase.load(), 1);  // 2 may come meanwhile: count it as during
+    while (phase.load() < 3) {
+      const int p = std::min(phase.load(), 2);  // 3 may come meanwhile: count it as during
       const int64_t t0 = WallNanos();
       auto hits = engine->SearchAll(req);
       if (!hits.ok()) failed = true;
@@ -124,14 +129,14 @@ int Run(uint64_t files, uint64_t edges_per_file, uint64_t rate, const std::strin
     std::vector<Update> ups;
     const int64_t start = WallNanos();
     uint64_t sent = 0;
-    while (phase.load() < 2) {
+    while (phase.load() < 3) {
       if (rate > 0) {  // pace: batch k goes out at k * 100 / rate seconds
         const int64_t due = start + static_cast<int64_t>(sent * 1'000'000'000 / rate);
         const int64_t now = WallNanos();
         if (due > now) std::this_thread::sleep_for(std::chrono::nanoseconds(due - now));
       }
       sent += 100;
-      const int p = std::min(phase.load(), 1);  // 2 may come meanwhile: count it as during
+      const int p = std::min(phase.load(), 2);  // 3 may come meanwhile: count it as during
       ups.clear();
       for (int k = 0; k < 100; ++k) {
         y = y * 6364136223846793005ull + 1442695040888963407ull;
@@ -152,7 +157,15 @@ int Run(uint64_t files, uint64_t edges_per_file, uint64_t rate, const std::strin
   const int64_t t1 = WallNanos();
   Status s = plan.ok() ? engine->SplitAcg(acg, acg + 1, *plan) : plan.status();
   const int64_t t2 = WallNanos();
-  phase = 2;
+  int64_t t3 = t2;
+  if (s.ok() && merge) {
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    phase = 2;
+    const int64_t t = WallNanos();
+    s = engine->MergeAcg(acg + 1, acg);
+    t3 = WallNanos() - t + t2;
+  }
+  phase = 3;
   searcher.join();
   writer.join();
   if (!s.ok() || failed) {
@@ -171,11 +184,14 @@ int Run(uint64_t files, uint64_t edges_per_file, uint64_t rate, const std::strin
               "\"files_after\":%" PRIu64 ",\"search_median_ms_before\":%.3f,"
               "\"search_max_ms_during\":%.3f,\"searches_during\":%zu,"
               "\"apply100_median_ms_before\":%.3f,\"apply100_max_ms_during\":%.3f,"
-              "\"applies_during\":%zu}\n",
+              "\"applies_during\":%zu,\"merge_s\":%.3f,\"search_max_ms_during_merge\":%.3f,"
+              "\"apply100_max_ms_during_merge\":%.3f}\n",
               files, edges_per_file, rate, static_cast<double>(t1 - t0) / 1e9,
               static_cast<double>(t2 - t1) / 1e9, plan->size(), report.cut_percent, total,
               Median(search_ns[0]) / 1e6, Max(search_ns[1]) / 1e6, search_ns[1].size(),
-              Median(apply_ns[0]) / 1e6, Max(apply_ns[1]) / 1e6, apply_ns[1].size());
+              Median(apply_ns[0]) / 1e6, Max(apply_ns[1]) / 1e6, apply_ns[1].size(),
+              static_cast<double>(t3 - t2) / 1e9, Max(search_ns[2]) / 1e6,
+              Max(apply_ns[2]) / 1e6);
   engine.reset();
   std::filesystem::remove_all(dir, ec);
   return total == files ? 0 : 3;
@@ -189,18 +205,23 @@ int main(int argc, char** argv) {
   uint64_t edges = 4;
   uint64_t rate = 20'000;
   uint64_t seed = 42;
+  bool merge = false;
   const char* tmp = std::getenv("TMPDIR");
   std::string dir = tmp != nullptr && *tmp != '\0' ? tmp : "/tmp";
   for (int i = 1; i < argc; ++i) {
     std::string_view a = argv[i];
     if (a == "--help" || a == "-h") {
-      std::printf("usage: %s [files] [--edges-per-file=E] [--rate=U] [--dir=PATH] [--seed=S]\n"
+      std::printf("usage: %s [files] [--edges-per-file=E] [--rate=U] [--merge] [--dir=PATH]\n"
+                  "          [--seed=S]\n"
                   "Cost of splitting one ACG of `files` files (default 50000) while a writer\n"
-                  "and a searcher run; one JSON line (see bench/README.md).\n",
+                  "and a searcher run, and with --merge of merging the halves again (at most\n"
+                  "20000 files); one JSON line (see bench/README.md).\n",
                   argv[0]);
       return 0;
     }
-    if (a.starts_with("--dir=")) {
+    if (a == "--merge") {
+      merge = true;
+    } else if (a.starts_with("--dir=")) {
       dir = std::string(a.substr(6));
     } else if (a.starts_with("--edges-per-file=")) {
       edges = std::strtoull(argv[i] + 17, nullptr, 10);
@@ -219,5 +240,5 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "files must be >= 2\n");
     return 2;
   }
-  return propeller::bench::Run(files, edges, rate, dir, seed);
+  return propeller::bench::Run(files, edges, rate, merge, dir, seed);
 }
