@@ -98,6 +98,14 @@ std::string ValidatePath(std::string_view path) {
   }
 }
 
+bool DeleteApplies(const FileRecord& stored, const FileRecord& cond) {
+  if (cond.paths.empty() || stored.ctime < cond.ctime) return true;
+  for (const std::string& p : cond.paths) {
+    if (std::find(stored.paths.begin(), stored.paths.end(), p) != stored.paths.end()) return true;
+  }
+  return false;
+}
+
 const char* IndexTypeName(IndexType type) {
   switch (type) {
     case IndexType::kBTree:

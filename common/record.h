@@ -101,7 +101,7 @@ Result<IndexType> ParseIndexType(std::string_view name);
 // One change to the index, as logged in the WAL and applied to an ACG (DESIGN §4, §6).
 enum class UpdateOp : uint8_t {
   kPut = 1,         // insert or replace the whole record `record` (create, close, rename, setattr)
-  kDelete = 2,      // remove the record with id `record.id` (other fields ignored)
+  kDelete = 2,      // remove the record with id `record.id`; see DeleteApplies
   kSetAttrs = 3,    // merge `record.attrs` into the existing record's attributes
   kRemoveAttrs = 4, // remove the attributes named by the keys of `record.attrs`
   kAddEdge = 5,     // ACG edge record.id -> edge_dst, weight += edge_weight
@@ -116,6 +116,15 @@ struct Update {
 
   bool operator==(const Update&) const = default;
 };
+
+// Whether a kDelete carrying `cond` removes the stored record `stored`. A kDelete with no
+// paths is unconditional (other fields ignored). With paths it is conditional: it removes the
+// record only if the record still has one of those paths or its ctime is older than
+// cond.ctime. A client deleting a file it unlinked sends the unlinked path and the ctime it
+// saw before the unlink, so a delete that races with the reuse of the inode number by a new
+// file elsewhere (newer ctime, another path) leaves the new file alone, while a stale record
+// of the old file (an older ctime) still goes.
+bool DeleteApplies(const FileRecord& stored, const FileRecord& cond);
 
 }  // namespace propeller
 

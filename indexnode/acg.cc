@@ -126,7 +126,8 @@ void StageUpdate(const Update& u, StagedBatch* batch) {
   e.edge_dst = u.edge_dst;
   e.edge_weight = u.edge_weight;
   e.offset = batch->data.size();
-  if (HasRecord(u.op)) {
+  // A conditional delete (paths given) keeps its record for the check at commit.
+  if (HasRecord(u.op) || (u.op == UpdateOp::kDelete && !u.record.paths.empty())) {
     EncodeRecord(u.record, &batch->data);
     e.size = static_cast<uint32_t>(batch->data.size() - e.offset);
   }
@@ -727,10 +728,12 @@ Status Acg::CommitOnce(const std::vector<Slice>& slices) {
   for (size_t run = 0; run < order.size();) {
     size_t run_end = run + 1;
     while (run_end < order.size() && order[run_end].id == order[run].id) ++run_end;
-    size_t first_live = run;  // the last kPut/kDelete of the run, or the run's start
+    // The last kPut or unconditional kDelete of the run, or the run's start (a conditional
+    // delete may leave what came before it).
+    size_t first_live = run;
     for (size_t k = run_end; k-- > run;) {
-      const UpdateOp op = entry(order[k]).op;
-      if (op == UpdateOp::kPut || op == UpdateOp::kDelete) {
+      const CachedUpdate& e = entry(order[k]);
+      if (e.op == UpdateOp::kPut || (e.op == UpdateOp::kDelete && e.size == 0)) {
         first_live = k;
         break;
       }
@@ -751,6 +754,7 @@ Status Acg::CommitOnce(const std::vector<Slice>& slices) {
                 .WithContext("decoding a cached record"));
       } else {
         u.record.id = e.id;
+        u.record.paths.clear();  // u is reused: an unconditional delete has no paths
       }
       const std::string_view encoded =
           e.size > 0 ? std::string_view(b.data).substr(e.offset, e.size) : std::string_view();
@@ -947,7 +951,7 @@ Status Acg::ApplyOne(MDB_txn* txn, MDB_cursor* files, const Update& u,
       }
       break;
     case UpdateOp::kDelete:
-      if (!found) return Status::OK();
+      if (!found || !DeleteApplies(old_rec, u.record)) return Status::OK();
       break;
     case UpdateOp::kSetAttrs:
       if (!found) return Status::OK();  // the file was deleted after the attribute was set

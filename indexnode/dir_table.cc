@@ -47,6 +47,18 @@ void DirTable::Apply(const Update& u) {
     Put(u.record);
   } else if (u.op == UpdateOp::kDelete) {
     std::unique_lock<std::shared_mutex> lock(mu_);
+    // A conditional delete (common/record.h) spares a directory that no longer has the
+    // path: the table keeps no ctime, so a stale entry of a directory renamed elsewhere stays
+    // until that directory is put again.
+    if (!u.record.paths.empty()) {
+      auto it = paths_.find(u.record.id);
+      if (it == paths_.end()) return;
+      bool named = false;
+      for (const std::string& p : u.record.paths) {
+        named |= std::find(it->second.begin(), it->second.end(), p) != it->second.end();
+      }
+      if (!named) return;
+    }
     RemoveLocked(u.record.id);
   }
 }

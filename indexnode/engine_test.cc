@@ -139,5 +139,68 @@ TEST_F(EngineTest, EdgesAccumulateAndGetSeesUncommittedUpdates) {
   EXPECT_EQ(engine_->Get(42, FileId{1, 1}).status().code(), StatusCode::kNotFound);
 }
 
+// A delete that raced with the reuse of the inode number (common/record.h DeleteApplies): it
+// carries the unlinked path and the ctime seen before the unlink, and spares the new file of
+// that number, whether the new file's put was committed before it or arrives in the same
+// commit; it still removes the old file's record, and a stale one of an older ctime.
+TEST_F(EngineTest, ConditionalDeletesSpareANewFileOfTheSameNumber) {
+  auto get = [&](uint64_t ino) { return engine_->Get(1, FileId{1, ino}); };
+  auto del = [](uint64_t ino, std::string path, int64_t ctime) {
+    Update d;
+    d.op = UpdateOp::kDelete;
+    d.acg = 1;
+    d.record.id = FileId{1, ino};
+    d.record.paths = {std::move(path)};
+    d.record.ctime = ctime;
+    return d;
+  };
+  for (bool same_commit : {false, true}) {
+    SCOPED_TRACE(same_commit ? "put and delete in one commit" : "put committed first");
+    Update old_file = Put(1, 5, {"/a/old"});
+    old_file.record.ctime = 100;
+    ASSERT_TRUE(engine_->Apply({&old_file, 1}).ok());
+    ASSERT_TRUE(engine_->CommitAll().ok());
+    Update new_file = Put(1, 5, {"/b/new"});  // inode 5 reused elsewhere, later
+    new_file.record.ctime = 200;
+    const Update late = del(5, "/a/old", 100);
+    if (same_commit) {
+      ASSERT_TRUE(engine_->Apply(std::vector<Update>{new_file, late}).ok());
+    } else {
+      ASSERT_TRUE(engine_->Apply({&new_file, 1}).ok());
+      ASSERT_TRUE(engine_->CommitAll().ok());
+      ASSERT_TRUE(engine_->Apply({&late, 1}).ok());
+    }
+    ASSERT_TRUE(engine_->CommitAll().ok());
+    ASSERT_TRUE(get(5).ok()) << "the new file's record was deleted";
+    EXPECT_EQ(get(5)->paths, std::vector<std::string>{"/b/new"});
+    EXPECT_EQ(Count("name=new"), 1u);
+    // The new file's own delete, and an unconditional one, remove it.
+    const Update own = del(5, "/b/new", 200);
+    ASSERT_TRUE(engine_->Apply({&own, 1}).ok());
+    EXPECT_EQ(get(5).status().code(), StatusCode::kNotFound);
+    EXPECT_EQ(Count("name=new"), 0u);
+  }
+  // The old file's path gone from the index (renamed behind the mount's back), its ctime
+  // older: the delete still removes the stale record.
+  Update stale = Put(1, 6, {"/c/renamed"});
+  stale.record.ctime = 100;
+  ASSERT_TRUE(engine_->Apply({&stale, 1}).ok());
+  const Update d = del(6, "/c/original", 150);
+  ASSERT_TRUE(engine_->Apply({&d, 1}).ok());
+  EXPECT_EQ(get(6).status().code(), StatusCode::kNotFound);
+  // Survives a restart: the condition is in the log too.
+  Update again = Put(1, 7, {"/d/new"});
+  again.record.ctime = 300;
+  ASSERT_TRUE(engine_->Apply({&again, 1}).ok());
+  const Update racing = del(7, "/d/old", 250);
+  ASSERT_TRUE(engine_->Apply({&racing, 1}).ok());
+  engine_->CrashForTesting();
+  engine_.reset();
+  auto e = Engine::Open(options_);
+  ASSERT_TRUE(e.ok()) << e.status().ToString();
+  engine_ = std::move(e).value();
+  EXPECT_TRUE(get(7).ok());
+}
+
 }  // namespace
 }  // namespace propeller

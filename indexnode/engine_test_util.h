@@ -109,10 +109,13 @@ struct Model {
         files[u.record.id] = u.record;
         acg_of[u.record.id] = u.acg;
         break;
-      case UpdateOp::kDelete:
-        files.erase(u.record.id);
+      case UpdateOp::kDelete: {
+        auto it = files.find(u.record.id);
+        if (it == files.end() || !DeleteApplies(it->second, u.record)) break;
+        files.erase(it);
         acg_of.erase(u.record.id);
         break;
+      }
       case UpdateOp::kSetAttrs: {
         auto it = files.find(u.record.id);
         if (it != files.end()) {

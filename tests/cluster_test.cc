@@ -13,6 +13,9 @@
 #include "common/random.h"
 #include "indexnode/engine.h"
 #include "indexnode/engine_test_util.h"
+#include "common/rpc/rpc.h"
+#include "schemas/messages.h"
+#include "schemas/wire_call.h"
 #include "tests/cluster_harness.h"
 
 namespace propeller::testing {
@@ -194,6 +197,84 @@ TEST(ClusterTest, RandomStreamMatchesSingleNodeEngine) {
   size_t nodes_with_acgs = 0;
   for (const NodeStatus& ns : status->nodes) nodes_with_acgs += ns.info.acgs > 0;
   EXPECT_EQ(nodes_with_acgs, 3u) << "placement should spread partitions over every node";
+}
+
+// An unlink and a create elsewhere that reuses the inode number race (issue 4): the mount
+// takes the delete's route before the unlink (Client::ResolveRoutes) and the delete carries
+// the unlinked path and old ctime (DeleteApplies), so neither the new file's record nor its
+// mapping at the master is lost, whether the new file lands in another ACG or the same one.
+TEST(ClusterTest, ADeleteRacingAnInodeReuseSparesTheNewFile) {
+  LocalCluster cluster(ClusterConfig{1, 50'000, {}, {}});
+  ASSERT_TRUE(cluster.Start());
+  auto client_or = Client::Connect(cluster.client_options(5000));
+  ASSERT_TRUE(client_or.ok()) << client_or.status().ToString();
+  Client& client = **client_or;
+  ASSERT_TRUE(cluster.WaitNodesUp(client, 1)) << cluster.Logs();
+  auto volume = client.RegisterVolume(kRoot);
+  ASSERT_TRUE(volume.ok()) << volume.status().ToString();
+  rpc::ChannelOptions co;
+  co.endpoint = cluster.master_endpoint();
+  auto master = rpc::Channel::Connect(co);
+  ASSERT_TRUE(master.ok());
+  auto mapping = [&](FileId id) {
+    wire::FilesRequest req{{id}, {}};
+    wire::LocationsReply rep;
+    EXPECT_TRUE(wire::WireCall(**master, wire::MsgType::kLookupFiles, req, &rep, {}).ok());
+    return rep.locations.size() == 1 ? rep.locations[0] : wire::FileLocation{};
+  };
+  uint64_t ino = 500;
+  for (const char* reuser : {"other-app", "same-app"}) {
+    SCOPED_TRACE(reuser);
+    const FileId id{*volume, ++ino};
+    FileUpdate old_file;
+    old_file.created = true;
+    old_file.app = "same-app";
+    old_file.record.id = id;
+    old_file.record.paths = {"/a/x" + std::to_string(ino)};
+    old_file.record.ctime = kNow - 1000;
+    ASSERT_TRUE(client.Update({&old_file, 1}).ok());
+    const wire::FileLocation before = mapping(id);
+    ASSERT_NE(before.acg, 0u);
+
+    // The mount prepares the delete before unlinking...
+    FileUpdate del;
+    del.op = UpdateOp::kDelete;
+    del.record.id = id;
+    del.record.paths = old_file.record.paths;
+    del.record.ctime = old_file.record.ctime;
+    ASSERT_TRUE(client.ResolveRoutes({&del, 1}).ok());
+    EXPECT_EQ(del.acg, before.acg);
+    EXPECT_EQ(del.generation, before.generation);
+    // ...another thread creates a file elsewhere that gets the freed number...
+    FileUpdate new_file;
+    new_file.created = true;
+    new_file.app = reuser;
+    new_file.record.id = id;
+    new_file.record.paths = {"/b/y" + std::to_string(ino)};
+    new_file.record.ctime = kNow;
+    ASSERT_TRUE(client.Update({&new_file, 1}).ok());
+    const wire::FileLocation after = mapping(id);
+    ASSERT_NE(after.generation, before.generation);
+    EXPECT_EQ(after.acg == before.acg, std::string(reuser) == "same-app");
+    // ...and only then is the delete sent, with its queued forget.
+    ASSERT_TRUE(client.Update({&del, 1}).ok());
+    ASSERT_TRUE(client.FlushForgets().ok());
+
+    Result<FileRecord> got = client.Get(id);
+    ASSERT_TRUE(got.ok()) << got.status().ToString();
+    EXPECT_EQ(got->paths, new_file.record.paths);
+    const wire::FileLocation now = mapping(id);
+    EXPECT_EQ(now.acg, after.acg);
+    EXPECT_EQ(now.generation, after.generation);
+    ClientSearchOptions so;
+    so.now_ns = kNow;
+    auto hits = client.SearchAll("name=y" + std::to_string(ino), so);
+    ASSERT_TRUE(hits.ok());
+    EXPECT_EQ(hits->size(), 1u);
+    auto gone = client.SearchAll("name=x" + std::to_string(ino), so);
+    ASSERT_TRUE(gone.ok());
+    EXPECT_EQ(gone->size(), 0u);
+  }
 }
 
 }  // namespace

@@ -570,14 +570,19 @@ class CaptureFs::Impl {
     return IndexPath(path, parent_ino, nullptr, nullptr);
   }
 
-  // The update for a name that no longer refers to file `st` (unlink, rename over it):
-  // a delete when it was the last link, else the record with that path removed.
+  // The update for a name that is about to stop referring to file `st` (unlink, rename over
+  // it): a delete when it is the last link, else the record with that path removed. Called
+  // before the name goes, so a delete can carry its route (Client::ResolveRoutes) and its
+  // condition (DeleteApplies: the path and the ctime seen now): a create elsewhere that
+  // reuses the inode number right after the unlink then keeps its own mapping and record.
   void RemovedName(const std::string& path, const struct stat& st, std::vector<FileUpdate>* ups) {
     FileUpdate u;
     const FileId id{options_.volume, st.st_ino};
     if (S_ISDIR(st.st_mode) || st.st_nlink <= 1) {
       u.op = UpdateOp::kDelete;
       u.record.id = id;
+      u.record.paths = {path};
+      u.record.ctime = int64_t{st.st_ctim.tv_sec} * 1'000'000'000 + st.st_ctim.tv_nsec;
       ups->push_back(std::move(u));
       return;
     }
@@ -590,8 +595,20 @@ class CaptureFs::Impl {
       u.op = UpdateOp::kDelete;
       u.record = FileRecord{};
       u.record.id = id;
+      u.record.paths = {path};
+      u.record.ctime = int64_t{st.st_ctim.tv_sec} * 1'000'000'000 + st.st_ctim.tv_nsec;
     }
     ups->push_back(std::move(u));
+  }
+
+  // Takes the routes of the deletes in `ups` now, before the names go (RemovedName). A
+  // failure is left for Send to report (the routes are then looked up there).
+  void ResolveRoutes(std::vector<FileUpdate>* ups) {
+    Status s = options_.client->ResolveRoutes(*ups);
+    if (!s.ok()) {
+      Log(LogLevel::kWarning, "mount: routing a delete ahead of the unlink: %s",
+          s.ToString().c_str());
+    }
   }
 
   // Re-indexes every file under the directory now at in-volume `dir` (after a rename moved
@@ -1091,6 +1108,13 @@ class CaptureFs::Impl {
     const std::string abs = ChildPath(dir_abs, name);
     struct stat st;
     if (::lstat(abs.c_str(), &st) != 0) return (void)fuse_reply_err(req, errno);
+    std::string dpath;
+    const bool named = PathOf(parent, &dpath);
+    std::vector<FileUpdate> ups;
+    if (named) {
+      RemovedName(ChildPath(dpath, name), st, &ups);
+      ResolveRoutes(&ups);
+    }
     if ((dir ? ::rmdir(abs.c_str()) : ::unlink(abs.c_str())) != 0) {
       return (void)fuse_reply_err(req, errno);
     }
@@ -1098,10 +1122,7 @@ class CaptureFs::Impl {
       std::lock_guard<std::mutex> lock(mu_);
       if (Inode* gone = FindLocked(st, parent, name)) RemoveLinkLocked(gone, parent, name);
     }
-    std::string dpath;
-    if (!PathOf(parent, &dpath)) return (void)fuse_reply_err(req, 0);
-    std::vector<FileUpdate> ups;
-    RemovedName(ChildPath(dpath, name), st, &ups);
+    if (!named) return (void)fuse_reply_err(req, 0);
     AddDirUpdate(parent, &ups);
     fuse_reply_err(req, Send(ups, ChildPath(dpath, name)));
   }
@@ -1123,6 +1144,17 @@ class CaptureFs::Impl {
     struct stat src, dst;
     if (::lstat(from_abs.c_str(), &src) != 0) return (void)fuse_reply_err(req, errno);
     const bool had_dst = ::lstat(to_abs.c_str(), &dst) == 0;
+    // The file replaced at the destination loses that name: its removal is prepared (and its
+    // route taken) before the rename, as for an unlink.
+    std::vector<FileUpdate> replaced;
+    std::string replaced_path;
+    if (had_dst && !(flags & RENAME_EXCHANGE) &&
+        !(src.st_ino == dst.st_ino && src.st_dev == dst.st_dev) &&
+        PathOf(newparent, &replaced_path)) {
+      replaced_path = ChildPath(replaced_path, newname);
+      RemovedName(replaced_path, dst, &replaced);
+      ResolveRoutes(&replaced);
+    }
     if (::renameat2(AT_FDCWD, from_abs.c_str(), AT_FDCWD, to_abs.c_str(), flags) != 0) {
       return (void)fuse_reply_err(req, errno);
     }
@@ -1147,12 +1179,7 @@ class CaptureFs::Impl {
     if (had_dst && src.st_ino == dst.st_ino && src.st_dev == dst.st_dev) {
       return (void)fuse_reply_err(req, 0);  // two links of one file: rename does nothing
     }
-    int err = 0;
-    if (had_dst && !(flags & RENAME_EXCHANGE)) {
-      std::vector<FileUpdate> ups;
-      RemovedName(to, dst, &ups);
-      err = Send(ups, to);
-    }
+    int err = Send(replaced, replaced_path);
     // The moved file (or tree) under its new name; with RENAME_EXCHANGE the other one too.
     auto reindex = [&](const struct stat& st, const std::string& path, const std::string& old,
                        Inode* dir) -> int {

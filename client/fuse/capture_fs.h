@@ -9,7 +9,11 @@
 //     call fails with EIO and the log names the file and the error); the directories whose
 //     entries changed (their mtime, ctime, nlink) are re-indexed in the same request. A file
 //     this mount creates (exclusive open, mkdir, mknod, symlink) is marked `created`, so the
-//     master places it afresh even if a forget of its inode number's previous file is late;
+//     master places it afresh even if a forget of its inode number's previous file is late.
+//     An unlink, rmdir or rename over a file prepares the file's delete before the name goes:
+//     its route (Client::ResolveRoutes) and its condition (the path and the ctime seen then;
+//     DeleteApplies in common/record.h), so a create elsewhere that reuses the inode number
+//     at once keeps its record and its mapping;
 //   - serves query directories: any path component starting with '?' is a read-only directory
 //     of symbolic links to the matches under its parent, computed at opendir with the calling
 //     process's credentials (DESIGN §10).

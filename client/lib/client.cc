@@ -612,6 +612,10 @@ class Client::Impl {
     std::set<FileId> asked;  // only for batches: one update never asks twice
     for (size_t i = 0; i < updates.size(); ++i) {
       const FileUpdate& u = updates[i];
+      if (u.op == UpdateOp::kDelete && (u.acg != 0 || u.generation == kNotIndexed)) {
+        (*routes)[i] = FileRoute{u.acg, u.generation};  // resolved before the name went
+        continue;
+      }
       const bool fresh = u.created && u.op == UpdateOp::kPut;
       if (!fresh) {
         if (auto route = cache_.FileRouteOf(u.record.id)) {
@@ -818,6 +822,27 @@ class Client::Impl {
       if (results[g].ok()) continue;
       PROPELLER_RETURN_IF_ERROR(AfterFailedApply(results[g], *batches[g], redirects[g], attempt));
       for (propeller::Update& u : *batches[g]) pending->push_back(std::move(u));
+    }
+    return Status::OK();
+  }
+
+  Status ResolveRoutes(std::span<FileUpdate> updates) {
+    std::vector<FileUpdate> deletes;
+    std::vector<size_t> at;
+    for (size_t i = 0; i < updates.size(); ++i) {
+      if (updates[i].op != UpdateOp::kDelete || updates[i].acg != 0) continue;
+      FileUpdate d;
+      d.op = UpdateOp::kDelete;
+      d.record.id = updates[i].record.id;
+      deletes.push_back(std::move(d));
+      at.push_back(i);
+    }
+    if (deletes.empty()) return Status::OK();
+    std::vector<FileRoute> routes;
+    PROPELLER_RETURN_IF_ERROR(RouteFiles(deletes, &routes));
+    for (size_t k = 0; k < at.size(); ++k) {
+      updates[at[k]].acg = routes[k].acg;
+      updates[at[k]].generation = routes[k].acg != 0 ? routes[k].generation : kNotIndexed;
     }
     return Status::OK();
   }
@@ -1034,6 +1059,9 @@ Result<FileId> Client::FileIdOf(const std::string& path) {
   return FileId{resolved.first, static_cast<uint64_t>(st.st_ino)};
 }
 Status Client::Update(std::span<const FileUpdate> updates) { return impl_->SendUpdates(updates); }
+Status Client::ResolveRoutes(std::span<FileUpdate> updates) {
+  return impl_->ResolveRoutes(updates);
+}
 Status Client::FlushForgets() { return impl_->FlushForgets(); }
 Result<FileRecord> Client::Get(FileId id) { return impl_->Get(id); }
 Status Client::SetAttr(FileId id, const std::string& name, const AttrValue& value) {

@@ -94,7 +94,13 @@ struct ClientSearchStats {
 // number is new: whatever the master still maps under it belongs to a deleted file (a forget
 // still queued, or lost in a crash), and the file is placed afresh. Set it only when the
 // creation is certain (O_EXCL, mkdir, ...): an existing file placed afresh could be indexed in
-// two ACGs.
+// two ACGs. `acg` and `generation` (kDelete): the file's route taken before its name went
+// (Client::ResolveRoutes); 0 = look it up when sending, which after an unlink may find the
+// mapping of a new file that reused the inode number meanwhile; acg 0 with generation
+// kNotIndexed: resolved as not indexed (nothing to delete). A kDelete may carry the
+// unlinked path and the ctime seen before the unlink in `record` (DeleteApplies,
+// common/record.h), so the index node spares such a new file.
+inline constexpr uint64_t kNotIndexed = ~uint64_t{0};
 struct FileUpdate {
   UpdateOp op = UpdateOp::kPut;
   FileRecord record;
@@ -103,6 +109,8 @@ struct FileUpdate {
   FileId edge_dst;
   uint32_t edge_weight = 1;
   bool created = false;
+  uint64_t acg = 0;
+  uint64_t generation = 0;
 };
 
 // One captured access-causality edge: a process read `src`, then wrote `dst` (DESIGN §3);
@@ -167,6 +175,11 @@ class Client {
   // batches by a background thread, conditional on the mapping's generation, so a late forget
   // never removes the mapping of a new file that reused the inode number.
   Status Update(std::span<const FileUpdate> updates);
+  // Fills `acg` and `generation` of every kDelete in `updates` that has none with the file's
+  // current route (cache or master; left 0 for a file nobody indexed). Call it before removing
+  // the name, so the delete goes where the file was even if its inode number is reused before
+  // Update runs.
+  Status ResolveRoutes(std::span<FileUpdate> updates);
 
   // Sends every queued forget now and waits for the master's answer (tests, shutdown; the
   // destructor does it too). Returns the first error of the batches it waited for.

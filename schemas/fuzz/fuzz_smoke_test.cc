@@ -11,6 +11,7 @@
 
 #include "common/random.h"
 #include "schemas/fuzz/fuzz_targets.h"
+#include "schemas/fuzz/fuzz_util.h"
 #include "schemas/messages.h"
 #include "schemas/record_format.h"
 
@@ -105,8 +106,8 @@ TEST(FuzzSeedsTest, SeedsAreValidEncodings) {
     if (DecodeRecord(s, &r).ok()) ++records;
     if (DecodeUpdateBatch(s, &u).ok()) ++batches;
   }
-  EXPECT_EQ(requests, 20u);  // one envelope per request type
-  EXPECT_EQ(replies, 18u);   // one per reply type, an error and a redirect
+  EXPECT_EQ(requests, std::size(fuzz::kRequestTypes));  // one envelope per request type
+  EXPECT_EQ(replies, fuzz::kNumReplyTypes + 2);  // one per reply type, an error and a redirect
   EXPECT_EQ(records, 2u);
   EXPECT_EQ(batches, 1u);
 }
