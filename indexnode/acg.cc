@@ -1056,26 +1056,22 @@ Status Acg::ExportHeld(const FileIdSet& ids, bool watched_only, std::vector<File
     watched_.clear();  // still watching: the next export takes what changes from here
   }
   const FileIdSet& want = watched_only ? chosen : ids;
-  bool reopened = false;
-  PROPELLER_RETURN_IF_ERROR(EnsureOpenLocked(&reopened));
-  MDB_txn* raw = nullptr;
-  int rc = mdb_txn_begin(env_, nullptr, MDB_RDONLY, &raw);
-  if (rc != 0) return LmdbStatus(rc, "mdb_txn_begin");
-  TxnGuard txn(raw);
-  std::vector<FileId> sorted(want.begin(), want.end());
-  std::sort(sorted.begin(), sorted.end());
-  for (const FileId& id : sorted) {
-    FileRecord rec;
-    bool found = false;
-    PROPELLER_RETURN_IF_ERROR(ReadRecord(raw, id, &rec, &found));
-    if (found) {
-      records->push_back(std::move(rec));
-    } else {
-      absent->push_back(id);
+  return ReadHeld([&](MDB_txn* raw) -> Status {
+    std::vector<FileId> sorted(want.begin(), want.end());
+    std::sort(sorted.begin(), sorted.end());
+    for (const FileId& id : sorted) {
+      FileRecord rec;
+      bool found = false;
+      PROPELLER_RETURN_IF_ERROR(ReadRecord(raw, id, &rec, &found));
+      if (found) {
+        records->push_back(std::move(rec));
+      } else {
+        absent->push_back(id);
+      }
     }
-  }
-  return ScanEdges(raw, [&](FileId src, FileId dst, uint64_t weight) {
-    if (want.count(src)) edges->emplace_back(src, dst, weight);
+    return ScanEdges(raw, [&](FileId src, FileId dst, uint64_t weight) {
+      if (want.count(src)) edges->emplace_back(src, dst, weight);
+    });
   });
 }
 
@@ -1175,23 +1171,29 @@ Status Acg::RemoveMovedHeld(const FileIdSet& ids, uint64_t target, bool merge) {
   return Status::OK();
 }
 
-Status Acg::ListFileIdsHeld(std::vector<FileId>* ids) {
+Status Acg::ReadHeld(const std::function<Status(MDB_txn*)>& fn) {
   bool reopened = false;
   PROPELLER_RETURN_IF_ERROR(EnsureOpenLocked(&reopened));
   MDB_txn* raw = nullptr;
   int rc = mdb_txn_begin(env_, nullptr, MDB_RDONLY, &raw);
   if (rc != 0) return LmdbStatus(rc, "mdb_txn_begin");
   TxnGuard txn(raw);
-  PROPELLER_RETURN_IF_ERROR(ScanFileIds(raw, ids));
-  // Edges may leave files without a record here (deleted since, or never put): they count.
-  std::vector<FileId> sources;
-  PROPELLER_RETURN_IF_ERROR(ScanEdges(raw, [&](FileId src, FileId, uint64_t) {
-    if (sources.empty() || !(sources.back() == src)) sources.push_back(src);
-  }));
-  ids->insert(ids->end(), sources.begin(), sources.end());
-  std::sort(ids->begin(), ids->end());
-  ids->erase(std::unique(ids->begin(), ids->end()), ids->end());
-  return Status::OK();
+  return fn(raw);
+}
+
+Status Acg::ListFileIdsHeld(std::vector<FileId>* ids) {
+  return ReadHeld([&](MDB_txn* raw) -> Status {
+    PROPELLER_RETURN_IF_ERROR(ScanFileIds(raw, ids));
+    // Edges may leave files without a record here (deleted since, or never put): they count.
+    std::vector<FileId> sources;
+    PROPELLER_RETURN_IF_ERROR(ScanEdges(raw, [&](FileId src, FileId, uint64_t) {
+      if (sources.empty() || !(sources.back() == src)) sources.push_back(src);
+    }));
+    ids->insert(ids->end(), sources.begin(), sources.end());
+    std::sort(ids->begin(), ids->end());
+    ids->erase(std::unique(ids->begin(), ids->end()), ids->end());
+    return Status::OK();
+  });
 }
 
 // ---- reads ----

@@ -324,6 +324,9 @@ class Acg {
   void Prefault();
   // Runs `fn` in a read transaction of the open ACG (opening it, and reopening it if a commit
   // closes it meanwhile), pinned and under rw_ shared. REQUIRES: rw_ not held.
+  // Runs `fn` in a read transaction, opening the environment if needed.
+  // REQUIRES: the lock of LockExclusive held.
+  Status ReadHeld(const std::function<Status(MDB_txn*)>& fn);
   // Appends the ids of the committed records, in key order, read in `txn`.
   Status ScanFileIds(MDB_txn* txn, std::vector<FileId>* ids);
   Status WithReadTxn(const std::function<Status(MDB_txn*)>& fn);

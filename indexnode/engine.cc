@@ -1106,46 +1106,35 @@ class Engine::Impl {
     const int64_t t_switch = options_.env->MonotonicNanos();
     size_t delta_updates = 0;
     int64_t t_remove = 0;
-    {
-      std::unique_lock<std::shared_mutex> gate(search_gate_);
-      auto source_lock = source->LockExclusive();
-      auto target_lock = target->LockExclusive();
-      s = [&]() -> Status {
-        uint64_t switch_lsn = 0;
-        wal_->RunLocked([&](uint64_t next_lsn) {
-          switch_lsn = next_lsn - 1;  // every record up to here was cached by the old routes
-          split_hold_lsn_.store(next_lsn);
-          source->AddRoutes(moving, target_id);
-          any_routes_.store(true);
-          route_epoch_.fetch_add(1);
-        });
-        if (crash_at(2)) return Status::Aborted("crash after step 2 (test)");
-        PROPELLER_RETURN_IF_ERROR(wal_->Sync());  // commits never get ahead of the durable log
-        PROPELLER_RETURN_IF_ERROR(source->CommitHeld(switch_lsn));
-        PROPELLER_RETURN_IF_ERROR(copy_delta(switch_lsn, &delta_updates));
-        source->StopWatchHeld();
-        if (crash_at(3)) return Status::Aborted("crash after step 3 (test)");
-        t_remove = options_.env->MonotonicNanos();
-        PROPELLER_RETURN_IF_ERROR(source->RemoveMovedHeld(moving, target_id));  // commit point
-        if (crash_at(4)) return Status::Aborted("crash after step 4 (test)");
-        PROPELLER_RETURN_IF_ERROR(options_.env->RemoveFile(SplitMarkerPath(target_id)));
-        PROPELLER_RETURN_IF_ERROR(options_.env->SyncDir(AcgDir(target_id)));
-        {
-          std::lock_guard<std::mutex> report_lock(report_mu_);
-          unreported_.emplace(target_id, source_id);
-        }
-        std::unique_lock<std::shared_mutex> lock(acgs_mu_);
-        hidden_acg_ = 0;
-        split_hold_lsn_.store(0);
-        return Status::OK();
-      }();
-      if (!s.ok()) {
-        // Neither may commit again before the engine stops: after the switch, a commit of the
-        // source would move its applied LSN past updates that only the (discarded) target has.
-        source->FreezeHeld();
-        target->FreezeHeld();
+    s = AtSwitch(source, target, [&]() -> Status {
+      uint64_t switch_lsn = 0;
+      wal_->RunLocked([&](uint64_t next_lsn) {
+        switch_lsn = next_lsn - 1;  // every record up to here was cached by the old routes
+        split_hold_lsn_.store(next_lsn);
+        source->AddRoutes(moving, target_id);
+        any_routes_.store(true);
+        route_epoch_.fetch_add(1);
+      });
+      if (crash_at(2)) return Status::Aborted("crash after step 2 (test)");
+      PROPELLER_RETURN_IF_ERROR(wal_->Sync());  // commits never get ahead of the durable log
+      PROPELLER_RETURN_IF_ERROR(source->CommitHeld(switch_lsn));
+      PROPELLER_RETURN_IF_ERROR(copy_delta(switch_lsn, &delta_updates));
+      source->StopWatchHeld();
+      if (crash_at(3)) return Status::Aborted("crash after step 3 (test)");
+      t_remove = options_.env->MonotonicNanos();
+      PROPELLER_RETURN_IF_ERROR(source->RemoveMovedHeld(moving, target_id));  // commit point
+      if (crash_at(4)) return Status::Aborted("crash after step 4 (test)");
+      PROPELLER_RETURN_IF_ERROR(options_.env->RemoveFile(SplitMarkerPath(target_id)));
+      PROPELLER_RETURN_IF_ERROR(options_.env->SyncDir(AcgDir(target_id)));
+      {
+        std::lock_guard<std::mutex> report_lock(report_mu_);
+        unreported_.emplace(target_id, source_id);
       }
-    }
+      std::unique_lock<std::shared_mutex> lock(acgs_mu_);
+      hidden_acg_ = 0;
+      split_hold_lsn_.store(0);
+      return Status::OK();
+    });
     if (!s.ok()) return fail(s);
     const int64_t t_end = options_.env->MonotonicNanos();
     Log(LogLevel::kInfo,
@@ -1312,49 +1301,39 @@ class Engine::Impl {
                                                   std::to_string(source_id) + "\n")
                                   .WithContext(what));
     size_t moved = 0;
-    Status s;
-    {
-      std::unique_lock<std::shared_mutex> gate(search_gate_);
-      auto source_lock = source->LockExclusive();
-      auto target_lock = target->LockExclusive();
-      s = [&]() -> Status {
-        uint64_t switch_lsn = 0;
-        wal_->RunLocked([&](uint64_t next_lsn) {
-          switch_lsn = next_lsn - 1;
-          source->MergeInto(target_id);
-          any_routes_.store(true);
-          route_epoch_.fetch_add(1);
-        });
-        PROPELLER_RETURN_IF_ERROR(wal_->Sync());
-        PROPELLER_RETURN_IF_ERROR(source->CommitHeld(switch_lsn));
-        PROPELLER_RETURN_IF_ERROR(target->CommitHeld(switch_lsn));
-        std::vector<FileId> ids;
-        PROPELLER_RETURN_IF_ERROR(source->ListFileIdsHeld(&ids));
-        const Acg::FileIdSet all(ids.begin(), ids.end());
-        std::vector<FileRecord> records;
-        std::vector<FileId> absent;
-        std::vector<std::tuple<FileId, FileId, uint64_t>> edges;
-        PROPELLER_RETURN_IF_ERROR(source->ExportHeld(all, false, &records, &absent, &edges));
-        moved = records.size();
-        PROPELLER_RETURN_IF_ERROR(WriteFileAtomically(
-            options_.env, ReportPath(target_id, source_id), EncodeSplitReport(source_id, ids)));
-        std::vector<Update> copy;
-        AppendSplitCopy(target_id, records, {}, edges, {}, &copy);
-        PROPELLER_RETURN_IF_ERROR(target->ImportHeld(copy, target->applied_lsn()));
-        if (crash_after_step == 1) return Status::Aborted("crash after step 1 (test)");
-        PROPELLER_RETURN_IF_ERROR(source->RemoveMovedHeld(all, target_id, /*merge=*/true));
-        if (crash_after_step == 2) return Status::Aborted("crash after step 2 (test)");
-        PROPELLER_RETURN_IF_ERROR(options_.env->RemoveFile(MergeMarkerPath(target_id)));
-        PROPELLER_RETURN_IF_ERROR(options_.env->SyncDir(AcgDir(target_id)));
-        std::lock_guard<std::mutex> report_lock(report_mu_);
-        unreported_.emplace(target_id, source_id);
-        return Status::OK();
-      }();
-      if (!s.ok()) {  // as in SplitAcg: neither may commit past the switch before Open
-        source->FreezeHeld();
-        target->FreezeHeld();
-      }
-    }
+    Status s = AtSwitch(source, target, [&]() -> Status {
+      uint64_t switch_lsn = 0;
+      wal_->RunLocked([&](uint64_t next_lsn) {
+        switch_lsn = next_lsn - 1;
+        source->MergeInto(target_id);
+        any_routes_.store(true);
+        route_epoch_.fetch_add(1);
+      });
+      PROPELLER_RETURN_IF_ERROR(wal_->Sync());
+      PROPELLER_RETURN_IF_ERROR(source->CommitHeld(switch_lsn));
+      PROPELLER_RETURN_IF_ERROR(target->CommitHeld(switch_lsn));
+      std::vector<FileId> ids;
+      PROPELLER_RETURN_IF_ERROR(source->ListFileIdsHeld(&ids));
+      const Acg::FileIdSet all(ids.begin(), ids.end());
+      std::vector<FileRecord> records;
+      std::vector<FileId> absent;
+      std::vector<std::tuple<FileId, FileId, uint64_t>> edges;
+      PROPELLER_RETURN_IF_ERROR(source->ExportHeld(all, false, &records, &absent, &edges));
+      moved = records.size();
+      PROPELLER_RETURN_IF_ERROR(WriteFileAtomically(
+          options_.env, ReportPath(target_id, source_id), EncodeSplitReport(source_id, ids)));
+      std::vector<Update> copy;
+      AppendSplitCopy(target_id, records, {}, edges, {}, &copy);
+      PROPELLER_RETURN_IF_ERROR(target->ImportHeld(copy, target->applied_lsn()));
+      if (crash_after_step == 1) return Status::Aborted("crash after step 1 (test)");
+      PROPELLER_RETURN_IF_ERROR(source->RemoveMovedHeld(all, target_id, /*merge=*/true));
+      if (crash_after_step == 2) return Status::Aborted("crash after step 2 (test)");
+      PROPELLER_RETURN_IF_ERROR(options_.env->RemoveFile(MergeMarkerPath(target_id)));
+      PROPELLER_RETURN_IF_ERROR(options_.env->SyncDir(AcgDir(target_id)));
+      std::lock_guard<std::mutex> report_lock(report_mu_);
+      unreported_.emplace(target_id, source_id);
+      return Status::OK();
+    });
     if (!s.ok()) {
       Log(LogLevel::kError, "%s: %s; the engine stops (reopen to recover)", what.c_str(),
           s.ToString().c_str());
@@ -1364,6 +1343,24 @@ class Engine::Impl {
     Log(LogLevel::kInfo, "%s: %zu files in %.3f s (searches paused throughout)", what.c_str(),
         moved, static_cast<double>(options_.env->MonotonicNanos() - t0) / 1e9);
     return Status::OK();
+  }
+
+  // The switch of a split or merge: runs `body` with searches held at the gate (they run
+  // before or after it, never across) and both ACGs locked. On failure neither ACG may commit
+  // again before the engine stops: after the switch, a commit of the source would move its
+  // applied LSN past updates that only the (discarded) target has. Errors leave the locks
+  // before the caller stops the engine: Crash() waits for the committer, which may be waiting
+  // for them.
+  Status AtSwitch(Acg* source, Acg* target, const std::function<Status()>& body) {
+    std::unique_lock<std::shared_mutex> gate(search_gate_);
+    auto source_lock = source->LockExclusive();
+    auto target_lock = target->LockExclusive();
+    Status s = body();
+    if (!s.ok()) {
+      source->FreezeHeld();
+      target->FreezeHeld();
+    }
+    return s;
   }
 
   // Open: ACG `target` has a MERGING marker. If its source recorded the merge, only the

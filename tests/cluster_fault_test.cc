@@ -57,16 +57,6 @@ std::map<uint64_t, FileRecord> AllRecords(Client& client, Status* status) {
   return out;
 }
 
-// Retries `fn` until it returns OK or `limit` passes; returns the last status.
-Status Eventually(const std::function<Status()>& fn, seconds limit = seconds(20)) {
-  const auto deadline = std::chrono::steady_clock::now() + limit;
-  Status st;
-  while (!(st = fn()).ok() && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(milliseconds(100));
-  }
-  return st;
-}
-
 TEST(ClusterFaultTest, KilledIndexNodeKeepsEveryAcknowledgedUpdate) {
   const uint64_t seed = TestSeed();
   SCOPED_TRACE("PROPELLER_SEED=" + std::to_string(seed));

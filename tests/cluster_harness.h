@@ -15,6 +15,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -50,6 +51,35 @@ inline std::vector<int> FreePorts(size_t n) {
 }
 
 inline int FreePort() { return FreePorts(1)[0]; }
+
+// The volume root the cluster tests register, and the in-volume path of a client hit
+// ("/vol/src/a.c" -> "/src/a.c").
+inline constexpr const char* kRoot = "/vol";
+inline std::string InVolume(const std::string& host) {
+  std::string p = host.substr(std::string(kRoot).size());
+  return p.empty() ? "/" : p;
+}
+
+// One search answer row, comparable between the cluster and an in-process engine.
+struct Row {
+  std::string path;
+  FileRecord record;
+  bool operator<(const Row& o) const {
+    return path != o.path ? path < o.path : record.id < o.record.id;
+  }
+  bool operator==(const Row& o) const { return path == o.path && record == o.record; }
+};
+
+// Retries `fn` until it returns OK or `limit` passes; returns the last status.
+inline Status Eventually(const std::function<Status()>& fn,
+                         std::chrono::seconds limit = std::chrono::seconds(20)) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  Status st;
+  while (!(st = fn()).ok() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return st;
+}
 
 // One child process; stdout and stderr go to `log_path`.
 class ChildProcess {

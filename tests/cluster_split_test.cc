@@ -38,32 +38,9 @@ namespace {
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
-constexpr const char* kRoot = "/vol";
 constexpr uint64_t kSplitThreshold = 300;
-
-std::string InVolume(const std::string& host) {
-  std::string p = host.substr(std::string(kRoot).size());
-  return p.empty() ? "/" : p;
-}
-
-struct Row {
-  std::string path;
-  FileRecord record;
-  bool operator<(const Row& o) const {
-    return path != o.path ? path < o.path : record.id < o.record.id;
-  }
-  bool operator==(const Row& o) const { return path == o.path && record == o.record; }
-};
-
-// Retries `fn` until it returns OK or `limit` passes; returns the last status.
-Status Eventually(const std::function<Status()>& fn, seconds limit = seconds(60)) {
-  const auto deadline = std::chrono::steady_clock::now() + limit;
-  Status st;
-  while (!(st = fn()).ok() && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(milliseconds(200));
-  }
-  return st;
-}
+// How long a restarted party and the reports it resends may take to settle.
+constexpr seconds kSettle{60};
 
 ClusterConfig SplitCluster() {
   ClusterConfig c;
@@ -238,6 +215,32 @@ Status MapAgrees(LocalCluster& cluster, Client& client) {
   return Status::OK();
 }
 
+// MapAgrees, once the parties have settled.
+Status MapSettles(LocalCluster& cluster, Client& client) {
+  return Eventually([&] { return MapAgrees(cluster, client); }, kSettle);
+}
+
+// A client of the started `cluster` once its `nodes` nodes are up, with kRoot registered as
+// the volume of `w`; null (and a test failure) otherwise.
+std::unique_ptr<Client> Connect(LocalCluster& cluster, size_t nodes, int64_t timeout_ms, World* w) {
+  auto client = Client::Connect(cluster.client_options(timeout_ms));
+  if (!client.ok()) {
+    ADD_FAILURE() << client.status().ToString();
+    return nullptr;
+  }
+  if (!cluster.WaitNodesUp(**client, nodes)) {
+    ADD_FAILURE() << "nodes not up\n" << cluster.Logs();
+    return nullptr;
+  }
+  auto volume = (*client)->RegisterVolume(kRoot);
+  if (!volume.ok()) {
+    ADD_FAILURE() << volume.status().ToString();
+    return nullptr;
+  }
+  w->set_volume(*volume);
+  return std::move(client).value();
+}
+
 uint64_t AcgCount(Client& client) {
   auto status = client.GetStatus();
   return status.ok() ? status->acgs : 0;
@@ -248,16 +251,12 @@ TEST(ClusterSplitTest, SplitsUnderLoadMatchTheOracle) {
   SCOPED_TRACE("PROPELLER_SEED=" + std::to_string(seed));
   LocalCluster cluster(SplitCluster());
   ASSERT_TRUE(cluster.Start());
-  auto client_or = Client::Connect(cluster.client_options(5000));
-  ASSERT_TRUE(client_or.ok()) << client_or.status().ToString();
-  Client& client = **client_or;
-  ASSERT_TRUE(cluster.WaitNodesUp(client, 2)) << cluster.Logs();
-  auto volume = client.RegisterVolume(kRoot);
-  ASSERT_TRUE(volume.ok()) << volume.status().ToString();
   TempDir oracle_dir;
   World w(seed, oracle_dir.path() + "/oracle");
   ASSERT_TRUE(w.ok());
-  w.set_volume(*volume);
+  std::unique_ptr<Client> connected = Connect(cluster, 2, 5000, &w);
+  ASSERT_TRUE(connected);
+  Client& client = *connected;
 
   // ~1,000 files of one app: the master keeps them in one ACG, which the node splits as it
   // grows (at 300 files, then each half again). Every batch is followed by searches.
@@ -286,7 +285,7 @@ TEST(ClusterSplitTest, SplitsUnderLoadMatchTheOracle) {
   // After the map flip, updates (through the client's cached, now stale locations and
   // through fresh look-ups) and searches still agree.
   for (int i = 0; i < 10; ++i) ASSERT_NO_FATAL_FAILURE(run_batch(5, 30));
-  ASSERT_TRUE(Eventually([&] { return MapAgrees(cluster, client); }).ok()) << cluster.Logs();
+  ASSERT_TRUE(MapSettles(cluster, client).ok()) << cluster.Logs();
 }
 
 // Small ACGs of one app stay small after most of their files are deleted: the master asks
@@ -299,16 +298,12 @@ TEST(ClusterSplitTest, SmallAcgsOfOneAppAreMerged) {
   config.master_extra = {"--merge-after-ms", "300"};
   LocalCluster cluster(config);
   ASSERT_TRUE(cluster.Start());
-  auto client_or = Client::Connect(cluster.client_options(5000));
-  ASSERT_TRUE(client_or.ok()) << client_or.status().ToString();
-  Client& client = **client_or;
-  ASSERT_TRUE(cluster.WaitNodesUp(client, 2)) << cluster.Logs();
-  auto volume = client.RegisterVolume(kRoot);
-  ASSERT_TRUE(volume.ok()) << volume.status().ToString();
   TempDir oracle_dir;
   World w(seed, oracle_dir.path() + "/oracle");
   ASSERT_TRUE(w.ok());
-  w.set_volume(*volume);
+  std::unique_ptr<Client> connected = Connect(cluster, 2, 5000, &w);
+  ASSERT_TRUE(connected);
+  Client& client = *connected;
 
   // 200 files of app "cc", no edges: five ACGs of 40, spread over the two nodes.
   for (int i = 0; i < 10; ++i) {
@@ -368,7 +363,7 @@ TEST(ClusterSplitTest, SmallAcgsOfOneAppAreMerged) {
   ASSERT_TRUE(client.Update(more).ok()) << cluster.Logs();
   ASSERT_TRUE(w.Acknowledge(more).ok());
   EXPECT_TRUE(w.Matches(client, "size>=0"));
-  ASSERT_TRUE(Eventually([&] { return MapAgrees(cluster, client); }).ok()) << cluster.Logs();
+  ASSERT_TRUE(MapSettles(cluster, client).ok()) << cluster.Logs();
 }
 
 // Who is killed, and at which step of the split (--test-hold-in-split).
@@ -388,16 +383,12 @@ TEST_P(KillDuringSplit, EveryFileOnceNothingLostAndTheMapAgrees) {
   ASSERT_TRUE(cluster.StartMaster());
   ASSERT_TRUE(cluster.StartNode(0, hold));
   ASSERT_TRUE(cluster.StartNode(1, hold));
-  auto client_or = Client::Connect(cluster.client_options(3000));
-  ASSERT_TRUE(client_or.ok()) << client_or.status().ToString();
-  Client& client = **client_or;
-  ASSERT_TRUE(cluster.WaitNodesUp(client, 2)) << cluster.Logs();
-  auto volume = client.RegisterVolume(kRoot);
-  ASSERT_TRUE(volume.ok()) << volume.status().ToString();
   TempDir oracle_dir;
   World w(seed, oracle_dir.path() + "/oracle");
   ASSERT_TRUE(w.ok());
-  w.set_volume(*volume);
+  std::unique_ptr<Client> connected = Connect(cluster, 2, 3000, &w);
+  ASSERT_TRUE(connected);
+  Client& client = *connected;
 
   while (w.live() < 450) {
     const std::vector<FileUpdate> batch = w.Batch(30, 0);
@@ -453,16 +444,18 @@ TEST_P(KillDuringSplit, EveryFileOnceNothingLostAndTheMapAgrees) {
   stop = true;
   writer.join();
   if (!unacknowledged.empty()) {
-    ASSERT_TRUE(Eventually([&] { return client.Update(unacknowledged); }).ok()) << cluster.Logs();
+    ASSERT_TRUE(Eventually([&] { return client.Update(unacknowledged); }, kSettle).ok())
+        << cluster.Logs();
     ASSERT_TRUE(w.Acknowledge(unacknowledged).ok());
   }
   // More updates and new files after the restart, then everything must agree.
   for (int i = 0; i < 5; ++i) {
     const std::vector<FileUpdate> batch = w.Batch(10, 10);
-    ASSERT_TRUE(Eventually([&] { return client.Update(batch); }).ok()) << cluster.Logs();
+    ASSERT_TRUE(Eventually([&] { return client.Update(batch); }, kSettle).ok())
+        << cluster.Logs();
     ASSERT_TRUE(w.Acknowledge(batch).ok());
   }
-  ASSERT_TRUE(Eventually([&] { return MapAgrees(cluster, client); }).ok()) << cluster.Logs();
+  ASSERT_TRUE(MapSettles(cluster, client).ok()) << cluster.Logs();
   EXPECT_TRUE(w.Matches(client, "size>=0")) << cluster.Logs();
   for (int i = 0; i < 20; ++i) {
     ASSERT_TRUE(w.Matches(client, w.gen().RandomQuery())) << cluster.Logs();

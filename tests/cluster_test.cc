@@ -21,23 +21,6 @@
 namespace propeller::testing {
 namespace {
 
-constexpr const char* kRoot = "/vol";
-
-// The in-volume path of a client hit ("/vol/src/a.c" -> "/src/a.c").
-std::string InVolume(const std::string& host) {
-  std::string p = host.substr(std::string(kRoot).size());
-  return p.empty() ? "/" : p;
-}
-
-struct Row {
-  std::string path;
-  FileRecord record;
-  bool operator<(const Row& o) const {
-    return path != o.path ? path < o.path : record.id < o.record.id;
-  }
-  bool operator==(const Row& o) const { return path == o.path && record == o.record; }
-};
-
 std::string Describe(const std::vector<Row>& rows) {
   std::string out;
   for (size_t i = 0; i < rows.size() && i < 20; ++i) {
