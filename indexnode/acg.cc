@@ -259,6 +259,10 @@ Status Acg::OpenEnv(bool first) {
       }
       has_routes_.store(!routes_.empty() || merged_into_.load() != 0,
                         std::memory_order_release);
+      key = Val(kCleanupKey);
+      rc = mdb_get(raw, meta_dbi_, &key, &val);
+      if (rc != 0 && rc != MDB_NOTFOUND) return LmdbStatus(rc, "reading the clean-up mark");
+      cleanup_pending_ = rc == 0;
     }
     moved.Close();
     key = Val("summary");
@@ -1093,7 +1097,54 @@ Status Acg::ImportHeld(std::span<const Update> updates, uint64_t applied_lsn) {
   return Status::OK();
 }
 
-Status Acg::RemoveMovedHeld(const FileIdSet& ids, uint64_t target, bool merge) {
+Status Acg::RecordMovedHeld(const FileIdSet& ids, uint64_t target, bool merge) {
+  bool reopened = false;
+  PROPELLER_RETURN_IF_ERROR(EnsureOpenLocked(&reopened));
+  std::vector<FileId> sorted(ids.begin(), ids.end());
+  std::sort(sorted.begin(), sorted.end());
+  std::string target_bytes;
+  AppendOrderedU64(target, &target_bytes);
+  Status s = [&]() -> Status {
+    MDB_txn* raw = nullptr;
+    int rc = mdb_txn_begin(env_, nullptr, 0, &raw);
+    if (rc != 0) return LmdbStatus(rc, "mdb_txn_begin");
+    TxnGuard txn(raw);
+    if (merge) {
+      MDB_val k = Val("merged_into"), v = Val(target_bytes);
+      rc = mdb_put(raw, meta_dbi_, &k, &v, 0);
+      if (rc != 0) return LmdbStatus(rc, "recording the merge");
+    } else {
+      std::string key;
+      for (const FileId& id : sorted) {
+        key.clear();
+        AppendFileIdKey(id, &key);
+        MDB_val k = Val(key), v = Val(target_bytes);
+        rc = mdb_put(raw, moved_dbi_, &k, &v, 0);
+        if (rc != 0) return LmdbStatus(rc, "recording a moved file");
+      }
+    }
+    MDB_val k = Val(kCleanupKey), v = Val("1");
+    rc = mdb_put(raw, meta_dbi_, &k, &v, 0);
+    if (rc != 0) return LmdbStatus(rc, "recording the clean-up");
+    rc = txn.Commit();
+    if (rc != 0) return LmdbStatus(rc, "mdb_txn_commit");
+    return Status::OK();
+  }();
+  if (!s.ok()) {
+    CloseLocked();
+    if (inode_ != nullptr) inode_->Unload();
+    return s.WithContext("recording the move out of " + AcgName(id_));
+  }
+  if (merge) {
+    MergeInto(target);
+  } else {
+    AddRoutes(ids, target);
+  }
+  cleanup_pending_ = true;
+  return Status::OK();
+}
+
+Status Acg::RemoveHeld(const FileIdSet& ids, bool last) {
   bool reopened = false;
   PROPELLER_RETURN_IF_ERROR(EnsureOpenLocked(&reopened));
   std::vector<FileId> sorted(ids.begin(), ids.end());
@@ -1110,27 +1161,14 @@ Status Acg::RemoveMovedHeld(const FileIdSet& ids, uint64_t target, bool merge) {
     CursorGuard files(files_raw);
     AcgSummary unused;
     Update& u = commit_update_;
-    std::string target_bytes;
-    AppendOrderedU64(target, &target_bytes);
     for (const FileId& id : sorted) {
       u = Update();
       u.op = UpdateOp::kDelete;
       u.acg = id_;
       u.record.id = id;
       PROPELLER_RETURN_IF_ERROR(ApplyOne(raw, files.get(), u, {}, &unused));
-      if (target == 0) continue;
-      std::string key;
-      AppendFileIdKey(id, &key);
-      MDB_val k = Val(key), v = Val(target_bytes);
-      rc = mdb_put(raw, moved_dbi_, &k, &v, 0);
-      if (rc != 0) return LmdbStatus(rc, "recording a moved file");
     }
-    if (merge) {
-      MDB_val k = Val("merged_into"), v = Val(target_bytes);
-      rc = mdb_put(raw, meta_dbi_, &k, &v, 0);
-      if (rc != 0) return LmdbStatus(rc, "recording the merge");
-    }
-    // Edges from the moved files went with them.
+    // Edges from the removed files go with them.
     MDB_cursor* cur = nullptr;
     rc = mdb_cursor_open(raw, edges_dbi_, &cur);
     if (rc != 0) return LmdbStatus(rc, "mdb_cursor_open");
@@ -1150,6 +1188,11 @@ Status Acg::RemoveMovedHeld(const FileIdSet& ids, uint64_t target, bool merge) {
       }
     }
     if (rc != MDB_NOTFOUND) return LmdbStatus(rc, "scanning edges");
+    if (last) {
+      MDB_val key = Val(kCleanupKey);
+      rc = mdb_del(raw, meta_dbi_, &key, nullptr);
+      if (rc != 0 && rc != MDB_NOTFOUND) return LmdbStatus(rc, "ending the clean-up");
+    }
     uint64_t files_count = 0, edges_count = 0;
     PROPELLER_RETURN_IF_ERROR(ReadCounts(raw, &files_count, &edges_count));
     edges.Close();
@@ -1163,12 +1206,51 @@ Status Acg::RemoveMovedHeld(const FileIdSet& ids, uint64_t target, bool merge) {
   if (!s.ok()) {
     CloseLocked();
     if (inode_ != nullptr) inode_->Unload();
-    return s.WithContext("splitting " + AcgName(id_));
+    return s.WithContext("removing moved files from " + AcgName(id_));
   }
-  if (target != 0 && !merge) AddRoutes(ids, target);
-  if (merge) MergeInto(target);
+  if (last) cleanup_pending_ = false;
   RefreshOpenBytes();
   return Status::OK();
+}
+
+Result<Acg::FileIdSet> Acg::MovedStillHeld() {
+  FileIdSet out;
+  if (merged_into() != 0) {
+    std::vector<FileId> ids;
+    PROPELLER_RETURN_IF_ERROR(ListFileIds(&ids));
+    std::vector<std::tuple<FileId, FileId, uint64_t>> edges;
+    PROPELLER_RETURN_IF_ERROR(ListEdges(&edges));
+    out.insert(ids.begin(), ids.end());
+    for (const auto& edge : edges) out.insert(std::get<0>(edge));
+    return out;
+  }
+  std::vector<FileId> routed;
+  {
+    std::lock_guard<std::mutex> lock(routes_mu_);
+    routed.reserve(routes_.size());
+    for (const auto& [id, acg] : routes_) routed.push_back(id);
+  }
+  std::sort(routed.begin(), routed.end());
+  PROPELLER_RETURN_IF_ERROR(WithReadTxn([&](MDB_txn* txn) -> Status {
+    std::string key;
+    for (const FileId& id : routed) {
+      key.clear();
+      AppendFileIdKey(id, &key);
+      MDB_val k = Val(key), v;
+      const int rc = mdb_get(txn, files_dbi_, &k, &v);
+      if (rc == 0) out.insert(id);
+      else if (rc != MDB_NOTFOUND) return LmdbStatus(rc, "reading a moved file");
+    }
+    return Status::OK();
+  }));
+  // Edges left by moved files without a record.
+  std::vector<std::tuple<FileId, FileId, uint64_t>> edges;
+  PROPELLER_RETURN_IF_ERROR(ListEdges(&edges));
+  std::lock_guard<std::mutex> lock(routes_mu_);
+  for (const auto& edge : edges) {
+    if (routes_.count(std::get<0>(edge))) out.insert(std::get<0>(edge));
+  }
+  return out;
 }
 
 Status Acg::ReadHeld(const std::function<Status(MDB_txn*)>& fn) {

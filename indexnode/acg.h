@@ -6,7 +6,10 @@
 //   dirs        FileIdKey(id) -> EncodeRecord(record), directories only (permission checks)
 //   edges       EdgeKey(src, dst) -> ordered u64 weight           (schemas/keys.h)
 //   meta        "version" -> u32, "applied_lsn" -> u64, "summary" -> AcgSummary bytes,
-//               "idx:<name>" -> u8 IndexType for every index built in this ACG
+//               "idx:<name>" -> u8 IndexType for every index built in this ACG,
+//               "merged_into" -> u64 (a merge's commit point), "cleanup" -> "1" while moved
+//               files await removal (RecordMovedHeld / RemoveHeld)
+//   moved       FileIdKey(id) -> u64 ACG: files split off, and where to (routes)
 //   bt.path     the built-in `path` B-tree (one entry per path of every record)
 //   hs.keyword  the built-in `keyword` hash (PathKeywords of every path)
 //   kd.inode    the built-in `inode` K-D tree (size, mtime, ctime, atime, uid, gid)
@@ -200,14 +203,14 @@ class Acg {
   // update and lookup there and holds no files.
   uint64_t merged_into() const { return merged_into_.load(std::memory_order_acquire); }
   // Routes everything to `target` from now on, in memory (the caller holds the log lock);
-  // RemoveMovedHeld(..., merge = true) makes it durable.
+  // RecordMovedHeld(..., merge = true) makes it durable.
   void MergeInto(uint64_t target);
   // Forgets an in-memory MergeInto (a merge that did not complete).
   void UnmergeInto();
   // True when some file moved from here to ACG `target` (a split into it committed).
   bool RoutesTo(uint64_t target) const;
   // Sends `ids` to `target` from now on, in memory only (the caller holds the log lock, so no
-  // logged update is cached on the wrong side). RemoveMovedHeld makes it durable.
+  // logged update is cached on the wrong side). RecordMovedHeld makes it durable.
   void AddRoutes(const FileIdSet& ids, uint64_t target);
   // Forgets in-memory routes to `target` (a split that did not complete).
   void DropRoutes(uint64_t target);
@@ -235,11 +238,19 @@ class Acg {
   // Applies `updates` (kPut, kDelete, kAddEdge) in one transaction, which also records
   // `applied_lsn` as this ACG's applied LSN. REQUIRES: the lock of LockExclusive held.
   Status ImportHeld(std::span<const Update> updates, uint64_t applied_lsn);
-  // Removes `ids` (records, index entries, edges from them) and records durably, in the same
-  // transaction, that they moved to `target` (nothing when target is 0: undoing a copy);
-  // `merge`: also that this whole ACG was merged into `target` (merged_into).
-  // REQUIRES: the lock of LockExclusive held.
-  Status RemoveMovedHeld(const FileIdSet& ids, uint64_t target, bool merge = false);
+  // Records durably that `ids` moved to `target` (`merge`: that this whole ACG was merged
+  // into it, merged_into), and that their records here await RemoveHeld: the commit point
+  // of a split or merge. From here on searches skip the moved records (they are answered
+  // where they moved) and updates follow the routes. REQUIRES: the lock of LockExclusive.
+  Status RecordMovedHeld(const FileIdSet& ids, uint64_t target, bool merge);
+  // Removes `ids` (records, index entries, edges from them); `last` ends the clean-up that
+  // RecordMovedHeld started. Also undoes a merge's copy. REQUIRES: the lock of LockExclusive.
+  Status RemoveHeld(const FileIdSet& ids, bool last);
+  // True when moved files may still be here (RecordMovedHeld without the last RemoveHeld,
+  // also across a restart).
+  bool cleanup_pending() const { return cleanup_pending_; }
+  // The moved ids that still have a record or edges here (for a clean-up after a restart).
+  Result<FileIdSet> MovedStillHeld();
   // The ids of the committed records and of the sources of edges, sorted, with the lock of
   // LockExclusive held (a merge moves all of them).
   Status ListFileIdsHeld(std::vector<FileId>* ids);
@@ -384,6 +395,9 @@ class Acg {
   std::unordered_map<FileId, uint64_t, FileIdHash> routes_;  // Under routes_mu_.
   std::atomic<bool> has_routes_{false};
   std::atomic<uint64_t> merged_into_{0};  // see merged_into(); "merged_into" in meta
+  // "cleanup" in meta: moved records await RemoveHeld. Under rw_ (written exclusively).
+  bool cleanup_pending_ = false;
+  static constexpr char kCleanupKey[] = "cleanup";
 
   mutable std::mutex cache_mu_;
   std::vector<Slice> cache_;           // Under cache_mu_. In LSN order.

@@ -393,10 +393,14 @@ Status Acg::SearchOpen(const AcgSearchRequest& req, AcgSearchStats* stats) {
   CountReads(planner.lmdb_reads() + (plan ? plan->size() : 0));
 
   FileRecord rec;
+  // Files a split moved out stay here until the split's clean-up removes them (RemoveHeld):
+  // they are answered by the ACG they moved to.
+  const bool routed = has_routes();
   auto verify = [&](std::string_view bytes) -> Result<bool> {  // false = stop
     if (stats) ++stats->candidates;
     PROPELLER_RETURN_IF_ERROR(DecodeRecord(bytes, &rec));
     if (req.volume && rec.id.volume != *req.volume) return true;
+    if (routed && RouteOf(rec.id) != 0) return true;
     const std::string* in_scope = nullptr;
     for (const std::string& p : rec.paths) {
       if (!scoped || PathInScope(p, req.scope)) {

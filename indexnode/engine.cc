@@ -206,6 +206,13 @@ class Engine::Impl {
       if (!env->FileExists(MergeMarkerPath(acg->id()))) continue;
       PROPELLER_RETURN_IF_ERROR(RecoverMerge(acg));
     }
+    // A split or merge that committed but did not finish removing the moved files.
+    for (Acg* acg : AllAcgs()) {
+      if (!acg->cleanup_pending()) continue;
+      PROPELLER_ASSIGN_OR_RETURN(Acg::FileIdSet moved, acg->MovedStillHeld());
+      auto lock = acg->LockExclusive();
+      PROPELLER_RETURN_IF_ERROR(acg->RemoveHeld(moved, /*last=*/true));
+    }
     for (Acg* acg : AllAcgs()) {
       if (acg->has_routes()) any_routes_.store(true);
     }
@@ -734,7 +741,6 @@ class Engine::Impl {
         continue;
       }
       retry_at->erase(source);
-      if (options_.split_step_hook) options_.split_step_hook(5);
       Log(LogLevel::kInfo,
           "split ACG %llu: %zu of %u files to ACG %llu in %.3f s (partition %.3f s, cut %.2f%%)",
           static_cast<unsigned long long>(source), plan->size(), report.vertices,
@@ -1122,7 +1128,7 @@ class Engine::Impl {
       source->StopWatchHeld();
       if (crash_at(3)) return Status::Aborted("crash after step 3 (test)");
       t_remove = options_.env->MonotonicNanos();
-      PROPELLER_RETURN_IF_ERROR(source->RemoveMovedHeld(moving, target_id));  // commit point
+      PROPELLER_RETURN_IF_ERROR(source->RecordMovedHeld(moving, target_id, false));  // commit
       if (crash_at(4)) return Status::Aborted("crash after step 4 (test)");
       PROPELLER_RETURN_IF_ERROR(options_.env->RemoveFile(SplitMarkerPath(target_id)));
       PROPELLER_RETURN_IF_ERROR(options_.env->SyncDir(AcgDir(target_id)));
@@ -1137,15 +1143,18 @@ class Engine::Impl {
     });
     if (!s.ok()) return fail(s);
     const int64_t t_end = options_.env->MonotonicNanos();
+    if (options_.split_step_hook) options_.split_step_hook(5);
+    CleanUpMoved(source, moving);
     Log(LogLevel::kInfo,
         "%s: %zu files and %zu edges copied in %.3f s (%zu catch-up passes); switch "
-        "(searches paused) %.3f s: commit and a delta of %zu updates %.3f s, removal from the "
-        "source %.3f s",
+        "(searches paused) %.3f s: commit and a delta of %zu updates %.3f s, routes %.3f s; "
+        "then the moved files left the source in %.3f s",
         what.c_str(), records.size(), edges.size(),
         static_cast<double>(t_switch - t_start) / 1e9, passes,
         static_cast<double>(t_end - t_switch) / 1e9, delta_updates,
         static_cast<double>(t_remove - t_switch) / 1e9,
-        static_cast<double>(t_end - t_remove) / 1e9);
+        static_cast<double>(t_end - t_remove) / 1e9,
+        static_cast<double>(options_.env->MonotonicNanos() - t_end) / 1e9);
     OnAcgOpened(source);
     OnAcgOpened(target);
     return Status::OK();
@@ -1301,6 +1310,7 @@ class Engine::Impl {
                                                   std::to_string(source_id) + "\n")
                                   .WithContext(what));
     size_t moved = 0;
+    Acg::FileIdSet all;
     Status s = AtSwitch(source, target, [&]() -> Status {
       uint64_t switch_lsn = 0;
       wal_->RunLocked([&](uint64_t next_lsn) {
@@ -1314,7 +1324,7 @@ class Engine::Impl {
       PROPELLER_RETURN_IF_ERROR(target->CommitHeld(switch_lsn));
       std::vector<FileId> ids;
       PROPELLER_RETURN_IF_ERROR(source->ListFileIdsHeld(&ids));
-      const Acg::FileIdSet all(ids.begin(), ids.end());
+      all.insert(ids.begin(), ids.end());
       std::vector<FileRecord> records;
       std::vector<FileId> absent;
       std::vector<std::tuple<FileId, FileId, uint64_t>> edges;
@@ -1326,7 +1336,7 @@ class Engine::Impl {
       AppendSplitCopy(target_id, records, {}, edges, {}, &copy);
       PROPELLER_RETURN_IF_ERROR(target->ImportHeld(copy, target->applied_lsn()));
       if (crash_after_step == 1) return Status::Aborted("crash after step 1 (test)");
-      PROPELLER_RETURN_IF_ERROR(source->RemoveMovedHeld(all, target_id, /*merge=*/true));
+      PROPELLER_RETURN_IF_ERROR(source->RecordMovedHeld(all, target_id, /*merge=*/true));
       if (crash_after_step == 2) return Status::Aborted("crash after step 2 (test)");
       PROPELLER_RETURN_IF_ERROR(options_.env->RemoveFile(MergeMarkerPath(target_id)));
       PROPELLER_RETURN_IF_ERROR(options_.env->SyncDir(AcgDir(target_id)));
@@ -1340,9 +1350,36 @@ class Engine::Impl {
       Crash();
       return s.WithContext(what + " (engine stopped; reopen to recover)");
     }
-    Log(LogLevel::kInfo, "%s: %zu files in %.3f s (searches paused throughout)", what.c_str(),
-        moved, static_cast<double>(options_.env->MonotonicNanos() - t0) / 1e9);
+    const int64_t t1 = options_.env->MonotonicNanos();
+    CleanUpMoved(source, all);  // the source is hidden now: no search waits for this
+    Log(LogLevel::kInfo, "%s: %zu files in %.3f s with searches paused, then %.3f s to clean "
+        "up the source", what.c_str(), moved, static_cast<double>(t1 - t0) / 1e9,
+        static_cast<double>(options_.env->MonotonicNanos() - t1) / 1e9);
     return Status::OK();
+  }
+
+  // After the commit point of a split or merge: removes the moved files' records from
+  // `source` a chunk at a time (searches of `source` skip them meanwhile and wait for one
+  // chunk at most). A failure is logged: the records stay hidden, and the next Open finishes
+  // the clean-up.
+  void CleanUpMoved(Acg* source, const Acg::FileIdSet& ids) {
+    std::vector<FileId> sorted(ids.begin(), ids.end());
+    std::sort(sorted.begin(), sorted.end());
+    for (size_t at = 0;; at += kCleanupChunk) {
+      const size_t end = std::min(sorted.size(), at + kCleanupChunk);
+      Acg::FileIdSet chunk(sorted.begin() + static_cast<ptrdiff_t>(at),
+                           sorted.begin() + static_cast<ptrdiff_t>(end));
+      Status s = [&] {
+        auto lock = source->LockExclusive();
+        return source->RemoveHeld(chunk, /*last=*/end == sorted.size());
+      }();
+      if (!s.ok()) {
+        Log(LogLevel::kWarning, "removing moved files from ACG %llu: %s (retried at the next "
+            "open)", static_cast<unsigned long long>(source->id()), s.ToString().c_str());
+        return;
+      }
+      if (end == sorted.size()) return;
+    }
   }
 
   // The switch of a split or merge: runs `body` with searches held at the gate (they run
@@ -1381,7 +1418,7 @@ class Engine::Impl {
       {
         auto lock = target->LockExclusive();
         PROPELLER_RETURN_IF_ERROR(
-            target->RemoveMovedHeld(Acg::FileIdSet(ids.begin(), ids.end()), /*target=*/0));
+            target->RemoveHeld(Acg::FileIdSet(ids.begin(), ids.end()), /*last=*/false));
       }
       const std::string report = ReportPath(target->id(), source_id);
       if (options_.env->FileExists(report)) {
@@ -1412,6 +1449,8 @@ class Engine::Impl {
   static constexpr char kMergeMarker[] = "MERGING";
   // Merges move the whole source with searches paused: only small ACGs are merged.
   static constexpr uint64_t kMaxMergeFiles = 20'000;
+  // Moved files removed from their source per transaction after a split or merge.
+  static constexpr size_t kCleanupChunk = 2048;
   static constexpr char kSplitReportMagic[] = "PSR1";
   // Catch-up passes before a split's switch, until one copies at most kSplitSmallDelta updates.
   static constexpr size_t kSplitCatchUpPasses = 4;

@@ -110,8 +110,9 @@ struct EngineOptions {
   std::function<void(uint64_t source, uint64_t target, const std::vector<FileId>& moved)>
       on_split;
   // Tests: called on the splitting thread after each step of a split (1 snapshot copied,
-  // 2 routes switched, 3 delta copied, 4 commit point, see engine.cc) and, for a background
-  // split, 5 after it completed and before on_split. A hook may end the process.
+  // 2 routes switched, 3 delta copied, 4 commit point, see engine.cc; searches wait during
+  // 2-4), and 5 once searches go on, before the moved files are removed from the source and
+  // before on_split. A hook may end the process.
   std::function<void(int step)> split_step_hook;
 
   // glibc malloc tuning for a long-running node, process-wide, applied by the first engine that

@@ -241,6 +241,42 @@ TEST(EngineSplitTest, MovesFilesRoutesStaleUpdatesAndSurvivesReopen) {
   ExpectPartitioned(engine.get(), w, moved_now);
 }
 
+// Between the commit point and the clean-up (split_step_hook step 5), the moved files are
+// still in the source's LMDB: searches skip them there (the target answers for them), and a
+// crash at that point leaves the clean-up to the next open.
+TEST(EngineSplitTest, MovedFilesAwaitingRemovalAreNeverAnsweredTwice) {
+  const uint64_t seed = TestSeed();
+  SCOPED_TRACE("PROPELLER_SEED=" + std::to_string(seed));
+  TempDir dir;
+  World w(seed);
+  std::unique_ptr<Engine> engine;
+  int checks = 0;
+  EngineOptions o;
+  o.data_dir = dir.path();
+  o.background_commit = false;
+  o.split_step_hook = [&](int step) {
+    if (step != 5) return;
+    ++checks;
+    ExpectSearchesMatch(engine.get(), &w, 30);
+    uint64_t total = 0;
+    for (const AcgInfo& a : engine->ListAcgs()) total += a.files;
+    EXPECT_GT(total, w.model.files.size()) << "the moved files should still await removal";
+  };
+  auto opened = Engine::Open(o);
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  engine = std::move(opened).value();
+  for (int i = 0; i < 600; ++i) {
+    Update u = i < 400 ? w.Create() : w.Change();
+    ASSERT_TRUE(engine->Apply({&u, 1}).ok());
+    w.Acknowledged(u);
+  }
+  const std::set<FileId> moving = HalfOf(w.ids);
+  const std::vector<FileId> list(moving.begin(), moving.end());
+  ASSERT_TRUE(engine->SplitAcg(kSource, kTarget, list).ok());
+  EXPECT_EQ(checks, 1);
+  ExpectPartitioned(engine.get(), w, moving);
+}
+
 // Two planted groups of files, tightly tied inside and by a few light edges across: the plan
 // is one whole group (its cut is at most the planted one), the same for the same seed, and the
 // split it feeds leaves the model's answers unchanged.
