@@ -20,6 +20,7 @@
 #include "indexnode/dir_table.h"
 #include "indexnode/wal.h"
 #include "schemas/keys.h"
+#include "schemas/messages.h"
 #include "schemas/record_format.h"
 
 namespace propeller {
@@ -1296,11 +1297,11 @@ class Engine::Impl {
                                      " was merged into ACG " +
                                      std::to_string(merged->merged_into()));
     }
-    if (source->files() > kMaxMergeFiles) {
+    if (source->files() > wire::kMaxMergeFiles) {
       return Status::InvalidArgument("ACG " + std::to_string(source_id) + " holds " +
                                      std::to_string(source->files()) +
                                      " files; only ACGs of at most " +
-                                     std::to_string(kMaxMergeFiles) + " are merged");
+                                     std::to_string(wire::kMaxMergeFiles) + " are merged");
     }
     const int64_t t0 = options_.env->MonotonicNanos();
     const std::string what =
@@ -1447,8 +1448,6 @@ class Engine::Impl {
   static constexpr char kSplitMarker[] = "SPLITTING";
   static constexpr char kReportPrefix[] = "REPORT.";
   static constexpr char kMergeMarker[] = "MERGING";
-  // Merges move the whole source with searches paused: only small ACGs are merged.
-  static constexpr uint64_t kMaxMergeFiles = 20'000;
   // Moved files removed from their source per transaction after a split or merge.
   static constexpr size_t kCleanupChunk = 2048;
   static constexpr char kSplitReportMagic[] = "PSR1";

@@ -80,7 +80,8 @@ Status Master::Heartbeat(const wire::HeartbeatRequest& req, wire::HeartbeatReply
 
 void Master::SuggestMerges(const wire::HeartbeatRequest& req, std::vector<wire::AcgMerge>* out) {
   if (config_.merge_after_ms <= 0) return;
-  const uint64_t small = std::max<uint64_t>(1, config_.acg_threshold / 4);
+  const uint64_t small =
+      std::min(wire::kMaxMergeFiles, std::max<uint64_t>(1, config_.acg_threshold / 4));
   const int64_t now = config_.clock.monotonic_ns();
   std::map<uint64_t, uint64_t> reported;
   for (const wire::AcgLoad& a : req.acgs) reported[a.acg] = a.files;

@@ -31,9 +31,10 @@ struct MasterConfig {
   std::string data_dir;            // REQUIRED: the store's directory (created if missing)
   int64_t node_timeout_ms = 5000;  // a node silent this long is down; > 0
   uint64_t acg_threshold = 50000;  // files in an app's ACG before a new one is opened; >= 1
-  // Small ACGs of one app on one node (fewer than acg_threshold / 4 files, not the app's
-  // current ACG) that stayed small this long are merged, two at a time, while together below
-  // acg_threshold / 2 (HeartbeatReply.merges). 0 = never.
+  // Small ACGs of one app on one node (fewer than acg_threshold / 4 files, and at most
+  // wire::kMaxMergeFiles; not the app's current ACG) that stayed small this long are merged,
+  // two at a time, while together below acg_threshold / 2 (HeartbeatReply.merges).
+  // 0 = never.
   int64_t merge_after_ms = 300'000;
   // Told to nodes at registration; capped at node_timeout_ms / 3 so one lost heartbeat does
   // not mark a node down.

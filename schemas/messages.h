@@ -101,6 +101,9 @@ struct IndexDef {
   std::string name;
   IndexType type = IndexType::kBTree;
 };
+// The most files an index node merges in one go (the merge pauses searches for the copy);
+// the master proposes no larger merge.
+inline constexpr uint64_t kMaxMergeFiles = 20'000;
 struct AcgMerge {
   uint64_t source = 0;  // small ACG to fold into `target` (same node, same app)
   uint64_t target = 0;
