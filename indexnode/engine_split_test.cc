@@ -148,6 +148,16 @@ void ExpectPartitioned(Engine* engine, const World& w, const std::set<FileId>& m
   EXPECT_EQ(seen, w.edges);
 }
 
+// Applies `total` updates to kSource one at a time, the first `creates` of them new files,
+// and to the model.
+void Populate(Engine* engine, World* w, int total, int creates) {
+  for (int i = 0; i < total; ++i) {
+    Update u = i < creates ? w->Create() : w->Change();
+    ASSERT_TRUE(engine->Apply({&u, 1}).ok());
+    w->Acknowledged(u);
+  }
+}
+
 std::set<FileId> HalfOf(const std::vector<FileId>& ids) {
   std::set<FileId> out;
   for (const FileId& id : ids) {
@@ -164,11 +174,7 @@ TEST(EngineSplitTest, MovesFilesRoutesStaleUpdatesAndSurvivesReopen) {
   auto engine = OpenEngine(dir.path(), /*background=*/false);
   ASSERT_TRUE(engine);
   ASSERT_TRUE(engine->CreateIndex("proj", IndexType::kHash).ok());
-  for (int i = 0; i < 800; ++i) {
-    Update u = i < 500 ? w.Create() : w.Change();
-    ASSERT_TRUE(engine->Apply({&u, 1}).ok());
-    w.Acknowledged(u);
-  }
+  ASSERT_NO_FATAL_FAILURE(Populate(engine.get(), &w, 800, 500));
   const std::set<FileId> moving = HalfOf(w.ids);
   std::vector<FileId> list(moving.begin(), moving.end());
   list.push_back(FileId{1, 999'999});  // not in the source: ignored
@@ -265,11 +271,7 @@ TEST(EngineSplitTest, MovedFilesAwaitingRemovalAreNeverAnsweredTwice) {
   auto opened = Engine::Open(o);
   ASSERT_TRUE(opened.ok()) << opened.status().ToString();
   engine = std::move(opened).value();
-  for (int i = 0; i < 600; ++i) {
-    Update u = i < 400 ? w.Create() : w.Change();
-    ASSERT_TRUE(engine->Apply({&u, 1}).ok());
-    w.Acknowledged(u);
-  }
+  ASSERT_NO_FATAL_FAILURE(Populate(engine.get(), &w, 600, 400));
   const std::set<FileId> moving = HalfOf(w.ids);
   const std::vector<FileId> list(moving.begin(), moving.end());
   ASSERT_TRUE(engine->SplitAcg(kSource, kTarget, list).ok());
@@ -468,11 +470,7 @@ TEST_P(EngineSplitCrashTest, EveryFileOnceAndNothingLost) {
   World w(seed);
   auto engine = OpenEngine(dir.path(), /*background=*/true);
   ASSERT_TRUE(engine);
-  for (int i = 0; i < 1500; ++i) {
-    Update u = i < 1200 ? w.Create() : w.Change();
-    ASSERT_TRUE(engine->Apply({&u, 1}).ok());
-    w.Acknowledged(u);
-  }
+  ASSERT_NO_FATAL_FAILURE(Populate(engine.get(), &w, 1500, 1200));
   const std::set<FileId> moving = HalfOf(w.ids);
   const std::vector<FileId> list(moving.begin(), moving.end());
   std::atomic<bool> stop{false};
@@ -542,11 +540,7 @@ TEST(EngineMergeTest, MovesEverythingUnderLoadRoutesAndSurvivesACrash) {
   World w(seed);
   auto engine = OpenEngine(dir.path(), /*background=*/true);
   ASSERT_TRUE(engine);
-  for (int i = 0; i < 600; ++i) {
-    Update u = i < 400 ? w.Create() : w.Change();
-    ASSERT_TRUE(engine->Apply({&u, 1}).ok());
-    w.Acknowledged(u);
-  }
+  ASSERT_NO_FATAL_FAILURE(Populate(engine.get(), &w, 600, 400));
   ASSERT_NO_FATAL_FAILURE(FillTarget(engine.get(), &w, 150));
   EXPECT_EQ(engine->MergeAcg(kSource, kSource).code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(engine->MergeAcg(kSource, 12345).code(), StatusCode::kNotFound);
@@ -636,11 +630,7 @@ TEST_P(EngineMergeCrashTest, EveryFileOnceAndNothingLost) {
   World w(seed);
   auto engine = OpenEngine(dir.path(), /*background=*/true);
   ASSERT_TRUE(engine);
-  for (int i = 0; i < 500; ++i) {
-    Update u = i < 300 ? w.Create() : w.Change();
-    ASSERT_TRUE(engine->Apply({&u, 1}).ok());
-    w.Acknowledged(u);
-  }
+  ASSERT_NO_FATAL_FAILURE(Populate(engine.get(), &w, 500, 300));
   ASSERT_NO_FATAL_FAILURE(FillTarget(engine.get(), &w, 100));
   Status s = engine->MergeAcgCrashingForTesting(kSource, kTarget, step);
   EXPECT_EQ(s.code(), StatusCode::kAborted) << s.ToString();
