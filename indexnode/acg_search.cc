@@ -394,8 +394,9 @@ Status Acg::SearchOpen(const AcgSearchRequest& req, AcgSearchStats* stats) {
 
   FileRecord rec;
   // Files a split moved out stay here until the split's clean-up removes them (RemoveHeld):
-  // they are answered by the ACG they moved to.
-  const bool routed = has_routes();
+  // they are answered by the ACG they moved to. Only then is a record's route looked up
+  // (cleanup_pending_ is written under rw_, held here).
+  const bool routed = cleanup_pending_ && has_routes();
   auto verify = [&](std::string_view bytes) -> Result<bool> {  // false = stop
     if (stats) ++stats->candidates;
     PROPELLER_RETURN_IF_ERROR(DecodeRecord(bytes, &rec));
