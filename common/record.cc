@@ -79,6 +79,30 @@ std::vector<std::string> PathKeywords(std::string_view path) {
   return tokens;
 }
 
+bool PathHasKeyword(std::string_view path, std::string_view token) {
+  if (token.empty()) return false;
+  size_t i = 0;
+  while (i < path.size()) {
+    auto in_token = [&](size_t j) {
+      const auto c = static_cast<unsigned char>(path[j]);
+      return IsAsciiAlnum(c) || c >= 0x80;
+    };
+    if (!in_token(i)) {
+      ++i;
+      continue;
+    }
+    size_t end = i;
+    while (end < path.size() && in_token(end)) ++end;
+    if (end - i == token.size()) {
+      size_t k = 0;
+      while (k < token.size() && AsciiLower(path[i + k]) == token[k]) ++k;
+      if (k == token.size()) return true;
+    }
+    i = end;
+  }
+  return false;
+}
+
 std::string ValidatePath(std::string_view path) {
   if (path.empty()) return "path is empty";
   if (path.size() > kMaxPathBytes) return "path is longer than 4096 bytes";

@@ -78,6 +78,9 @@ bool PathInScope(std::string_view path, std::string_view scope);
 // multibyte sequences) are kept inside tokens when they are >= 0x80, so non-ASCII words survive.
 // "/home/Ann/firefox-bin/x.tar.gz" -> {home, ann, firefox, bin, x, tar, gz}.
 std::vector<std::string> PathKeywords(std::string_view path);
+// Whether `token` is one of PathKeywords(path), without building the list (query verification
+// runs it once per candidate). A token with upper-case ASCII letters never matches.
+bool PathHasKeyword(std::string_view path, std::string_view token);
 // Checks a path is acceptable for a record: absolute, no empty, "." or ".." components, no
 // NUL, no trailing slash (except the root), at most 4096 bytes. Empty string when valid,
 // otherwise the reason.

@@ -3,8 +3,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
+
+#include "common/random.h"
 
 namespace propeller {
 namespace {
@@ -77,6 +80,41 @@ TEST(RecordPathTest, KeywordsEdgeCases) {
   EXPECT_EQ(PathKeywords("/\xE6\x97\xA5\xE6\x9C\xAC/x"), (Tokens{"\xE6\x97\xA5\xE6\x9C\xAC", "x"}));
   // First-seen order survives deduplication.
   EXPECT_EQ(PathKeywords("/b/a/b/c/a"), (Tokens{"b", "a", "c"}));
+}
+
+// PathHasKeyword against the token list it must agree with, on random paths over an alphabet
+// with separators, upper case, digits and UTF-8 bytes, probed with their own tokens, with
+// near misses (a prefix, an upper-case copy) and with random strings.
+TEST(RecordPathTest, HasKeywordAgreesWithKeywords) {
+  const std::string alphabet = "aAbB1/._- \xC3\xA9";
+  Random rng(TestSeed());
+  auto random_string = [&](size_t max_len) {
+    std::string s;
+    const size_t n = rng.Uniform(max_len + 1);
+    for (size_t i = 0; i < n; ++i) s += alphabet[rng.Uniform(alphabet.size())];
+    return s;
+  };
+  for (int round = 0; round < 20000; ++round) {
+    const std::string path = "/" + random_string(24);
+    const Tokens tokens = PathKeywords(path);
+    std::vector<std::string> probes = {random_string(4), ""};
+    for (const std::string& t : tokens) {
+      probes.push_back(t);
+      probes.push_back(t.substr(0, t.size() - 1));
+      probes.push_back(t + "a");
+      std::string upper = t;
+      for (char& c : upper) c = (c >= 'a' && c <= 'z') ? static_cast<char>(c - 32) : c;
+      probes.push_back(upper);
+    }
+    for (const std::string& probe : probes) {
+      const bool listed = std::find(tokens.begin(), tokens.end(), probe) != tokens.end();
+      ASSERT_EQ(PathHasKeyword(path, probe), listed) << "path " << path << " probe " << probe;
+    }
+  }
+  EXPECT_TRUE(PathHasKeyword("/home/Ann/firefox-bin/x.tar.gz", "firefox"));
+  EXPECT_TRUE(PathHasKeyword("/home/Ann/firefox-bin/x.tar.gz", "ann"));
+  EXPECT_FALSE(PathHasKeyword("/home/Ann/firefox-bin/x.tar.gz", "Ann"));
+  EXPECT_FALSE(PathHasKeyword("/home/Ann/firefox-bin/x.tar.gz", "fire"));
 }
 
 TEST(RecordPathTest, ValidatePath) {

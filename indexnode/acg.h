@@ -303,7 +303,11 @@ class Acg {
   Status OpenEnv(bool first);     // REQUIRES: rw_ exclusive
   Status ReconcileIndexes(MDB_txn* txn, const std::vector<IndexSpec>& user_indexes);
   // The search proper. REQUIRES: rw_ shared, open.
-  Status SearchOpen(const AcgSearchRequest& request, AcgSearchStats* stats);
+  // The search of an open ACG; `planned`, when not null, is its candidate set (sorted, unique,
+  // planned under the shared lock the caller still holds), else it plans here.
+  // REQUIRES: rw_ shared, open_.
+  Status SearchOpen(const AcgSearchRequest& request, AcgSearchStats* stats,
+                    const std::vector<FileId>* planned);
   struct Slice {  // entries [begin, end) of a batch
     std::shared_ptr<const StagedBatch> batch;
     uint32_t begin = 0;

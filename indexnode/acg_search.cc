@@ -344,7 +344,13 @@ Status Acg::Search(const AcgSearchRequest& req, AcgSearchStats* stats) {
         if (stats) stats->answered_closed = !open_.load();
         return Status::OK();
       }
-      if (plan.ok() && *plan && (*plan)->size() <= kSmallEnough) names.clear();
+      if (plan.ok() && *plan && (*plan)->size() <= kSmallEnough) {
+        // The planner below would start from the same box and stop at the same few
+        // candidates (PlanAnd). An open ACG verifies them now, under this lock, so no commit
+        // can have added a record the set lacks; a closed one opens first and plans again.
+        if (open_.load()) return SearchOpen(req, stats, &**plan);
+        names.clear();
+      }
     }
   }
   for (int attempt = 0;; ++attempt) {
@@ -355,11 +361,12 @@ Status Acg::Search(const AcgSearchRequest& req, AcgSearchStats* stats) {
       if (attempt < kMaxOpenAttempts) continue;
       return Status::Unavailable("ACG " + std::to_string(id_) + " keeps closing");
     }
-    return SearchOpen(req, stats);
+    return SearchOpen(req, stats, nullptr);
   }
 }
 
-Status Acg::SearchOpen(const AcgSearchRequest& req, AcgSearchStats* stats) {
+Status Acg::SearchOpen(const AcgSearchRequest& req, AcgSearchStats* stats,
+                       const std::vector<FileId>* planned) {
   MDB_txn* txn = nullptr;
   int rc = mdb_txn_begin(env_, nullptr, MDB_RDONLY, &txn);
   if (rc != 0) return LmdbStatus(rc, "mdb_txn_begin");
@@ -369,7 +376,12 @@ Status Acg::SearchOpen(const AcgSearchRequest& req, AcgSearchStats* stats) {
   } abort_guard{txn};
 
   AcgPlanner planner(txn, indexes_);
-  PROPELLER_ASSIGN_OR_RETURN(Plan plan, planner.PlanNode(req.query->root()));
+  Plan plan;
+  if (planned != nullptr) {
+    plan = Plan(*planned);
+  } else {
+    PROPELLER_ASSIGN_OR_RETURN(plan, planner.PlanNode(req.query->root()));
+  }
   const bool scoped = req.scope != "/";
   if (!plan && scoped) {
     // No index helped the query: the scope's subtree from the path B-tree is the candidate set.

@@ -1,6 +1,7 @@
 #include "indexnode/engine.h"
 
 #include <malloc.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <atomic>
@@ -146,6 +147,7 @@ class Engine::Impl {
       return Status::InvalidArgument("cache bounds must be > 0");
     }
     if (options_.tune_malloc) TuneMalloc();
+    max_open_acgs_ = FitOpenAcgsToFileLimit(options_.max_open_acgs);
     PROPELLER_RETURN_IF_ERROR(env->CreateDirs(JoinPath(options_.data_dir, "acg")));
     catalogue_path_ = JoinPath(options_.data_dir, "indexes");
     if (env->FileExists(catalogue_path_)) {
@@ -269,6 +271,36 @@ class Engine::Impl {
     std::call_once(once, [] { mallopt(M_MMAP_THRESHOLD, kMmapThreshold); });
   }
 
+  // The bound on open ACGs that the process's descriptor limit allows (engine.h,
+  // max_open_acgs): each open ACG holds kFdsPerOpenAcg descriptors, and at most half of the
+  // limit goes to them (the log, sockets and, in the embedded mode, the mount's open files
+  // need the rest). A soft limit below that is raised toward the hard one first, as servers
+  // that keep many files open do (nothing in the process uses select(), which breaks above
+  // descriptor 1023). `wanted` 0 means no bound of its own.
+  static size_t FitOpenAcgsToFileLimit(size_t wanted) {
+    const uint64_t want = wanted == 0 ? UINT64_MAX : wanted;
+    rlimit rl{};
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0) return wanted;
+    auto allows = [](rlim_t limit) -> uint64_t {
+      return limit == RLIM_INFINITY ? UINT64_MAX : uint64_t{limit} / 2 / kFdsPerOpenAcg;
+    };
+    if (allows(rl.rlim_cur) < want && rl.rlim_cur != rl.rlim_max) {
+      const rlim_t needed = want == UINT64_MAX ? rl.rlim_max : want * kFdsPerOpenAcg * 2;
+      rlimit raised = rl;
+      raised.rlim_cur = rl.rlim_max == RLIM_INFINITY ? needed : std::min(needed, rl.rlim_max);
+      if (raised.rlim_cur > rl.rlim_cur && setrlimit(RLIMIT_NOFILE, &raised) == 0) rl = raised;
+    }
+    const uint64_t fit = std::max<uint64_t>(1, std::min(want, allows(rl.rlim_cur)));
+    if (fit < want && wanted != 0) {
+      Log(LogLevel::kWarning,
+          "engine: the open-file limit (%llu) allows %llu open ACGs, not %llu; raise it "
+          "(ulimit -n, LimitNOFILE=) to keep more open",
+          static_cast<unsigned long long>(rl.rlim_cur), static_cast<unsigned long long>(fit),
+          static_cast<unsigned long long>(want));
+    }
+    return fit == UINT64_MAX ? 0 : static_cast<size_t>(fit);
+  }
+
   // The ACG `id`, opening (creating) it when this process has not seen it yet.
   Result<Acg*> GetOrCreateAcg(uint64_t id) {
     {
@@ -351,7 +383,7 @@ class Engine::Impl {
       }
       // Forget ACGs closed meanwhile (they rejoin when they reopen).
       std::erase_if(open_set_, [](Acg* a) { return !a->is_open(); });
-      const size_t max_count = options_.max_open_acgs;
+      const size_t max_count = max_open_acgs_;
       const uint64_t max_bytes = options_.max_open_acg_bytes;
       size_t count = open_set_.size();
       uint64_t bytes = 0;
@@ -1527,8 +1559,12 @@ class Engine::Impl {
   static constexpr int kMmapThreshold = 256 << 10;
   // A commit pass that drained at least this many updates returns freed heap to the kernel.
   static constexpr uint64_t kTrimAfterUpdates = 100'000;
+  // An open ACG's LMDB environment holds its data file, its lock file and a second descriptor
+  // of the data file for meta-page writes.
+  static constexpr uint64_t kFdsPerOpenAcg = 3;
 
   EngineOptions options_;
+  size_t max_open_acgs_ = 0;  // options_.max_open_acgs as the descriptor limit allows. After Open.
   std::unique_ptr<ThreadPool> pool_;
   size_t commit_lanes_ = 1;  // ACG commits run at once in one pass. Constant after Open.
   std::unique_ptr<ThreadPool> commit_pool_;  // commit_lanes_ - 1 workers, or null

@@ -5,6 +5,10 @@
 // and process crashes. PROPELLER_SEED=<n> replays a failure.
 #include <gtest/gtest.h>
 
+#include <sys/resource.h>
+
+#include <cstdio>
+#include <cstdlib>
 #include <tuple>
 
 #include "indexnode/engine.h"
@@ -308,6 +312,59 @@ TEST(EngineLruTest, UnboundedCacheKeepsEveryAcgOpen) {
   ASSERT_TRUE(engine->Apply(batch).ok());
   ASSERT_TRUE(engine->CommitAll().ok());
   EXPECT_EQ(engine->Stats().open_acgs, 5u);
+}
+
+// Each open ACG holds 3 descriptors. Under a descriptor limit of `soft`/`hard`, an engine that
+// may keep 1,000 ACGs open opens 40, commits and searches them all, and then holds `open`
+// of them open. Runs in a child process (the limit is process-wide). Exits 0 when all went
+// well, else prints what failed and exits 1.
+[[noreturn]] void RunUnderFileLimit(rlim_t soft, rlim_t hard, uint64_t want_open) {
+  auto fail = [](const std::string& what) {
+    std::fprintf(stderr, "%s\n", what.c_str());
+    std::_Exit(1);
+  };
+  rlimit rl{soft, hard};
+  if (setrlimit(RLIMIT_NOFILE, &rl) != 0) fail("setrlimit failed");
+  TempDir dir;
+  auto engine = OpenEngine(dir.path(), LruParams{1000, 0, Durability::kDefault, false});
+  if (!engine) fail("open failed");
+  RecordGen gen(TestSeed());
+  std::vector<Update> batch;
+  constexpr uint64_t kMany = 40;
+  for (uint64_t acg = 1; acg <= kMany; ++acg) {
+    Update u;
+    u.acg = acg;
+    u.record = gen.NewRecord(FileId{1, acg});
+    batch.push_back(u);
+  }
+  Status s = engine->Apply(batch);
+  if (s.ok()) s = engine->CommitAll();
+  if (!s.ok()) fail("apply: " + s.ToString());
+  SearchRequest req;
+  req.query = "size>=0";
+  req.now_ns = kNow;
+  auto hits = engine->SearchAll(req);
+  if (!hits.ok()) fail("search: " + hits.status().ToString());
+  if (hits->size() != kMany) fail("hits " + std::to_string(hits->size()));
+  const uint64_t open = engine->Stats().open_acgs;
+  if (open != want_open) fail("open ACGs " + std::to_string(open));
+  std::_Exit(0);
+}
+
+// The hard limit allows 64 descriptors: the bound falls to 64 / 2 / 3 = 10 open ACGs instead of
+// failing with "Too many open files".
+TEST(EngineLruDeathTest, AHardDescriptorLimitLowersTheBound) {
+  EXPECT_EXIT(RunUnderFileLimit(64, 64, 10), ::testing::ExitedWithCode(0), "");
+}
+
+// A soft limit of 64 under a hard one of 4,096 is raised, and all 40 ACGs stay open.
+TEST(EngineLruDeathTest, ASoftDescriptorLimitIsRaised) {
+  rlimit rl{};
+  ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &rl), 0);
+  if (rl.rlim_max != RLIM_INFINITY && rl.rlim_max < 4096) {
+    GTEST_SKIP() << "the hard descriptor limit here is below 4,096";
+  }
+  EXPECT_EXIT(RunUnderFileLimit(64, 4096, 40), ::testing::ExitedWithCode(0), "");
 }
 
 }  // namespace

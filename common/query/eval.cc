@@ -106,13 +106,10 @@ bool KeywordMatches(const FileRecord& record, CmpOp op, const AttrValue& value) 
   if (keyword == nullptr || (op != CmpOp::kEq && op != CmpOp::kNe)) return op == CmpOp::kNe;
   bool found = false;
   for (const std::string& path : record.paths) {
-    for (const std::string& token : PathKeywords(path)) {
-      if (token == *keyword) {
-        found = true;
-        break;
-      }
+    if (PathHasKeyword(path, *keyword)) {
+      found = true;
+      break;
     }
-    if (found) break;
   }
   return op == CmpOp::kEq ? found : !found;
 }
