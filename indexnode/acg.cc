@@ -1168,26 +1168,27 @@ Status Acg::RemoveHeld(const FileIdSet& ids, bool last) {
       u.record.id = id;
       PROPELLER_RETURN_IF_ERROR(ApplyOne(raw, files.get(), u, {}, &unused));
     }
-    // Edges from the removed files go with them.
+    // Edges from the removed files go with them: each file's run of keys src ‖ dst, found by
+    // a seek (a split removes its files in chunks; a scan per chunk would read every edge).
     MDB_cursor* cur = nullptr;
     rc = mdb_cursor_open(raw, edges_dbi_, &cur);
     if (rc != 0) return LmdbStatus(rc, "mdb_cursor_open");
     CursorGuard edges(cur);
-    MDB_val k, v;
-    for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == 0;) {
-      FileId src, dst;
-      PROPELLER_RETURN_IF_ERROR(DecodeEdgeKey(View(k), &src, &dst));
-      if (ids.count(src)) {
+    std::string prefix;
+    for (const FileId& id : sorted) {
+      prefix.clear();
+      AppendFileIdKey(id, &prefix);
+      MDB_val k = Val(prefix), v;
+      for (rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
+           rc == 0 && View(k).starts_with(prefix);) {
         rc = mdb_cursor_del(cur, 0);
         if (rc != 0) return LmdbStatus(rc, "deleting an edge");
         // After a delete the cursor stands on the next entry (or past the end).
         rc = mdb_cursor_get(cur, &k, &v, MDB_GET_CURRENT);
         if (rc == EINVAL) rc = MDB_NOTFOUND;
-      } else {
-        rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
       }
+      if (rc != 0 && rc != MDB_NOTFOUND) return LmdbStatus(rc, "removing edges");
     }
-    if (rc != MDB_NOTFOUND) return LmdbStatus(rc, "scanning edges");
     if (last) {
       MDB_val key = Val(kCleanupKey);
       rc = mdb_del(raw, meta_dbi_, &key, nullptr);
@@ -1217,11 +1218,8 @@ Result<Acg::FileIdSet> Acg::MovedStillHeld() {
   FileIdSet out;
   if (merged_into() != 0) {
     std::vector<FileId> ids;
-    PROPELLER_RETURN_IF_ERROR(ListFileIds(&ids));
-    std::vector<std::tuple<FileId, FileId, uint64_t>> edges;
-    PROPELLER_RETURN_IF_ERROR(ListEdges(&edges));
+    PROPELLER_RETURN_IF_ERROR(ListHeldIds(&ids));
     out.insert(ids.begin(), ids.end());
-    for (const auto& edge : edges) out.insert(std::get<0>(edge));
     return out;
   }
   std::vector<FileId> routed;
@@ -1264,18 +1262,20 @@ Status Acg::ReadHeld(const std::function<Status(MDB_txn*)>& fn) {
 }
 
 Status Acg::ListFileIdsHeld(std::vector<FileId>* ids) {
-  return ReadHeld([&](MDB_txn* raw) -> Status {
-    PROPELLER_RETURN_IF_ERROR(ScanFileIds(raw, ids));
-    // Edges may leave files without a record here (deleted since, or never put): they count.
-    std::vector<FileId> sources;
-    PROPELLER_RETURN_IF_ERROR(ScanEdges(raw, [&](FileId src, FileId, uint64_t) {
-      if (sources.empty() || !(sources.back() == src)) sources.push_back(src);
-    }));
-    ids->insert(ids->end(), sources.begin(), sources.end());
-    std::sort(ids->begin(), ids->end());
-    ids->erase(std::unique(ids->begin(), ids->end()), ids->end());
-    return Status::OK();
-  });
+  return ReadHeld([&](MDB_txn* raw) { return ScanHeldIds(raw, ids); });
+}
+
+Status Acg::ScanHeldIds(MDB_txn* txn, std::vector<FileId>* ids) {
+  PROPELLER_RETURN_IF_ERROR(ScanFileIds(txn, ids));
+  // Edges may leave files without a record here (deleted since, or never put): they count.
+  std::vector<FileId> sources;
+  PROPELLER_RETURN_IF_ERROR(ScanEdges(txn, [&](FileId src, FileId, uint64_t) {
+    if (sources.empty() || !(sources.back() == src)) sources.push_back(src);
+  }));
+  ids->insert(ids->end(), sources.begin(), sources.end());
+  std::sort(ids->begin(), ids->end());
+  ids->erase(std::unique(ids->begin(), ids->end()), ids->end());
+  return Status::OK();
 }
 
 // ---- reads ----
@@ -1346,6 +1346,10 @@ Status Acg::ScanFileIds(MDB_txn* txn, std::vector<FileId>* ids) {
 
 Status Acg::ListFileIds(std::vector<FileId>* ids) {
   return WithReadTxn([&](MDB_txn* txn) { return ScanFileIds(txn, ids); });
+}
+
+Status Acg::ListHeldIds(std::vector<FileId>* ids) {
+  return WithReadTxn([&](MDB_txn* txn) { return ScanHeldIds(txn, ids); });
 }
 
 Status Acg::ListEdges(std::vector<std::tuple<FileId, FileId, uint64_t>>* edges) {

@@ -190,6 +190,9 @@ class Acg {
   Status ListDirectories(std::vector<FileRecord>* dirs);
   // The ids of the committed records, in key order (callers commit first).
   Status ListFileIds(std::vector<FileId>* ids);
+  // The ids of the committed records and of the sources of committed edges, sorted and unique:
+  // everything a merge moves (callers commit first).
+  Status ListHeldIds(std::vector<FileId>* ids);
   // The committed edges (callers commit first).
   Status ListEdges(std::vector<std::tuple<FileId, FileId, uint64_t>>* edges);
 
@@ -337,13 +340,15 @@ class Acg {
   // records of a freshly opened environment otherwise costs one page fault (~3 us with the
   // kernel's fault-around) per record. REQUIRES: rw_ held, open.
   void Prefault();
-  // Runs `fn` in a read transaction of the open ACG (opening it, and reopening it if a commit
-  // closes it meanwhile), pinned and under rw_ shared. REQUIRES: rw_ not held.
   // Runs `fn` in a read transaction, opening the environment if needed.
   // REQUIRES: the lock of LockExclusive held.
   Status ReadHeld(const std::function<Status(MDB_txn*)>& fn);
   // Appends the ids of the committed records, in key order, read in `txn`.
   Status ScanFileIds(MDB_txn* txn, std::vector<FileId>* ids);
+  // Appends the ids of ListHeldIds, read in `txn`, and sorts and deduplicates *ids.
+  Status ScanHeldIds(MDB_txn* txn, std::vector<FileId>* ids);
+  // Runs `fn` in a read transaction of the open ACG (opening it, and reopening it if a commit
+  // closes it meanwhile), pinned and under rw_ shared. REQUIRES: rw_ not held.
   Status WithReadTxn(const std::function<Status(MDB_txn*)>& fn);
 
   const uint64_t id_;

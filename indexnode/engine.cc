@@ -1444,10 +1444,7 @@ class Engine::Impl {
     Acg* source = FindAcg(source_id);
     if (source != nullptr && source->merged_into() != target->id()) {
       std::vector<FileId> ids;
-      std::vector<std::tuple<FileId, FileId, uint64_t>> edges;
-      PROPELLER_RETURN_IF_ERROR(source->ListFileIds(&ids));
-      PROPELLER_RETURN_IF_ERROR(source->ListEdges(&edges));
-      for (const auto& edge : edges) ids.push_back(std::get<0>(edge));  // as MergeAcg moved
+      PROPELLER_RETURN_IF_ERROR(source->ListHeldIds(&ids));  // what MergeAcg copied
       {
         auto lock = target->LockExclusive();
         PROPELLER_RETURN_IF_ERROR(
