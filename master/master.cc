@@ -280,15 +280,17 @@ std::vector<wire::NodeInfo> Master::NodeInfos() {
   PlacementContext ctx;
   for (const NodeState& n : nodes) {
     ctx.up_nodes.insert(n.node_id);  // loads of every node, up or down, for display
-    if (!n.acgs.empty()) ctx.reported.emplace(n.node_id, n.acgs);
+    if (n.acgs != nullptr && !n.acgs->empty()) ctx.reported.emplace(n.node_id, n.acgs);
   }
   // The committed tables suffice for display; a pass inside Update would wait for writers.
-  const std::map<uint64_t, AcgRecord> acgs = store_->Acgs();
+  // Every search asks for this (Client::Search's targets): one pass, nothing copied.
   std::map<uint32_t, uint64_t> acg_counts;
-  for (const auto& [acg, rec] : acgs) ++acg_counts[rec.node_id];
   std::map<uint32_t, uint64_t> loads = NodeLoads(
       [&](const AcgVisitor& fn) {
-        for (const auto& [acg, rec] : acgs) fn(acg, rec);
+        store_->ForEachAcg([&](uint64_t acg, const AcgRecord& rec) {
+          ++acg_counts[rec.node_id];
+          fn(acg, rec);
+        });
       },
       ctx);
   std::vector<wire::NodeInfo> out;

@@ -125,8 +125,9 @@ bool Membership::Heartbeat(const wire::HeartbeatRequest& hb) {
   n.up = true;
   n.last_heartbeat_mono_ns = now;
   n.last_heartbeat_wall_ns = clock_.wall_ns();
-  n.acgs.clear();
-  for (const wire::AcgLoad& a : hb.acgs) n.acgs[a.acg] += a.files;
+  auto acgs = std::make_shared<std::map<uint64_t, uint64_t>>();
+  for (const wire::AcgLoad& a : hb.acgs) (*acgs)[a.acg] += a.files;
+  n.acgs = std::move(acgs);
   n.free_disk_bytes = hb.free_disk_bytes;
   n.load = hb.load;
   n.cached_updates = hb.cached_updates;
@@ -159,7 +160,7 @@ void Membership::FillPlacement(PlacementContext* ctx) {
   for (const auto& [id, n] : nodes_) {
     if (!n.up) continue;
     ctx->up_nodes.insert(id);
-    if (!n.acgs.empty()) ctx->reported.emplace(id, n.acgs);
+    if (n.acgs != nullptr && !n.acgs->empty()) ctx->reported.emplace(id, n.acgs);
   }
 }
 

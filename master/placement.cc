@@ -9,8 +9,8 @@ namespace {
 uint64_t Reported(const PlacementContext& ctx, uint32_t node, uint64_t acg) {
   auto n = ctx.reported.find(node);
   if (n == ctx.reported.end()) return 0;
-  auto a = n->second.find(acg);
-  return a == n->second.end() ? 0 : a->second;
+  auto a = n->second->find(acg);
+  return a == n->second->end() ? 0 : a->second;
 }
 
 }  // namespace
@@ -25,7 +25,7 @@ std::map<uint32_t, uint64_t> NodeLoads(const std::function<void(const AcgVisitor
     uint64_t total = 0;
     auto n = ctx.reported.find(node);
     if (n != ctx.reported.end()) {
-      for (const auto& [acg, files] : n->second) total += files;
+      for (const auto& [acg, files] : *n->second) total += files;
     }
     loads[node] = total;
   }

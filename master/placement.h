@@ -25,6 +25,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <set>
 #include <vector>
 
@@ -37,8 +38,9 @@ namespace propeller::master {
 struct PlacementContext {
   uint64_t acg_threshold = 50000;  // >= 1
   std::set<uint32_t> up_nodes;
-  // Per node, the files per ACG its last heartbeat reported (up nodes only matter).
-  std::map<uint32_t, std::map<uint64_t, uint64_t>> reported;
+  // Per node, the files per ACG its last heartbeat reported (up nodes only matter; shared
+  // with NodeState::acgs, never null).
+  std::map<uint32_t, std::shared_ptr<const std::map<uint64_t, uint64_t>>> reported;
 };
 
 using AcgVisitor = std::function<void(uint64_t acg, const AcgRecord& rec)>;

@@ -487,6 +487,12 @@ std::map<uint64_t, AcgRecord> MasterStore::Acgs() const {
   return mirror_.acgs;
 }
 
+void MasterStore::ForEachAcg(
+    const std::function<void(uint64_t acg, const AcgRecord& rec)>& fn) const {
+  std::shared_lock<std::shared_mutex> lock(mirror_mu_);
+  for (const auto& [acg, rec] : mirror_.acgs) fn(acg, rec);
+}
+
 uint64_t MasterStore::AppAcg(std::string_view app) const {
   std::shared_lock<std::shared_mutex> lock(mirror_mu_);
   auto it = mirror_.apps.find(app);

@@ -146,6 +146,9 @@ class MasterStore {
   // Copies of the in-memory tables (committed state).
   std::optional<AcgRecord> GetAcg(uint64_t acg) const;
   std::map<uint64_t, AcgRecord> Acgs() const;
+  // Calls fn for every ACG of the committed table, in id order, under the table's read lock:
+  // fn must not call into the store.
+  void ForEachAcg(const std::function<void(uint64_t acg, const AcgRecord& rec)>& fn) const;
   // The app's current ACG for placement, 0 when none.
   uint64_t AppAcg(std::string_view app) const;
   std::map<uint32_t, std::string> Nodes() const;  // node id -> endpoint
