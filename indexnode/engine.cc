@@ -285,7 +285,8 @@ class Engine::Impl {
       return limit == RLIM_INFINITY ? UINT64_MAX : uint64_t{limit} / 2 / kFdsPerOpenAcg;
     };
     if (allows(rl.rlim_cur) < want && rl.rlim_cur != rl.rlim_max) {
-      const rlim_t needed = want == UINT64_MAX ? rl.rlim_max : want * kFdsPerOpenAcg * 2;
+      const uint64_t per_acg = kFdsPerOpenAcg * 2;
+      const rlim_t needed = want > UINT64_MAX / per_acg ? rl.rlim_max : want * per_acg;
       rlimit raised = rl;
       raised.rlim_cur = rl.rlim_max == RLIM_INFINITY ? needed : std::min(needed, rl.rlim_max);
       if (raised.rlim_cur > rl.rlim_cur && setrlimit(RLIMIT_NOFILE, &raised) == 0) rl = raised;

@@ -271,6 +271,28 @@ Status Master::SplitDone(const wire::SplitDoneRequest& req, wire::SplitDoneReply
     }
     return Status::OK();
   }));
+  if (req.merged) {
+    // A merge moves everything. The node's report lists what it held at the merge; a file the
+    // master had mapped to the source whose first update had not reached the node yet is not
+    // in it (the node routes that update to the target). Such files move now, so no file stays
+    // mapped to a retired ACG. Rare, and the scan runs outside the write transaction.
+    const std::optional<AcgRecord> left = store_->GetAcg(req.source);
+    if (left && left->files > 0) {
+      std::vector<FileId> files;
+      PROPELLER_RETURN_IF_ERROR(store_->FilesOf(req.source, &files));
+      uint64_t swept = 0;
+      PROPELLER_RETURN_IF_ERROR(store_->Update([&](MasterStore::Txn& txn) -> Status {
+        swept = 0;
+        for (const FileId& file : files) {
+          bool moved = false;
+          PROPELLER_RETURN_IF_ERROR(txn.MoveFile(file, req.source, req.target, &moved));
+          swept += moved;
+        }
+        return Status::OK();
+      }));
+      remapped += swept;
+    }
+  }
   reply->remapped = remapped;
   return Status::OK();
 }

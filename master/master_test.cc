@@ -578,13 +578,22 @@ TEST_F(ForgetTest, SmallAcgsOfOneAppThatStaySmallAreMerged) {
   ASSERT_EQ(beat(loads).size(), 1u);
 
   // The node merged and reports: b is retired, its files map to a, and it no longer counts.
+  // The report lists 31 only, as when 32's first update had not reached the node at the
+  // merge: 32 moves too (a merge moves everything).
   wire::SplitDoneRequest report{node_, b, a, {}, /*merged=*/true};
-  for (uint64_t ino = 31; ino <= 32; ++ino) report.files.push_back(FileId{volume_, ino});
+  report.files.push_back(FileId{volume_, 31});
   wire::SplitDoneReply done;
   ASSERT_TRUE(master_->SplitDone(report, &done).ok());
   EXPECT_EQ(done.remapped, 2u);
   EXPECT_EQ(master_->store().GetAcg(b)->state, AcgState::kRetired);
   EXPECT_EQ(Lookup(31).acg, a);
+  EXPECT_EQ(Lookup(32).acg, a);
+  EXPECT_EQ(Lookup(32).generation, locs[31].generation) << "a move keeps the generation";
+  EXPECT_EQ(AcgFiles(b), 0u);
+  EXPECT_EQ(AcgFiles(a), 5u);
+  // A repeated report (the node retries until acknowledged) changes nothing.
+  ASSERT_TRUE(master_->SplitDone(report, &done).ok());
+  EXPECT_EQ(done.remapped, 0u);
   EXPECT_EQ(AcgFiles(a), 5u);
   wire::ClusterStatusReply st;
   ASSERT_TRUE(master_->ClusterStatus(&st).ok());
@@ -594,11 +603,18 @@ TEST_F(ForgetTest, SmallAcgsOfOneAppThatStaySmallAreMerged) {
   // restart.
   ASSERT_TRUE(master_->SplitDone({node_, c, a, {}, true}, &done).ok());
   EXPECT_EQ(master_->store().AppAcg("cc"), a);
+  EXPECT_EQ(done.remapped, 16u);  // none listed: the sweep moves all of c's files
+  EXPECT_EQ(Lookup(33).acg, a);
+  EXPECT_EQ(AcgFiles(c), 0u);
+  EXPECT_EQ(AcgFiles(a), 21u);
   Reopen();
   ASSERT_TRUE(Beat(node_));
   EXPECT_EQ(master_->store().GetAcg(c)->state, AcgState::kRetired);
   EXPECT_EQ(master_->store().AppAcg("cc"), a);
-  EXPECT_EQ(Assign(100, "cc", true).acg, a);
+  // a now holds 21 files, above the threshold of 16: the app's next file opens a new ACG.
+  const uint64_t next = Assign(100, "cc", true).acg;
+  EXPECT_TRUE(next != a && next != b && next != c);
+  EXPECT_EQ(master_->store().AppAcg("cc"), next);
 }
 
 TEST(MasterConfigTest, RejectsBadConfig) {

@@ -475,6 +475,35 @@ Status MasterStore::LookupFiles(const std::vector<FileId>& files, std::vector<ui
   return Status::OK();
 }
 
+Status MasterStore::FilesOf(uint64_t acg, std::vector<FileId>* files) const {
+  files->clear();
+  std::shared_lock<std::shared_mutex> env_lock(env_mu_);
+  MDB_txn* raw = nullptr;
+  int rc = mdb_txn_begin(env_, nullptr, MDB_RDONLY, &raw);
+  if (rc != 0) return LmdbStatus(rc, "mdb_txn_begin");
+  TxnGuard guard(raw);
+  MDB_cursor* cursor = nullptr;
+  rc = mdb_cursor_open(raw, files_dbi_, &cursor);
+  if (rc != 0) return LmdbStatus(rc, "mdb_cursor_open");
+  Status st;
+  MDB_val k, v;
+  for (rc = mdb_cursor_get(cursor, &k, &v, MDB_FIRST); rc == 0;
+       rc = mdb_cursor_get(cursor, &k, &v, MDB_NEXT)) {
+    FileMapping m;
+    st = DecodeFileValue(View(v), &m);
+    if (!st.ok()) break;
+    if (m.acg != acg) continue;
+    FileId id;
+    st = DecodeFileIdKey(View(k), &id);
+    if (!st.ok()) break;
+    files->push_back(id);
+  }
+  mdb_cursor_close(cursor);
+  if (!st.ok()) return st;
+  if (rc != MDB_NOTFOUND) return LmdbStatus(rc, "scanning files");
+  return Status::OK();
+}
+
 std::optional<AcgRecord> MasterStore::GetAcg(uint64_t acg) const {
   std::shared_lock<std::shared_mutex> lock(mirror_mu_);
   auto it = mirror_.acgs.find(acg);

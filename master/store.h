@@ -143,6 +143,10 @@ class MasterStore {
   Status LookupFiles(const std::vector<FileId>& files, std::vector<uint64_t>* acgs,
                      std::vector<uint64_t>* generations = nullptr) const;
 
+  // The files mapped to `acg` (committed state), in key order. Reads the whole `files`
+  // database: O(all files); for rare repairs only (Master::SplitDone).
+  Status FilesOf(uint64_t acg, std::vector<FileId>* files) const;
+
   // Copies of the in-memory tables (committed state).
   std::optional<AcgRecord> GetAcg(uint64_t acg) const;
   std::map<uint64_t, AcgRecord> Acgs() const;
