@@ -380,13 +380,48 @@ class Client::Impl {
     // volume this client has not seen yet fetch them once, in VolumeRoot.)
     PROPELLER_ASSIGN_OR_RETURN(std::vector<wire::NodeInfo> nodes, SearchTargets());
 
+    // Fan out: one thread per node decodes chunks into a queue; this thread delivers. (Also
+    // for one node: the queue keeps a slow caller from holding the node's search open.)
+    struct Shared {
+      std::mutex mu;
+      std::condition_variable cv;
+      std::deque<std::vector<ClientHit>> ready;
+      size_t running = 0;
+      Status error;
+      ClientSearchStats stats;
+    } shared;
+    std::atomic<bool> stop{false};
+    shared.running = nodes.size();
+    std::vector<std::thread> threads;
+    for (const wire::NodeInfo& node : nodes) {
+      threads.emplace_back([&, node] {
+        Status st = SearchNode(node, q, stop, [&](std::vector<ClientHit>&& hits) {
+          std::lock_guard<std::mutex> lock(shared.mu);
+          shared.ready.push_back(std::move(hits));
+          shared.cv.notify_one();
+        }, &shared.stats, &shared.mu);
+        std::lock_guard<std::mutex> lock(shared.mu);
+        if (!st.ok() && shared.error.ok() && !stop.load()) shared.error = st;
+        --shared.running;
+        shared.cv.notify_one();
+      });
+    }
+
     const bool sorted = !opts.sort_by.empty();
     std::vector<ClientHit> collected;
     uint64_t delivered = 0;
     bool stopped = false;
-    std::atomic<bool> stop{false};
-    // Hands a batch to the caller (or collects it for sorting); on this thread only.
-    auto deliver = [&](std::vector<ClientHit>& batch) {
+    for (;;) {
+      std::vector<ClientHit> batch;
+      {
+        std::unique_lock<std::mutex> lock(shared.mu);
+        shared.cv.wait(lock, [&] { return !shared.ready.empty() || shared.running == 0; });
+        if (shared.ready.empty()) break;
+        batch = std::move(shared.ready.front());
+        shared.ready.pop_front();
+        if (!shared.error.ok()) stop = true;
+      }
+      if (stop.load()) continue;  // drain: an error or the caller ended the search
       for (ClientHit& hit : batch) {
         if (sorted) {
           collected.push_back(std::move(hit));
@@ -398,52 +433,6 @@ class Client::Impl {
           stopped = true;
           break;
         }
-      }
-    };
-    struct Shared {
-      std::mutex mu;
-      std::condition_variable cv;
-      std::deque<std::vector<ClientHit>> ready;
-      size_t running = 0;
-      Status error;
-      ClientSearchStats stats;
-    } shared;
-    std::vector<std::thread> threads;
-    if (nodes.size() == 1) {
-      // One node: this thread asks it and delivers each chunk as it is decoded (no thread to
-      // start per search).
-      Status st = SearchNode(nodes[0], q, stop, [&](std::vector<ClientHit>&& hits) {
-        if (!stop.load()) deliver(hits);
-      }, &shared.stats, &shared.mu);
-      if (!st.ok() && !stopped) shared.error = st;
-    } else {
-      // Fan out: one thread per node decodes chunks into a queue; this thread delivers.
-      shared.running = nodes.size();
-      for (const wire::NodeInfo& node : nodes) {
-        threads.emplace_back([&, node] {
-          Status st = SearchNode(node, q, stop, [&](std::vector<ClientHit>&& hits) {
-            std::lock_guard<std::mutex> lock(shared.mu);
-            shared.ready.push_back(std::move(hits));
-            shared.cv.notify_one();
-          }, &shared.stats, &shared.mu);
-          std::lock_guard<std::mutex> lock(shared.mu);
-          if (!st.ok() && shared.error.ok() && !stop.load()) shared.error = st;
-          --shared.running;
-          shared.cv.notify_one();
-        });
-      }
-      for (;;) {
-        std::vector<ClientHit> batch;
-        {
-          std::unique_lock<std::mutex> lock(shared.mu);
-          shared.cv.wait(lock, [&] { return !shared.ready.empty() || shared.running == 0; });
-          if (shared.ready.empty()) break;
-          batch = std::move(shared.ready.front());
-          shared.ready.pop_front();
-          if (!shared.error.ok()) stop = true;
-        }
-        if (stop.load()) continue;  // drain: an error or the caller ended the search
-        deliver(batch);
       }
     }
     for (std::thread& t : threads) t.join();
