@@ -1239,15 +1239,11 @@ Result<Acg::FileIdSet> Acg::MovedStillHeld() {
       if (rc == 0) out.insert(id);
       else if (rc != MDB_NOTFOUND) return LmdbStatus(rc, "reading a moved file");
     }
-    return Status::OK();
+    // Edges left by moved files without a record.
+    return ScanEdges(txn, [&](FileId src, FileId, uint64_t) {
+      if (std::binary_search(routed.begin(), routed.end(), src)) out.insert(src);
+    });
   }));
-  // Edges left by moved files without a record.
-  std::vector<std::tuple<FileId, FileId, uint64_t>> edges;
-  PROPELLER_RETURN_IF_ERROR(ListEdges(&edges));
-  std::lock_guard<std::mutex> lock(routes_mu_);
-  for (const auto& edge : edges) {
-    if (routes_.count(std::get<0>(edge))) out.insert(std::get<0>(edge));
-  }
   return out;
 }
 
