@@ -1,6 +1,8 @@
 #include "indexnode/acg.h"
 
+#include <fcntl.h>
 #include <sys/mman.h>
+#include <unistd.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -279,6 +281,9 @@ Status Acg::OpenEnv(bool first) {
 }
 
 Status Acg::OpenLocked(bool first) {
+  if (retired_.load(std::memory_order_relaxed)) {
+    return Status::NotFound(AcgName(id_) + " moved to another node");
+  }
   prefaulted_.store(false);
   reads_.store(0);
   Status s = OpenEnv(first);
@@ -1095,6 +1100,52 @@ Status Acg::ImportHeld(std::span<const Update> updates, uint64_t applied_lsn) {
   }
   RefreshOpenBytes();
   return Status::OK();
+}
+
+Status Acg::CopyTo(const std::string& path) {
+  Pin pin(this);  // the cache of open ACGs leaves it open
+  PROPELLER_RETURN_IF_ERROR(EnsureOpen());
+  std::shared_lock<std::shared_mutex> lock(rw_);
+  if (!open_.load()) return Status::Aborted(AcgName(id_) + " closed during the copy; retry");
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return Status::IOError("creating " + path, errno);
+  // A read transaction inside: commits may go on meanwhile, the copy is one snapshot.
+  int rc = mdb_env_copyfd2(env_, fd, MDB_CP_COMPACT);
+  Status s = rc == 0 ? Status::OK() : LmdbStatus(rc, "copying " + AcgName(id_) + " to " + path);
+  if (s.ok() && ::fsync(fd) != 0) s = Status::IOError("syncing " + path, errno);
+  if (::close(fd) != 0 && s.ok()) s = Status::IOError("closing " + path, errno);
+  return s;
+}
+
+Status Acg::SetAppliedLsn(uint64_t lsn) {
+  bool reopened = false;
+  Status s = [&]() -> Status {
+    std::unique_lock<std::shared_mutex> lock(rw_);
+    PROPELLER_RETURN_IF_ERROR(EnsureOpenLocked(&reopened));
+    MDB_txn* raw = nullptr;
+    int rc = mdb_txn_begin(env_, nullptr, 0, &raw);
+    if (rc != 0) return LmdbStatus(rc, "mdb_txn_begin");
+    TxnGuard txn(raw);
+    std::string v;
+    AppendOrderedU64(lsn, &v);
+    MDB_val k = Val("applied_lsn"), val = Val(v);
+    rc = mdb_put(raw, meta_dbi_, &k, &val, 0);
+    if (rc != 0) return LmdbStatus(rc, "writing applied_lsn");
+    rc = txn.Commit();
+    if (rc != 0) return LmdbStatus(rc, "mdb_txn_commit");
+    applied_lsn_ = lsn;
+    return Status::OK();
+  }();
+  if (reopened && ctx_->on_open) ctx_->on_open(this);
+  return s;
+}
+
+void Acg::Retire() {
+  std::unique_lock<std::shared_mutex> lock(rw_);
+  CloseLocked();
+  indexes_.clear();
+  inode_.reset();
+  retired_.store(true, std::memory_order_release);
 }
 
 Status Acg::RecordMovedHeld(const FileIdSet& ids, uint64_t target, bool merge) {

@@ -262,6 +262,19 @@ class Acg {
   // indexes from the records, drops removed ones); a closed ACG does it when it next opens.
   Status SyncIndexes();
 
+  // ---- moving to another node (Engine::FreezeAndCopyAcg, AdoptAcg, DropMovedAcg) ----
+  // Writes a compacted copy of the committed environment (mdb_env_copyfd2 with
+  // MDB_CP_COMPACT) to the new file `path` and syncs it. Callers commit first and keep updates
+  // away. The copy is a valid data.mdb for an ACG directory.
+  Status CopyTo(const std::string& path);
+  // Records `lsn` durably as the applied LSN: an adopted copy takes the adopting node's log
+  // position, so that node's replay gives it exactly the records logged after the adoption.
+  Status SetAppliedLsn(uint64_t lsn);
+  // The ACG left this node: waits for operations holding it, closes the environment, drops
+  // the in-memory indexes, and makes every later open fail with NotFound.
+  void Retire();
+  bool retired() const { return retired_.load(std::memory_order_acquire); }
+
   uint64_t files() const { return files_.load(std::memory_order_relaxed); }
   uint64_t edges() const { return edges_.load(std::memory_order_relaxed); }
   uint64_t disk_bytes() const;
@@ -358,6 +371,7 @@ class Acg {
   std::atomic<int> pins_{0};
   std::atomic<uint64_t> last_used_{0};
   std::atomic<bool> open_{false};  // written under rw_ exclusive
+  std::atomic<bool> retired_{false};  // written under rw_ exclusive; never cleared
   // For open_bytes(); reset when the ACG opens.
   std::atomic<uint64_t> data_file_bytes_{0};
   std::atomic<uint64_t> hash_bytes_{0};

@@ -1,11 +1,14 @@
 #include "indexnode/engine.h"
 
+#include <fcntl.h>
 #include <malloc.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <cstdio>
 #include <filesystem>
 #include <map>
 #include <mutex>
@@ -104,6 +107,44 @@ bool IsBuiltinIndex(std::string_view name) {
 
 }  // namespace
 
+// Lets a rare operation wait until every Apply that began before it has finished, at the
+// cost of two uncontended atomic increments per Apply (a shared mutex would let a steady
+// stream of Apply calls starve the waiter). Apply holds a Ticket; Drain flips the epoch and
+// waits for the previous epoch's tickets to go. Drains must not overlap (callers serialise).
+class ApplyGate {
+ public:
+  class Ticket {
+   public:
+    explicit Ticket(ApplyGate* gate) : gate_(gate) {
+      for (;;) {
+        const uint64_t e = gate_->epoch_.load();
+        slot_ = static_cast<int>(e & 1);
+        gate_->in_[slot_].fetch_add(1);
+        if (gate_->epoch_.load() == e) return;  // counted before any Drain that missed us
+        gate_->in_[slot_].fetch_sub(1);
+      }
+    }
+    ~Ticket() { gate_->in_[slot_].fetch_sub(1); }
+    Ticket(const Ticket&) = delete;
+    Ticket& operator=(const Ticket&) = delete;
+
+   private:
+    ApplyGate* gate_;
+    int slot_ = 0;
+  };
+
+  // Returns once every Ticket taken before this call is gone. Tickets taken after it see
+  // whatever the caller changed before calling.
+  void Drain() {
+    const uint64_t old = epoch_.fetch_add(1);
+    while (in_[old & 1].load() != 0) std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+
+ private:
+  std::atomic<uint64_t> epoch_{0};
+  std::atomic<int64_t> in_[2] = {0, 0};
+};
+
 class Engine::Impl {
  public:
   explicit Impl(const EngineOptions& o) : options_(o) {
@@ -173,11 +214,27 @@ class Engine::Impl {
       for (const FileRecord& d : dirs) dir_table_.Put(d);
       return Status::OK();
     };
+    PROPELLER_RETURN_IF_ERROR(ReadMoved(&moved_));
+    any_moved_.store(!moved_.empty());
     std::vector<uint64_t> split_targets;  // with a split marker: decided below
     for (const std::string& name : names) {
       char* end = nullptr;
       unsigned long long id = std::strtoull(name.c_str(), &end, 10);
+      if (id != 0 && end != nullptr && std::string_view(end) == kAdoptSuffix) {
+        Log(LogLevel::kWarning, "removing %s: an unfinished adoption's copy", name.c_str());
+        PROPELLER_RETURN_IF_ERROR(RemoveDir(JoinPath(JoinPath(options_.data_dir, "acg"), name)));
+        continue;
+      }
       if (name.empty() || *end != '\0' || id == 0) continue;
+      // An adoption that did not reach its commit point: the source still has the ACG.
+      // A directory of an ACG that moved away: its removal did not finish.
+      const bool unadopted = env->FileExists(JoinPath(AcgDir(id), kAdoptMarker));
+      if (unadopted || moved_.count(id) != 0) {
+        Log(LogLevel::kWarning, "removing ACG %llu: %s", id,
+            unadopted ? "an unfinished adoption's copy" : "it moved to another node");
+        PROPELLER_RETURN_IF_ERROR(RemoveDir(AcgDir(id)));
+        continue;
+      }
       if (env->FileExists(SplitMarkerPath(id))) {
         split_targets.push_back(id);
         continue;
@@ -233,10 +290,11 @@ class Engine::Impl {
       for (const Update& u : batch) {
         PROPELLER_RETURN_IF_ERROR(ValidateUpdate(u).WithContext("replaying the log"));
       }
-      PROPELLER_RETURN_IF_ERROR(GroupByAcg(batch, &sc));
-      // Only the ACGs that have not committed this record yet get it.
-      std::erase_if(sc.groups,
-                    [&](const ApplyScratch::Group& g) { return g.acg->applied_lsn() >= lsn; });
+      PROPELLER_RETURN_IF_ERROR(GroupByAcg(batch, &sc, /*skip_moved=*/true));
+      // Only the ACGs that have not committed this record yet get it (and are still here).
+      std::erase_if(sc.groups, [&](const ApplyScratch::Group& g) {
+        return g.acg == nullptr || g.acg->applied_lsn() >= lsn;
+      });
       if (sc.groups.empty()) return Status::OK();
       std::shared_ptr<StagedBatch> staged = Stage(batch, &sc);
       staged->lsn = lsn;
@@ -314,6 +372,9 @@ class Engine::Impl {
       std::unique_lock<std::shared_mutex> lock(acgs_mu_);
       auto it = acgs_.find(id);
       if (it != acgs_.end()) return it->second.get();
+      // Never created again here once it moved away (an update following an old route, or
+      // the log's replay of records from before the move).
+      if (auto m = moved_.find(id); m != moved_.end()) return MovedErrorLocked(id, m->second);
       std::string dir = AcgDir(id);
       PROPELLER_ASSIGN_OR_RETURN(std::unique_ptr<Acg> acg, Acg::Open(id, dir, &ctx_));
       raw = acg.get();
@@ -339,7 +400,9 @@ class Engine::Impl {
     std::vector<Acg*> out;
     out.reserve(acgs_.size());
     for (auto& [id, acg] : acgs_) {
-      if (id != hidden_acg_ && acg->merged_into() == 0) out.push_back(acg.get());
+      if (id != hidden_acg_ && acg->merged_into() == 0 && !acg->retired()) {
+        out.push_back(acg.get());
+      }
     }
     return out;
   }
@@ -438,7 +501,10 @@ class Engine::Impl {
 
   // Groups the batch by ACG keeping the batch order inside each ACG — one lookup, one cache
   // lock and one reference per ACG instead of per update — and resolves (creates) the ACGs.
-  Status GroupByAcg(std::span<const Update> updates, ApplyScratch* sc) {
+  // Groups `updates` by the ACG each goes to (following routes), creating ACGs this node has
+  // not seen. An ACG that moved to another node (DropMovedAcg) gives a Redirect, or with
+  // `skip_moved` (the log's replay) a group with a null acg, which the caller drops.
+  Status GroupByAcg(std::span<const Update> updates, ApplyScratch* sc, bool skip_moved) {
     const size_t n = updates.size();
     sc->order.resize(n);
     sc->dest.resize(n);
@@ -473,8 +539,19 @@ class Engine::Impl {
       }
     }
     for (ApplyScratch::Group& g : sc->groups) {
-      if (g.acg != nullptr) continue;
-      PROPELLER_ASSIGN_OR_RETURN(g.acg, GetOrCreateAcg(g.acg_id));
+      if (g.acg != nullptr && !g.acg->retired()) continue;
+      if (g.acg == nullptr && !any_moved_.load(std::memory_order_acquire)) {
+        PROPELLER_ASSIGN_OR_RETURN(g.acg, GetOrCreateAcg(g.acg_id));
+        continue;
+      }
+      Result<Acg*> acg = g.acg == nullptr ? GetOrCreateAcg(g.acg_id) : MovedError(g.acg_id);
+      if (acg.ok()) {
+        g.acg = *acg;
+      } else if (skip_moved && acg.status().code() == StatusCode::kRedirect) {
+        g.acg = nullptr;
+      } else {
+        return acg.status();
+      }
     }
     return Status::OK();
   }
@@ -537,12 +614,29 @@ class Engine::Impl {
     if (updates.empty()) return Status::OK();
     if (updates.size() > UINT32_MAX) return Status::InvalidArgument("update batch is too large");
     for (const Update& u : updates) PROPELLER_RETURN_IF_ERROR(ValidateUpdate(u));
+    // A batch that touches an ACG being moved waits for the move to end (ThawAcg or
+    // DropMovedAcg), then goes again: it is applied, or it gets the Redirect of a moved ACG.
+    for (;;) {
+      uint64_t frozen = 0;
+      Status s = ApplyOnce(updates, &frozen);
+      if (frozen == 0) return s;
+      PROPELLER_RETURN_IF_ERROR(WaitUntilThawed(frozen));
+    }
+  }
+
+  // Apply, unless the batch touches a frozen ACG: then nothing happens and *frozen names it.
+  Status ApplyOnce(std::span<const Update> updates, uint64_t* frozen) {
     thread_local ApplyScratch sc;
+    ApplyGate::Ticket ticket(&apply_gate_);
     // ACGs are resolved (created) before logging: opening an environment must not happen
     // under the log lock. A split may switch routes before this batch is logged: on_logged
     // then routes it again (route_epoch_ changes only under the log lock).
     const uint64_t epoch = route_epoch_.load(std::memory_order_acquire);
-    PROPELLER_RETURN_IF_ERROR(GroupByAcg(updates, &sc));
+    PROPELLER_RETURN_IF_ERROR(GroupByAcg(updates, &sc, /*skip_moved=*/false));
+    if (any_frozen_.load(std::memory_order_acquire)) {
+      *frozen = FirstFrozen(sc);
+      if (*frozen != 0) return Status::OK();
+    }
     std::shared_ptr<StagedBatch> staged = Stage(updates, &sc);
     sc.payload.clear();
     // The log gets the records' encodings the cache already made (one encoding per record).
@@ -885,17 +979,18 @@ class Engine::Impl {
     });
   }
 
+  // The ACG `id` if it is here (not one that moved away).
   Acg* FindAcg(uint64_t id) {
     std::shared_lock<std::shared_mutex> lock(acgs_mu_);
     auto it = acgs_.find(id);
-    return it == acgs_.end() ? nullptr : it->second.get();
+    return it == acgs_.end() || it->second->retired() ? nullptr : it->second.get();
   }
 
   Result<FileRecord> Get(uint64_t acg_id, FileId id) {
     if (crashed_) return Status::Aborted("engine crashed");
     if (any_routes_.load(std::memory_order_acquire)) acg_id = Route(acg_id, id);
     Acg* acg = FindAcg(acg_id);
-    if (acg == nullptr) return Status::NotFound("no ACG " + std::to_string(acg_id));
+    if (acg == nullptr) return NotHere(acg_id);
     PROPELLER_RETURN_IF_ERROR(CommitAcg(acg));
     Result<FileRecord> rec = acg->Get(id);
     EnforceOpenBounds();
@@ -1010,7 +1105,7 @@ class Engine::Impl {
                    std::vector<std::tuple<FileId, FileId, uint64_t>>* edges) {
     if (crashed_) return Status::Aborted("engine crashed");
     Acg* acg = FindAcg(acg_id);
-    if (acg == nullptr) return Status::NotFound("no ACG " + std::to_string(acg_id));
+    if (acg == nullptr) return NotHere(acg_id);
     PROPELLER_RETURN_IF_ERROR(CommitAcg(acg));
     Status s = acg->ListEdges(edges);
     EnforceOpenBounds();
@@ -1043,8 +1138,12 @@ class Engine::Impl {
       return Status::InvalidArgument("split target must be a new ACG id other than the source");
     }
     Acg* source = FindAcg(source_id);
-    if (source == nullptr) return Status::NotFound("no ACG " + std::to_string(source_id));
-    if (FindAcg(target_id) != nullptr || options_.env->FileExists(AcgDir(target_id))) {
+    if (source == nullptr) return NotHere(source_id);
+    if (IsFrozen(source_id)) {
+      return Status::Unavailable("ACG " + std::to_string(source_id) + " is being moved");
+    }
+    if (FindAcg(target_id) != nullptr || options_.env->FileExists(AcgDir(target_id)) ||
+        MovedTo(target_id) != 0) {
       return Status::AlreadyExists("ACG " + std::to_string(target_id) + " exists");
     }
     const int64_t t_start = options_.env->MonotonicNanos();
@@ -1323,6 +1422,11 @@ class Engine::Impl {
       return Status::NotFound("no ACG " + std::to_string(source == nullptr ? source_id
                                                                               : target_id));
     }
+    if (IsFrozen(source_id) || IsFrozen(target_id)) {
+      return Status::Unavailable("ACG " +
+                                 std::to_string(IsFrozen(source_id) ? source_id : target_id) +
+                                 " is being moved");
+    }
     if (source->merged_into() == target_id) return Status::OK();  // asked again: done
     if (source->merged_into() != 0 || target->merged_into() != 0) {
       const Acg* merged = source->merged_into() != 0 ? source : target;
@@ -1464,8 +1568,317 @@ class Engine::Impl {
     return options_.env->SyncDir(AcgDir(target->id()));
   }
 
+  // ---- moving ACGs between nodes (engine.h: FreezeAndCopyAcg, AdoptAcg, DropMovedAcg) ----
+  //
+  // Source side: FreezeAndCopyAcg marks the ACG frozen, waits (apply_gate_) until no Apply
+  // that missed the mark is still running, commits it and copies its environment; Apply
+  // batches touching it wait from then on. DropMovedAcg records the move in <data>/moved
+  // (its commit point), retires the ACG with searches held off for that instant, removes its
+  // directory and wakes the waiting batches, which get a Redirect. ThawAcg instead lets them
+  // through (the move did not happen).
+  // Destination side: AdoptAcg renames the copy into acg/<id> under an ADOPTED marker, gives
+  // it this node's log position as its applied LSN, and removes the marker: its commit point.
+  // Open discards a directory still marked (the source keeps the ACG until the cluster's map
+  // names this node, which only happens after AdoptAcg returned) and finishes a drop that a
+  // crash interrupted (a directory the moved file names).
+
+  Status FreezeAndCopyAcg(uint64_t id, const std::string& path) {
+    if (crashed_) return Status::Aborted("engine crashed");
+    std::lock_guard<std::mutex> split_lock(split_mu_);
+    Acg* acg = FindAcg(id);
+    if (acg == nullptr) return NotHere(id);
+    PROPELLER_RETURN_IF_ERROR(CheckMovable(acg));
+    {
+      std::lock_guard<std::mutex> lock(move_mu_);
+      if (frozen_.count(id) != 0) {
+        return Status::InvalidArgument("ACG " + std::to_string(id) + " is being moved already");
+      }
+      frozen_.insert(id);
+      any_frozen_.store(true, std::memory_order_release);
+    }
+    // Every Apply from here on sees the mark; the ones that may not have are waited for, so
+    // the commit below holds every update acknowledged before this call returns.
+    apply_gate_.Drain();
+    Status s = CommitAcg(acg);
+    if (s.ok() && acg->cached() != 0) {
+      s = Status::Internal("updates were cached after the ACG was frozen");
+    }
+    if (s.ok()) s = acg->CopyTo(path);
+    if (!s.ok()) {
+      Thaw(id);
+      std::error_code ec;
+      std::filesystem::remove(path, ec);
+      return s.WithContext("copying ACG " + std::to_string(id) + " for a move");
+    }
+    return Status::OK();
+  }
+
+  Status ThawAcg(uint64_t id) {
+    {
+      std::lock_guard<std::mutex> lock(move_mu_);
+      if (frozen_.count(id) == 0) {
+        return Status::InvalidArgument("ACG " + std::to_string(id) + " is not being moved");
+      }
+    }
+    Thaw(id);
+    return Status::OK();
+  }
+
+  Status DropMovedAcg(uint64_t id, uint64_t destination) {
+    if (crashed_) return Status::Aborted("engine crashed");
+    std::lock_guard<std::mutex> split_lock(split_mu_);
+    Acg* acg = FindAcg(id);
+    if (acg == nullptr) {
+      if (MovedTo(id) == destination && destination != 0) return Status::OK();  // asked again
+      return NotHere(id);
+    }
+    {
+      std::lock_guard<std::mutex> lock(move_mu_);
+      if (frozen_.count(id) == 0) {
+        return Status::InvalidArgument("ACG " + std::to_string(id) +
+                                       " is not frozen: FreezeAndCopyAcg comes first");
+      }
+    }
+    // The commit point: from here the ACG is not this node's, also after a crash.
+    std::map<uint64_t, uint64_t> moved;
+    {
+      std::shared_lock<std::shared_mutex> lock(acgs_mu_);
+      moved = moved_;
+    }
+    moved[id] = destination;
+    PROPELLER_RETURN_IF_ERROR(WriteMoved(moved).WithContext("recording the move of ACG " +
+                                                            std::to_string(id)));
+    {
+      std::unique_lock<std::shared_mutex> lock(acgs_mu_);
+      moved_ = std::move(moved);
+      any_moved_.store(true, std::memory_order_release);
+    }
+    {
+      // No search is running while the ACG leaves: each one saw it whole or not at all.
+      std::unique_lock<std::shared_mutex> gate(search_gate_);
+      acg->Retire();
+    }
+    Status s = RemoveDir(AcgDir(id));
+    if (!s.ok()) {
+      // Moved all the same (recorded above); Open removes what is left.
+      Log(LogLevel::kWarning, "ACG %llu moved, but its directory stays until restart: %s",
+          static_cast<unsigned long long>(id), s.ToString().c_str());
+    }
+    Thaw(id);
+    Log(LogLevel::kInfo, "ACG %llu moved to %llu", static_cast<unsigned long long>(id),
+        static_cast<unsigned long long>(destination));
+    return Status::OK();
+  }
+
+  Status AdoptAcg(uint64_t id, const std::string& path) {
+    if (crashed_) return Status::Aborted("engine crashed");
+    if (id == 0) return Status::InvalidArgument("ACG ids start at 1");
+    std::lock_guard<std::mutex> split_lock(split_mu_);
+    if (FindAcg(id) != nullptr) {
+      return Status::AlreadyExists("ACG " + std::to_string(id) + " exists on this node");
+    }
+    Env* env = options_.env;
+    const std::string dir = AcgDir(id);
+    const std::string staging = dir + kAdoptSuffix;
+    const std::string what = "adopting ACG " + std::to_string(id);
+    PROPELLER_RETURN_IF_ERROR(RemoveDir(staging).WithContext(what));
+    PROPELLER_RETURN_IF_ERROR(env->CreateDirs(staging).WithContext(what));
+    const std::string data = JoinPath(staging, "data.mdb");
+    std::error_code ec;
+    std::filesystem::rename(path, data, ec);
+    if (ec) {  // another file system: copy (and sync: the rename kept the sender's sync)
+      ec.clear();
+      std::filesystem::copy_file(path, data, ec);
+      if (!ec) PROPELLER_RETURN_IF_ERROR(SyncFile(data).WithContext(what));
+    }
+    if (ec) return Status::IOError(what + ": placing " + path + ": " + ec.message());
+    PROPELLER_RETURN_IF_ERROR(
+        WriteFileAtomically(env, JoinPath(staging, kAdoptMarker), "").WithContext(what));
+    PROPELLER_RETURN_IF_ERROR(RemoveDir(dir).WithContext(what));  // a drop's leftover
+    PROPELLER_RETURN_IF_ERROR(env->RenameFile(staging, dir).WithContext(what));
+    PROPELLER_RETURN_IF_ERROR(env->SyncDir(JoinPath(options_.data_dir, "acg")).WithContext(what));
+    auto undo = [&](const Status& s) {
+      std::error_code rm;
+      std::filesystem::remove_all(dir, rm);
+      return s.WithContext(what);
+    };
+    Result<std::unique_ptr<Acg>> opened = Acg::Open(id, dir, &ctx_);
+    if (!opened.ok()) return undo(opened.status());
+    Acg* acg = opened->get();
+    if (acg->has_routes() || acg->cleanup_pending()) {
+      return undo(Status::InvalidArgument("the copy is of an ACG with routes, which cannot move"));
+    }
+    // Records logged here before now are not this ACG's (it was elsewhere): replay must give
+    // it only what comes after.
+    Status s = acg->SetAppliedLsn(wal_->next_lsn() - 1);
+    std::vector<FileRecord> dirs;
+    if (s.ok()) s = acg->ListDirectories(&dirs);
+    std::map<uint64_t, uint64_t> moved;
+    bool was_moved = false;
+    {
+      std::shared_lock<std::shared_mutex> lock(acgs_mu_);
+      moved = moved_;
+    }
+    was_moved = moved.erase(id) != 0;
+    if (s.ok() && was_moved) s = WriteMoved(moved);
+    if (!s.ok()) return undo(s);
+    for (const FileRecord& d : dirs) dir_table_.Put(d);
+    {
+      std::unique_lock<std::shared_mutex> lock(acgs_mu_);
+      auto it = acgs_.find(id);
+      if (it != acgs_.end()) retired_.push_back(std::move(it->second));  // keep its pointers valid
+      acgs_[id] = std::move(*opened);
+      moved_ = std::move(moved);
+    }
+    // The commit point. Failing here leaves the marker: the next Open discards the copy,
+    // which is right, since no one was told it arrived.
+    PROPELLER_RETURN_IF_ERROR(env->RemoveFile(JoinPath(dir, kAdoptMarker)).WithContext(what));
+    PROPELLER_RETURN_IF_ERROR(env->SyncDir(dir).WithContext(what));
+    OnAcgOpened(acg);
+    return Status::OK();
+  }
+
+  uint64_t MovedTo(uint64_t id) {
+    std::shared_lock<std::shared_mutex> lock(acgs_mu_);
+    auto it = moved_.find(id);
+    return it == moved_.end() ? 0 : it->second;
+  }
+
+  // NotFound, or the Redirect of an ACG that moved away.
+  Status NotHere(uint64_t id) {
+    const uint64_t to = MovedTo(id);
+    if (to != 0) return MovedErrorLocked(id, to);
+    return Status::NotFound("no ACG " + std::to_string(id));
+  }
+  Status MovedError(uint64_t id) {
+    const uint64_t to = MovedTo(id);
+    return MovedErrorLocked(id, to);
+  }
+  static Status MovedErrorLocked(uint64_t id, uint64_t destination) {
+    return Status::Redirect("ACG " + std::to_string(id) + " moved to node " +
+                            std::to_string(destination));
+  }
+
+  // Only a plain ACG moves: routes (a split or merge source), a split in progress and an
+  // unreported split into it (its record lives in its directory here) keep it on this node.
+  Status CheckMovable(Acg* acg) {
+    const std::string name = "ACG " + std::to_string(acg->id());
+    {
+      std::shared_lock<std::shared_mutex> lock(acgs_mu_);
+      if (hidden_acg_ == acg->id()) return Status::InvalidArgument(name + " is being split into");
+    }
+    if (acg->has_routes() || acg->merged_into() != 0 || acg->cleanup_pending()) {
+      return Status::InvalidArgument(name +
+                                     " has routes from a split or merge and cannot move");
+    }
+    std::lock_guard<std::mutex> lock(report_mu_);
+    for (const auto& [target, source] : unreported_) {
+      if (target == acg->id()) {
+        return Status::InvalidArgument(name + " holds the unreported split of ACG " +
+                                       std::to_string(source) + "; report it first");
+      }
+    }
+    return Status::OK();
+  }
+
+  bool IsFrozen(uint64_t id) {
+    if (!any_frozen_.load(std::memory_order_acquire)) return false;
+    std::lock_guard<std::mutex> lock(move_mu_);
+    return frozen_.count(id) != 0;
+  }
+
+  uint64_t FirstFrozen(const ApplyScratch& sc) {
+    std::lock_guard<std::mutex> lock(move_mu_);
+    for (const ApplyScratch::Group& g : sc.groups) {
+      if (frozen_.count(g.acg_id) != 0) return g.acg_id;
+    }
+    return 0;
+  }
+
+  void Thaw(uint64_t id) {
+    std::lock_guard<std::mutex> lock(move_mu_);
+    frozen_.erase(id);
+    any_frozen_.store(!frozen_.empty(), std::memory_order_release);
+    move_cv_.notify_all();
+  }
+
+  // Waits until ACG `id` is not frozen; Unavailable after kMoveWaitNs.
+  Status WaitUntilThawed(uint64_t id) {
+    std::unique_lock<std::mutex> lock(move_mu_);
+    const bool thawed = move_cv_.wait_for(lock, std::chrono::nanoseconds(kMoveWaitNs), [&] {
+      return frozen_.count(id) == 0 || crashed_.load();
+    });
+    if (crashed_) return Status::Aborted("engine crashed");
+    if (!thawed) {
+      return Status::Unavailable("ACG " + std::to_string(id) +
+                                 " is being moved to another node; retry");
+    }
+    return Status::OK();
+  }
+
+  // <data>/moved: "PMV1\n", then "<acg> <destination>\n" per moved ACG, then "crc <hex>\n"
+  // with the masked CRC-32C of everything before it. Replaced atomically.
+  std::string MovedPath() const { return JoinPath(options_.data_dir, "moved"); }
+  Status WriteMoved(const std::map<uint64_t, uint64_t>& moved) {
+    std::string text = "PMV1\n";
+    for (const auto& [acg, to] : moved) {
+      text += std::to_string(acg) + " " + std::to_string(to) + "\n";
+    }
+    char crc[32];
+    std::snprintf(crc, sizeof(crc), "crc %08x\n", Crc32cMask(Crc32c(text)));
+    text += crc;
+    return WriteFileAtomically(options_.env, MovedPath(), text);
+  }
+  Status ReadMoved(std::map<uint64_t, uint64_t>* moved) {
+    moved->clear();
+    if (!options_.env->FileExists(MovedPath())) return Status::OK();
+    std::string text;
+    PROPELLER_RETURN_IF_ERROR(ReadFileToString(options_.env, MovedPath(), &text));
+    const Status bad = Status::Corruption(MovedPath() + ": not a valid record of moved ACGs");
+    const size_t crc_at = text.rfind("crc ");
+    if (text.compare(0, 5, "PMV1\n") != 0 || crc_at == std::string::npos) return bad;
+    unsigned crc = 0;
+    if (std::sscanf(text.c_str() + crc_at, "crc %8x\n", &crc) != 1 ||
+        crc != Crc32cMask(Crc32c(std::string_view(text).substr(0, crc_at)))) {
+      return bad;
+    }
+    size_t at = 5;
+    while (at < crc_at) {
+      const size_t eol = text.find('\n', at);
+      if (eol == std::string::npos || eol > crc_at) return bad;
+      unsigned long long acg = 0, to = 0;
+      char extra = 0;
+      if (std::sscanf(text.substr(at, eol - at).c_str(), "%llu %llu%c", &acg, &to, &extra) != 2 ||
+          acg == 0) {
+        return bad;
+      }
+      (*moved)[acg] = to;
+      at = eol + 1;
+    }
+    return Status::OK();
+  }
+
+  Status RemoveDir(const std::string& dir) {
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+    if (ec) return Status::IOError("removing " + dir + ": " + ec.message());
+    return Status::OK();
+  }
+
+  static Status SyncFile(const std::string& path) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return Status::IOError("opening " + path, errno);
+    Status s = ::fsync(fd) == 0 ? Status::OK() : Status::IOError("syncing " + path, errno);
+    ::close(fd);
+    return s;
+  }
+
   void Crash() {
     crashed_ = true;
+    {
+      std::lock_guard<std::mutex> lock(move_mu_);  // batches waiting for a move give up
+      move_cv_.notify_all();
+    }
     StopCommitter();
     std::lock_guard<std::mutex> commit_lock(commit_mu_);  // wait for a running commit
     wal_->Crash();
@@ -1478,6 +1891,12 @@ class Engine::Impl {
   static constexpr char kSplitMarker[] = "SPLITTING";
   static constexpr char kReportPrefix[] = "REPORT.";
   static constexpr char kMergeMarker[] = "MERGING";
+  // An adopted copy's directory is acg/<id>.adopt until it is complete, then acg/<id> with
+  // this marker until its commit point (AdoptAcg).
+  static constexpr char kAdoptSuffix[] = ".adopt";
+  static constexpr char kAdoptMarker[] = "ADOPTED";
+  // How long an Apply waits for a move of one of its ACGs to end.
+  static constexpr int64_t kMoveWaitNs = 10'000'000'000;
   // Moved files removed from their source per transaction after a split or merge.
   static constexpr size_t kCleanupChunk = 2048;
   static constexpr char kSplitReportMagic[] = "PSR1";
@@ -1586,6 +2005,11 @@ class Engine::Impl {
   AcgContext ctx_;  // constant after construction; outlives acgs_
   std::shared_mutex acgs_mu_;
   std::map<uint64_t, std::unique_ptr<Acg>> acgs_;  // Under acgs_mu_. Never shrinks.
+  // Retired ACGs replaced in acgs_ by an adopted copy of the same id: kept, so pointers that
+  // threads took before stay valid. Under acgs_mu_.
+  std::vector<std::unique_ptr<Acg>> retired_;
+  std::map<uint64_t, uint64_t> moved_;  // Under acgs_mu_. ACG -> node it moved to (<data>/moved)
+  std::atomic<bool> any_moved_{false};  // moved_ is not empty
   uint64_t hidden_acg_ = 0;  // Under acgs_mu_. The target of a split in progress, or 0.
 
   // ---- splits (SplitAcg) ----
@@ -1604,6 +2028,13 @@ class Engine::Impl {
   std::mutex lru_mu_;
   std::vector<Acg*> open_set_;  // Under lru_mu_. ACGs accounted as open.
   std::mutex commit_mu_;  // serialises CommitDue passes
+
+  // ---- moves (FreezeAndCopyAcg) ----
+  ApplyGate apply_gate_;
+  std::mutex move_mu_;  // a leaf
+  std::condition_variable move_cv_;  // with move_mu_: an ACG was thawed or dropped
+  std::set<uint64_t> frozen_;  // Under move_mu_. ACGs whose updates wait (being moved).
+  std::atomic<bool> any_frozen_{false};  // frozen_ is not empty
 
   std::mutex committer_mu_;
   std::condition_variable committer_cv_;
@@ -1675,6 +2106,17 @@ Status Engine::MergeAcg(uint64_t source, uint64_t target) {
 Status Engine::MergeAcgCrashingForTesting(uint64_t source, uint64_t target, int step) {
   return impl_->MergeAcg(source, target, step);
 }
+Status Engine::FreezeAndCopyAcg(uint64_t acg, const std::string& path) {
+  return impl_->FreezeAndCopyAcg(acg, path);
+}
+Status Engine::ThawAcg(uint64_t acg) { return impl_->ThawAcg(acg); }
+Status Engine::DropMovedAcg(uint64_t acg, uint64_t destination) {
+  return impl_->DropMovedAcg(acg, destination);
+}
+Status Engine::AdoptAcg(uint64_t acg, const std::string& path) {
+  return impl_->AdoptAcg(acg, path);
+}
+uint64_t Engine::MovedTo(uint64_t acg) { return impl_->MovedTo(acg); }
 
 Status Engine::SplitAcgCrashingForTesting(uint64_t source, uint64_t target,
                                           std::span<const FileId> moving, int step) {

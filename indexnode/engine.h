@@ -285,6 +285,34 @@ class Engine {
   Status SplitAcgCrashingForTesting(uint64_t source, uint64_t target,
                                     std::span<const FileId> moving, int step);
 
+  // ---- Moving an ACG to another node in bulk (DESIGN §5) ----
+  // Only a plain ACG moves: not one with routes (a split or merge source), nor one being split
+  // into or holding an unreported split (InvalidArgument).
+  //
+  // Source, step 1: stops updates to ACG `acg` — from here an Apply whose batch touches it,
+  // directly or through a split's routes, waits (at most 10 s, then Unavailable) until
+  // ThawAcg or DropMovedAcg — commits it, and writes a compacted copy of its LMDB environment
+  // (mdb_env_copyfd2, MDB_CP_COMPACT), synced, to the new file `path`. Every update
+  // acknowledged before the call is in the copy. On error the ACG is thawed.
+  Status FreezeAndCopyAcg(uint64_t acg, const std::string& path);
+  // Source, the move did not happen: the waiting batches go on here.
+  Status ThawAcg(uint64_t acg);
+  // Source, step 2 (after the destination adopted the copy and the cluster's map names it):
+  // records durably that `acg` moved to `destination` (an opaque non-zero tag: the node
+  // server's node id), removes it between two searches, deletes its directory and wakes the
+  // waiting batches. From then on an update or Get that reaches it, directly or through a
+  // route, and the log's replay of its old records, get Redirect ("ACG n moved to node d"),
+  // never a new empty ACG. REQUIRES: frozen by FreezeAndCopyAcg. OK when asked again.
+  Status DropMovedAcg(uint64_t acg, uint64_t destination);
+  // Destination: installs the file `path` written by FreezeAndCopyAcg (on any node) as ACG
+  // `acg` here. The file is renamed into the data directory (copied when on another file
+  // system). The ACG's applied LSN becomes this node's log position, so a crash replays
+  // exactly the updates it acknowledged after this call. All or nothing, also across a crash
+  // (an interrupted adoption is discarded by Open). AlreadyExists when `acg` is here.
+  Status AdoptAcg(uint64_t acg, const std::string& path);
+  // The destination `acg` moved to (DropMovedAcg), or 0.
+  uint64_t MovedTo(uint64_t acg);
+
   // Test hook: stops every thread and closes every file WITHOUT committing caches, syncing or
   // truncating anything — as if the process died here. Afterwards only destruction is valid.
   void CrashForTesting();
