@@ -896,6 +896,16 @@ class Engine::Impl {
     std::shared_lock<std::shared_mutex> gate(search_gate_);
     std::vector<Acg*> acgs = VisibleAcgs();
     SearchStats stats;
+    if (!req.acgs.empty()) {
+      std::vector<uint64_t> wanted = req.acgs;
+      std::sort(wanted.begin(), wanted.end());
+      std::erase_if(acgs, [&](Acg* a) {
+        return !std::binary_search(wanted.begin(), wanted.end(), a->id());
+      });
+      NoteRecentMoves(acgs, &wanted, &stats);
+    } else if (any_recent_moves_.load(std::memory_order_acquire)) {
+      NoteRecentMoves(acgs, nullptr, &stats);
+    }
     stats.acgs_total = acgs.size();
     std::vector<Acg*> todo;
     for (Acg* acg : acgs) {
@@ -971,6 +981,38 @@ class Engine::Impl {
     stats.hits = delivered;
     if (stats_out) *stats_out = stats;
     return Status::OK();
+  }
+
+  // REQUIRES: acgs_mu_ held exclusively.
+  void PruneRecentMovesLocked() {
+    const int64_t now = options_.env->MonotonicNanos();
+    std::erase_if(moved_at_, [&](const auto& e) { return now - e.second > kRecentMoveNs; });
+    std::erase_if(adopted_at_, [&](const auto& e) { return now - e.second > kRecentMoveNs; });
+  }
+
+  // Fills stats->moved and ->adopted from the recent moves (limited to `wanted` if given),
+  // with `searched` the ACGs this search takes. REQUIRES: search_gate_ held (shared).
+  void NoteRecentMoves(const std::vector<Acg*>& searched, const std::vector<uint64_t>* wanted,
+                       SearchStats* stats) {
+    const int64_t now = options_.env->MonotonicNanos();
+    auto in = [&](uint64_t id) {
+      return wanted == nullptr || std::binary_search(wanted->begin(), wanted->end(), id);
+    };
+    std::shared_lock<std::shared_mutex> lock(acgs_mu_);
+    for (const auto& [id, at] : moved_at_) {
+      if (now - at > kRecentMoveNs || !in(id)) continue;
+      auto to = moved_.find(id);
+      if (to != moved_.end()) stats->moved.emplace_back(id, to->second);
+    }
+    for (const auto& [id, at] : adopted_at_) {
+      if (now - at > kRecentMoveNs || !in(id)) continue;
+      for (Acg* a : searched) {
+        if (a->id() == id) {
+          stats->adopted.push_back(id);
+          break;
+        }
+      }
+    }
   }
 
   static void SortHits(const std::string& key, bool desc, std::vector<SearchHit>* hits) {
@@ -1653,10 +1695,17 @@ class Engine::Impl {
       moved_ = std::move(moved);
       any_moved_.store(true, std::memory_order_release);
     }
+    // A failure below leaves the ACG frozen-in-place until restart; searches still see it
+    // until the retirement, and report it as moved once it is gone.
     {
       // No search is running while the ACG leaves: each one saw it whole or not at all.
       std::unique_lock<std::shared_mutex> gate(search_gate_);
       acg->Retire();
+      std::unique_lock<std::shared_mutex> lock(acgs_mu_);
+      PruneRecentMovesLocked();
+      moved_at_[id] = options_.env->MonotonicNanos();
+      adopted_at_.erase(id);
+      any_recent_moves_.store(true, std::memory_order_release);
     }
     Status s = RemoveDir(AcgDir(id));
     if (!s.ok()) {
@@ -1670,7 +1719,7 @@ class Engine::Impl {
     return Status::OK();
   }
 
-  Status AdoptAcg(uint64_t id, const std::string& path) {
+  Status AdoptAcg(uint64_t id, const std::string& path, bool frozen) {
     if (crashed_) return Status::Aborted("engine crashed");
     if (id == 0) return Status::InvalidArgument("ACG ids start at 1");
     std::lock_guard<std::mutex> split_lock(split_mu_);
@@ -1723,8 +1772,17 @@ class Engine::Impl {
     if (s.ok() && was_moved) s = WriteMoved(moved);
     if (!s.ok()) return undo(s);
     for (const FileRecord& d : dirs) dir_table_.Put(d);
+    if (frozen) {
+      std::lock_guard<std::mutex> lock(move_mu_);  // before any Apply can find it
+      frozen_.insert(id);
+      any_frozen_.store(true, std::memory_order_release);
+    }
     {
       std::unique_lock<std::shared_mutex> lock(acgs_mu_);
+      PruneRecentMovesLocked();
+      adopted_at_[id] = options_.env->MonotonicNanos();
+      moved_at_.erase(id);
+      any_recent_moves_.store(true, std::memory_order_release);
       auto it = acgs_.find(id);
       if (it != acgs_.end()) retired_.push_back(std::move(it->second));  // keep its pointers valid
       acgs_[id] = std::move(*opened);
@@ -2010,6 +2068,11 @@ class Engine::Impl {
   std::vector<std::unique_ptr<Acg>> retired_;
   std::map<uint64_t, uint64_t> moved_;  // Under acgs_mu_. ACG -> node it moved to (<data>/moved)
   std::atomic<bool> any_moved_{false};  // moved_ is not empty
+  // When ACGs moved away or were adopted, monotonic ns (SearchStats::moved, adopted); pruned
+  // after kRecentMoveNs. Under acgs_mu_.
+  std::map<uint64_t, int64_t> moved_at_;
+  std::map<uint64_t, int64_t> adopted_at_;
+  std::atomic<bool> any_recent_moves_{false};  // a move or adoption happened since Open
   uint64_t hidden_acg_ = 0;  // Under acgs_mu_. The target of a split in progress, or 0.
 
   // ---- splits (SplitAcg) ----
@@ -2113,8 +2176,8 @@ Status Engine::ThawAcg(uint64_t acg) { return impl_->ThawAcg(acg); }
 Status Engine::DropMovedAcg(uint64_t acg, uint64_t destination) {
   return impl_->DropMovedAcg(acg, destination);
 }
-Status Engine::AdoptAcg(uint64_t acg, const std::string& path) {
-  return impl_->AdoptAcg(acg, path);
+Status Engine::AdoptAcg(uint64_t acg, const std::string& path, bool frozen) {
+  return impl_->AdoptAcg(acg, path, frozen);
 }
 uint64_t Engine::MovedTo(uint64_t acg) { return impl_->MovedTo(acg); }
 

@@ -146,6 +146,7 @@ struct SearchRequest {
   std::string sort_by;
   bool descending = false;
   int64_t now_ns = 0;                // instant for ages; 0 = now
+  std::vector<uint64_t> acgs;        // only these ACGs (sorted or not); empty = every ACG
 };
 
 struct SearchHit {
@@ -161,7 +162,16 @@ struct SearchStats {
   uint64_t acgs_committed = 0;  // caches committed because this search touched them
   uint64_t candidates = 0;      // records verified
   uint64_t hits = 0;
+  // For a cluster search racing a migration (see Engine::AdoptAcg): the ACGs (with the
+  // destination DropMovedAcg recorded) that moved away in the last kRecentMoveNs and so were
+  // not searched here, and those adopted in that time that this search did include. Limited
+  // to SearchRequest::acgs when that is set.
+  std::vector<std::pair<uint64_t, uint64_t>> moved;
+  std::vector<uint64_t> adopted;
 };
+// How long Search reports an ACG as lately moved or adopted (SearchStats): far longer than
+// any search's requests can take to reach their nodes.
+inline constexpr int64_t kRecentMoveNs = 120'000'000'000;
 
 struct AcgInfo {
   uint64_t id = 0;
@@ -309,7 +319,9 @@ class Engine {
   // system). The ACG's applied LSN becomes this node's log position, so a crash replays
   // exactly the updates it acknowledged after this call. All or nothing, also across a crash
   // (an interrupted adoption is discarded by Open). AlreadyExists when `acg` is here.
-  Status AdoptAcg(uint64_t acg, const std::string& path);
+  // `frozen`: updates to it wait from the start, as after FreezeAndCopyAcg, until ThawAcg (a
+  // migration keeps both copies identical until the source has dropped its own).
+  Status AdoptAcg(uint64_t acg, const std::string& path, bool frozen = false);
   // The destination `acg` moved to (DropMovedAcg), or 0.
   uint64_t MovedTo(uint64_t acg);
 

@@ -191,6 +191,31 @@ TEST(EngineMoveTest, MovesAnAcgWithUpdatesWaitingAndNothingLost) {
     EXPECT_EQ(*got, rec);
     EXPECT_EQ(a->Get(kMoving, id).status().code(), StatusCode::kRedirect);
   }
+  // Searches tell a cluster client what moved lately: A did not search kMoving (it went to
+  // kNodeB), B did (just adopted); a search of kMoving alone at B is exactly its files.
+  {
+    SearchRequest all;
+    all.query = "size>=0";
+    SearchStats sa, sb;
+    ASSERT_TRUE(a->SearchAll(all, &sa).ok());
+    ASSERT_TRUE(b->SearchAll(all, &sb).ok());
+    EXPECT_EQ(sa.moved, (std::vector<std::pair<uint64_t, uint64_t>>{{kMoving, kNodeB}}));
+    EXPECT_TRUE(sa.adopted.empty());
+    EXPECT_TRUE(sb.moved.empty());
+    EXPECT_EQ(sb.adopted, std::vector<uint64_t>{kMoving});
+    SearchRequest only = all;
+    only.acgs = {kMoving};
+    auto hits = b->SearchAll(only, &sb);
+    ASSERT_TRUE(hits.ok());
+    ParseOptions po;
+    po.now_ns = kNow;
+    EXPECT_EQ(HitPaths(*hits), w.Union({kMoving}).Search(*Query::Parse("size>=0", po), "/"));
+    only.acgs = {kOther};
+    hits = a->SearchAll(only, &sa);
+    ASSERT_TRUE(hits.ok());
+    EXPECT_TRUE(hits->empty());
+    EXPECT_TRUE(sa.moved.empty()) << "kMoving was not asked for";
+  }
   Update stale = w.Change(kMoving);
   EXPECT_EQ(a->Apply({&stale, 1}).code(), StatusCode::kRedirect);
   std::vector<std::tuple<FileId, FileId, uint64_t>> edges;
@@ -288,10 +313,21 @@ TEST(EngineMoveTest, ThawLetsWaitingUpdatesThroughAndTheCopyIsTheFrozenState) {
   // Dropping needs a freeze first.
   EXPECT_EQ(a->DropMovedAcg(kMoving, kNodeB).code(), StatusCode::kInvalidArgument);
 
-  // The copy holds exactly the state at the freeze (a third engine adopts it; copying across
-  // file systems would take the same path).
-  ASSERT_TRUE(c->AdoptAcg(kMoving, copy).ok());
+  // The copy holds exactly the state at the freeze (a third engine adopts it, frozen: its
+  // updates wait until the thaw).
+  ASSERT_TRUE(c->AdoptAcg(kMoving, copy, /*frozen=*/true).ok());
   ASSERT_NO_FATAL_FAILURE(ExpectSearchesMatch(c.get(), &w, frozen, 30));
+  std::atomic<bool> applied{false};
+  Update next = w.Change(kMoving);
+  std::thread later([&] {
+    EXPECT_TRUE(c->Apply({&next, 1}).ok());
+    applied = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_FALSE(applied.load());
+  ASSERT_TRUE(c->ThawAcg(kMoving).ok());
+  later.join();
+  EXPECT_TRUE(applied.load());
 }
 
 TEST(EngineMoveTest, RefusesWhatCannotMoveAndRoutesFollowAMovedTarget) {

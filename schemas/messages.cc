@@ -143,6 +143,11 @@ PROPELLER_WIRE_CODEC(Ping)
 PROPELLER_WIRE_CODEC(ListEdgesRequest)
 PROPELLER_WIRE_CODEC(WireEdge)
 PROPELLER_WIRE_CODEC(EdgesReply)
+PROPELLER_WIRE_CODEC(MoveAcgRequest)
+PROPELLER_WIRE_CODEC(MigrateAcgRequest)
+PROPELLER_WIRE_CODEC(MigrateAcgReply)
+PROPELLER_WIRE_CODEC(AdoptAcgChunk)
+PROPELLER_WIRE_CODEC(ReleaseAcgRequest)
 #undef PROPELLER_WIRE_CODEC
 
 // ---- building blocks ------------------------------------------------------------------------
@@ -537,6 +542,74 @@ Status Get(const msgpack::object& o, SplitDoneReply* m) {
   return GetFields(o, 1, {"remapped"}, &m->remapped);
 }
 
+// MoveAcgRequest (kMoveAcg)
+//   index field                  type               R  meaning                          since
+//   0     acg                    uint               R                                   1.3
+//   1     from_node              uint32             R  its owner before the move        1.3
+//   2     to_node                uint32             R  the asking node                   1.3
+void Put(Writer& w, const MoveAcgRequest& m) { PutFields(w, m.acg, m.from_node, m.to_node); }
+Status Get(const msgpack::object& o, MoveAcgRequest* m) {
+  return GetFields(o, 3, {"acg", "from_node", "to_node"}, &m->acg, &m->from_node, &m->to_node);
+}
+
+// MigrateAcgRequest (kMigrateAcg)
+//   index field                  type               R  meaning                          since
+//   0     acg                    uint               R                                   1.3
+//   1     to_node                uint32             R  the destination node             1.3
+void Put(Writer& w, const MigrateAcgRequest& m) { PutFields(w, m.acg, m.to_node); }
+Status Get(const msgpack::object& o, MigrateAcgRequest* m) {
+  return GetFields(o, 2, {"acg", "to_node"}, &m->acg, &m->to_node);
+}
+
+// MigrateAcgReply (kMigrateAcg)
+//   index field                  type               R  meaning                          since
+//   0     bytes                  uint                  of the copy sent                 1.3
+//   1     files                  uint                                                   1.3
+//   2     micros                 uint                  freeze to drop                   1.3
+void Put(Writer& w, const MigrateAcgReply& m) { PutFields(w, m.bytes, m.files, m.micros); }
+Status Get(const msgpack::object& o, MigrateAcgReply* m) {
+  return GetFields(o, 0, {"bytes", "files", "micros"}, &m->bytes, &m->files, &m->micros);
+}
+
+// AdoptAcgChunk (kAdoptAcg)
+//   index field                  type               R  meaning                          since
+//   0     acg                    uint               R                                   1.3
+//   1     from_node              uint32             R  the ACG's owner                  1.3
+//   2     offset                 uint               R  of `data` in the copy            1.3
+//   3     total_bytes            uint               R  of the copy                      1.3
+//   4     data                   bin                R                                   1.3
+//   5     crc                    uint32                masked CRC-32C (last part)       1.3
+void Put(Writer& w, const AdoptAcgChunk& m) {
+  w.pk().pack_array(6);
+  Put(w, m.acg);
+  Put(w, m.from_node);
+  Put(w, m.offset);
+  Put(w, m.total_bytes);
+  msgpack_util::PackBin(w.pk(), m.data);
+  Put(w, m.crc);
+}
+Status Get(const msgpack::object& o, AdoptAcgChunk* m) {
+  if (o.type != msgpack::type::ARRAY || o.via.array.size < 5) {
+    return Wrong("an array of at least 5 fields");
+  }
+  const msgpack::object* f = o.via.array.ptr;
+  if (!GetU64(f[0], &m->acg) || !GetU32(f[1], &m->from_node) || !GetU64(f[2], &m->offset) ||
+      !GetU64(f[3], &m->total_bytes) || f[4].type != msgpack::type::BIN ||
+      (o.via.array.size > 5 && !GetU32(f[5], &m->crc))) {
+    return Wrong("an ACG copy part (acg, from_node, offset, total_bytes, bin data, crc)");
+  }
+  m->data.assign(f[4].via.bin.ptr, f[4].via.bin.size);
+  return Status::OK();
+}
+
+// ReleaseAcgRequest (kReleaseAcg)
+//   index field                  type               R  meaning                          since
+//   0     acg                    uint               R                                   1.3
+void Put(Writer& w, const ReleaseAcgRequest& m) { PutFields(w, m.acg); }
+Status Get(const msgpack::object& o, ReleaseAcgRequest* m) {
+  return GetFields(o, 1, {"acg"}, &m->acg);
+}
+
 // IndexName (kDropIndex, kIndexHolders)
 //   index field                  type               R  meaning                          since
 //   0     name                   str                R                                   1.0
@@ -620,14 +693,17 @@ Status Get(const msgpack::object& o, WireCredentials* m) {
 //   5     sort_by                str                   "" or a sort key                 1.0
 //   6     descending             bool                                                   1.0
 //   7     now_ns                 int64                 0 = the node's clock             1.0
+//   8     acgs                   [uint]                only these; empty = all          1.3
 void Put(Writer& w, const SearchQuery& m) {
-  PutFields(w, m.query, m.scope, m.volume, m.creds, m.limit, m.sort_by, m.descending, m.now_ns);
+  PutFields(w, m.query, m.scope, m.volume, m.creds, m.limit, m.sort_by, m.descending, m.now_ns,
+            m.acgs);
 }
 Status Get(const msgpack::object& o, SearchQuery* m) {
-  return GetFields(
-      o, 1, {"query", "scope", "volume", "creds", "limit", "sort_by", "descending", "now_ns"},
-      &m->query, &m->scope, &m->volume, &m->creds, &m->limit, &m->sort_by, &m->descending,
-      &m->now_ns);
+  return GetFields(o, 1,
+                   {"query", "scope", "volume", "creds", "limit", "sort_by", "descending",
+                    "now_ns", "acgs"},
+                   &m->query, &m->scope, &m->volume, &m->creds, &m->limit, &m->sort_by,
+                   &m->descending, &m->now_ns, &m->acgs);
 }
 
 // WireHit (inside SearchHitsChunk)
@@ -654,12 +730,15 @@ Status Get(const msgpack::object& o, SearchHitsChunk* m) {
 //   1     acgs_skipped           uint                  pruned by summaries              1.0
 //   2     candidates             uint                  records examined                 1.0
 //   3     hits                   uint                  hits sent                        1.0
+//   4     moved                  [AcgLocation]         moved away lately, not searched  1.3
+//   5     adopted                [uint]                adopted lately, searched         1.3
 void Put(Writer& w, const SearchDone& m) {
-  PutFields(w, m.acgs_total, m.acgs_skipped, m.candidates, m.hits);
+  PutFields(w, m.acgs_total, m.acgs_skipped, m.candidates, m.hits, m.moved, m.adopted);
 }
 Status Get(const msgpack::object& o, SearchDone* m) {
-  return GetFields(o, 0, {"acgs_total", "acgs_skipped", "candidates", "hits"}, &m->acgs_total,
-                   &m->acgs_skipped, &m->candidates, &m->hits);
+  return GetFields(o, 0, {"acgs_total", "acgs_skipped", "candidates", "hits", "moved", "adopted"},
+                   &m->acgs_total, &m->acgs_skipped, &m->candidates, &m->hits, &m->moved,
+                   &m->adopted);
 }
 
 // GetRecordRequest (kGetRecord)
@@ -827,6 +906,10 @@ const char* MsgTypeName(MsgType type) {
     case MsgType::kNodeStatus: return "node-status";
     case MsgType::kPing: return "ping";
     case MsgType::kListEdges: return "list-edges";
+    case MsgType::kMoveAcg: return "move-acg";
+    case MsgType::kMigrateAcg: return "migrate-acg";
+    case MsgType::kAdoptAcg: return "adopt-acg";
+    case MsgType::kReleaseAcg: return "release-acg";
   }
   return "unknown";
 }
@@ -866,6 +949,11 @@ PROPELLER_WIRE_MESSAGE(NodeStatusReply)
 PROPELLER_WIRE_MESSAGE(Ping)
 PROPELLER_WIRE_MESSAGE(ListEdgesRequest)
 PROPELLER_WIRE_MESSAGE(EdgesReply)
+PROPELLER_WIRE_MESSAGE(MoveAcgRequest)
+PROPELLER_WIRE_MESSAGE(MigrateAcgRequest)
+PROPELLER_WIRE_MESSAGE(MigrateAcgReply)
+PROPELLER_WIRE_MESSAGE(AdoptAcgChunk)
+PROPELLER_WIRE_MESSAGE(ReleaseAcgRequest)
 #undef PROPELLER_WIRE_MESSAGE
 
 // Request envelope

@@ -60,12 +60,16 @@ enum class MsgType : uint16_t {
   kIndexHolders = 14,   // IndexName -> NodesReply (up nodes holding that index)
   kNewAcg = 15,         // NewAcgRequest -> NewAcgReply (index node, before splitting an ACG)
   kSplitDone = 16,      // SplitDoneRequest -> SplitDoneReply (index node, after a split)
+  kMoveAcg = 17,        // MoveAcgRequest -> Empty (index node that adopted a moved ACG)
 
   kApply = 32,          // ApplyRequest -> Empty, or Redirect with the ACGs' owners
   kSearch = 33,         // SearchQuery -> SearchHitsChunk* (partial frames), SearchDone (final)
   kGetRecord = 34,      // GetRecordRequest -> RecordReply
   kNodeStatus = 35,     // Empty -> NodeStatusReply
   kListEdges = 36,      // ListEdgesRequest -> EdgesReply
+  kMigrateAcg = 37,     // MigrateAcgRequest -> MigrateAcgReply (to the ACG's owner)
+  kAdoptAcg = 38,       // AdoptAcgChunk -> Empty (owner to destination, during a migration)
+  kReleaseAcg = 39,     // ReleaseAcgRequest -> Empty (owner to destination, after its drop)
 
   kPing = 64,           // Ping -> Ping (echo)
 };
@@ -200,6 +204,43 @@ struct SplitDoneReply {
   uint64_t remapped = 0;  // files that were mapped to `source` and now map to `target`
 };
 
+// ---- migration between index nodes (DESIGN §5; since 1.3) ---------------------------------
+// The owner of ACG `acg` moves it to node `to` (kMigrateAcg, asked by an operator or a tool):
+// it freezes and copies it (Engine::FreezeAndCopyAcg) and sends the copy in kAdoptAcg chunks;
+// with the last one the destination adopts it (frozen), asks the master to flip the ACG's
+// owner (kMoveAcg) and answers; the owner then drops its copy and sends kReleaseAcg, which
+// lets the destination's updates go.
+
+struct MoveAcgRequest {
+  uint64_t acg = 0;
+  uint32_t from_node = 0;  // must be the ACG's owner, unless it is `to_node` already
+  uint32_t to_node = 0;    // the asking node
+};
+struct MigrateAcgRequest {
+  uint64_t acg = 0;
+  uint32_t to_node = 0;
+};
+struct MigrateAcgReply {
+  uint64_t bytes = 0;  // of the compacted copy sent
+  uint64_t files = 0;
+  uint64_t micros = 0;  // from the freeze to the drop
+};
+// One part of the copy: bytes [offset, offset + data.size()) of `total_bytes`. The last part
+// (offset + size == total_bytes) carries the masked CRC-32C of the whole copy.
+struct AdoptAcgChunk {
+  uint64_t acg = 0;
+  uint32_t from_node = 0;
+  uint64_t offset = 0;
+  uint64_t total_bytes = 0;
+  std::string data;  // bin
+  uint32_t crc = 0;  // on the last part
+};
+struct ReleaseAcgRequest {
+  uint64_t acg = 0;
+};
+// Bytes per AdoptAcgChunk: well under the frame limit (rpc kDefaultMaxMessageBytes).
+inline constexpr size_t kAdoptChunkBytes = 8u << 20;
+
 // ---- indexes and volumes ------------------------------------------------------------------
 
 struct IndexName {
@@ -248,6 +289,7 @@ struct SearchQuery {
   std::string sort_by;          // "" or size, mtime, ctime, atime, uid, gid, path, name
   bool descending = false;
   int64_t now_ns = 0;           // instant for ages; 0 = the node's clock
+  std::vector<uint64_t> acgs;   // since 1.3: only these ACGs; empty = every ACG of the node
 };
 struct WireHit {
   std::string path;
@@ -262,6 +304,11 @@ struct SearchDone {
   uint64_t acgs_skipped = 0;
   uint64_t candidates = 0;
   uint64_t hits = 0;
+  // Since 1.3, for searches that race a migration (Client::Search): ACGs that moved away from
+  // this node lately and were not searched here (node_id = where they went), and ACGs this
+  // node adopted lately that the search did include.
+  std::vector<AcgLocation> moved;
+  std::vector<uint64_t> adopted;
 };
 
 struct GetRecordRequest {
@@ -341,6 +388,11 @@ PROPELLER_WIRE_MESSAGE(NodeStatusReply)
 PROPELLER_WIRE_MESSAGE(Ping)
 PROPELLER_WIRE_MESSAGE(ListEdgesRequest)
 PROPELLER_WIRE_MESSAGE(EdgesReply)
+PROPELLER_WIRE_MESSAGE(MoveAcgRequest)
+PROPELLER_WIRE_MESSAGE(MigrateAcgRequest)
+PROPELLER_WIRE_MESSAGE(MigrateAcgReply)
+PROPELLER_WIRE_MESSAGE(AdoptAcgChunk)
+PROPELLER_WIRE_MESSAGE(ReleaseAcgRequest)
 #undef PROPELLER_WIRE_MESSAGE
 
 // A decoded request envelope. `body` points into the bytes given to DecodeRequest.

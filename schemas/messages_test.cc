@@ -110,15 +110,21 @@ PROPELLER_TIE(ClusterStatusReply, m.nodes, m.acgs, m.files, m.indexes, m.volumes
 PROPELLER_TIE(ApplyRequest, m.updates)
 PROPELLER_TIE(WireCredentials, m.uid, m.gid, m.groups)
 PROPELLER_TIE(SearchQuery, m.query, m.scope, m.volume, m.creds, m.limit, m.sort_by,
-              m.descending, m.now_ns)
+              m.descending, m.now_ns, m.acgs)
 PROPELLER_TIE(WireHit, m.path, m.record, m.acg)
 PROPELLER_TIE(SearchHitsChunk, m.hits)
-PROPELLER_TIE(SearchDone, m.acgs_total, m.acgs_skipped, m.candidates, m.hits)
+PROPELLER_TIE(SearchDone, m.acgs_total, m.acgs_skipped, m.candidates, m.hits, m.moved,
+              m.adopted)
 PROPELLER_TIE(GetRecordRequest, m.acg, m.file)
 PROPELLER_TIE(RecordReply, m.record)
 PROPELLER_TIE(NodeStatusReply, m.node_id, m.acgs, m.files, m.cached_updates, m.wal_bytes,
               m.disk_bytes, m.index_memory_bytes, m.acg_list)
 PROPELLER_TIE(Ping, m.payload)
+PROPELLER_TIE(MoveAcgRequest, m.acg, m.from_node, m.to_node)
+PROPELLER_TIE(MigrateAcgRequest, m.acg, m.to_node)
+PROPELLER_TIE(MigrateAcgReply, m.bytes, m.files, m.micros)
+PROPELLER_TIE(ReleaseAcgRequest, m.acg)
+PROPELLER_TIE(AdoptAcgChunk, m.acg, m.from_node, m.offset, m.total_bytes, m.data, m.crc)
 #undef PROPELLER_TIE
 
 // Field-wise equality for every wire struct (found by ADL, also inside vectors and optionals).
@@ -316,11 +322,15 @@ void Fill(Gen& g, SearchQuery* m) {
   m->sort_by = g.Str(6);
   m->descending = g.Bool();
   m->now_ns = g.I64();
+  m->acgs = g.List(4, [&] { return g.U64(); });
 }
 void Fill(Gen& g, SearchHitsChunk* m) {
   m->hits = g.List(4, [&] { return WireHit{g.Str(40), g.Record(), g.U64()}; });
 }
-void Fill(Gen& g, SearchDone* m) { *m = {g.U64(), g.U64(), g.U64(), g.U64()}; }
+void Fill(Gen& g, SearchDone* m) {
+  *m = {g.U64(), g.U64(), g.U64(), g.U64(), g.List(3, [&] { return RandomAcgLocation(g); }),
+        g.List(3, [&] { return g.U64(); })};
+}
 void Fill(Gen& g, GetRecordRequest* m) { *m = {g.U64(), g.Id()}; }
 void Fill(Gen& g, RecordReply* m) { m->record = g.Record(); }
 void Fill(Gen& g, NodeStatusReply* m) {
@@ -328,6 +338,10 @@ void Fill(Gen& g, NodeStatusReply* m) {
         g.List(5, [&] { return RandomAcgLoad(g); })};
 }
 void Fill(Gen& g, Ping* m) { m->payload = g.Str(100); }
+void Fill(Gen& g, MoveAcgRequest* m) { *m = {g.U64(), g.U32(), g.U32()}; }
+void Fill(Gen& g, MigrateAcgRequest* m) { *m = {g.U64(), g.U32()}; }
+void Fill(Gen& g, MigrateAcgReply* m) { *m = {g.U64(), g.U64(), g.U64()}; }
+void Fill(Gen& g, ReleaseAcgRequest* m) { m->acg = g.U64(); }
 
 template <typename T>
 T Random(Gen& g) {
@@ -379,15 +393,20 @@ PROPELLER_SPEC(VolumeInfo, 2, "us", "volume", "root")
 PROPELLER_SPEC(VolumesReply, 1, "a", "volumes")
 PROPELLER_SPEC(ClusterStatusReply, 1, "auuaa", "nodes", "acgs", "files", "indexes", "volumes")
 PROPELLER_SPEC(ApplyRequest, 1, "a", "updates")
-PROPELLER_SPEC(SearchQuery, 1, "ssoousbi", "query", "scope", "volume", "creds", "limit",
-               "sort_by", "descending", "now_ns")
+PROPELLER_SPEC(SearchQuery, 1, "ssoousbia", "query", "scope", "volume", "creds", "limit",
+               "sort_by", "descending", "now_ns", "acgs")
 PROPELLER_SPEC(SearchHitsChunk, 1, "a", "hits")
-PROPELLER_SPEC(SearchDone, 0, "uuuu", "acgs_total", "acgs_skipped", "candidates", "hits")
+PROPELLER_SPEC(SearchDone, 0, "uuuuaa", "acgs_total", "acgs_skipped", "candidates", "hits",
+               "moved", "adopted")
 PROPELLER_SPEC(GetRecordRequest, 2, "ua", "acg", "file")
 PROPELLER_SPEC(RecordReply, 1, "a", "record")
 PROPELLER_SPEC(NodeStatusReply, 1, "uuuuuuua", "node_id", "acgs", "files", "cached_updates",
                "wal_bytes", "disk_bytes", "index_memory_bytes", "acg_list")
 PROPELLER_SPEC(Ping, 0, "s", "payload")
+PROPELLER_SPEC(MoveAcgRequest, 3, "uuu", "acg", "from_node", "to_node")
+PROPELLER_SPEC(MigrateAcgRequest, 2, "uu", "acg", "to_node")
+PROPELLER_SPEC(MigrateAcgReply, 0, "uuu", "bytes", "files", "micros")
+PROPELLER_SPEC(ReleaseAcgRequest, 1, "u", "acg")
 #undef PROPELLER_SPEC
 
 #define PROPELLER_ALL_MESSAGES                                                               \
@@ -396,7 +415,8 @@ PROPELLER_SPEC(Ping, 0, "s", "payload")
       IndexDef, IndexName, IndexesReply, RegisterVolumeRequest, VolumeInfo, VolumesReply,      \
       ClusterStatusReply, ApplyRequest, SearchQuery, SearchHitsChunk, SearchDone,              \
       GetRecordRequest, RecordReply, NodeStatusReply, Ping, NewAcgRequest, NewAcgReply,        \
-      SplitDoneRequest, SplitDoneReply
+      SplitDoneRequest, SplitDoneReply, MoveAcgRequest, MigrateAcgRequest, MigrateAcgReply,    \
+      ReleaseAcgRequest
 using AllMessages = ::testing::Types<PROPELLER_ALL_MESSAGES>;
 template <typename... T>
 struct TypeList {};
@@ -642,7 +662,7 @@ TEST(MessagesGoldenTest, Ping) {
   ExpectGolden(Ping{"hi"}, "91" "a26869");
   ExpectGolden(Ping{}, "91" "a0");
   ExpectGolden(Empty{}, "90");
-  ExpectGolden(SearchDone{}, "94" "00" "00" "00" "00");
+  ExpectGolden(SearchDone{}, "96" "00" "00" "00" "00" "90" "90");
 }
 
 TEST(MessagesGoldenTest, RequestEnvelope) {
@@ -724,7 +744,8 @@ TEST(MessagesGoldenTest, SearchQuery) {
   q.sort_by = "mtime";
   q.descending = true;
   q.now_ns = 1700000000000000000;
-  ExpectGolden(q, "98"                   // 8 fields
+  q.acgs = {7, 300};
+  ExpectGolden(q, "99"                   // 9 fields
                   "a6" "73697a653e31"    // "size>1"
                   "a4" "2f737263"        // "/src"
                   "03"                   // volume 3
@@ -732,10 +753,11 @@ TEST(MessagesGoldenTest, SearchQuery) {
                   "32"                   // limit 50
                   "a5" "6d74696d65"      // "mtime"
                   "c3"                   // descending
-                  "cf" "17979cfe362a0000");  // now_ns (positive: uint64 form)
+                  "cf" "17979cfe362a0000"  // now_ns (positive: uint64 form)
+                  "92" "07" "cd012c");   // acgs [7, 300]
   SearchQuery defaults;
   defaults.query = "x";
-  ExpectGolden(defaults, "98" "a178" "a12f" "c0" "c0" "00" "a0" "c2" "00");
+  ExpectGolden(defaults, "99" "a178" "a12f" "c0" "c0" "00" "a0" "c2" "00" "90");
 }
 
 TEST(MessagesGoldenTest, SearchHitsChunk) {
@@ -1056,6 +1078,18 @@ TEST(EnvelopeTest, ReplyShapeAndVersions) {
   EXPECT_EQ(e.status.code(), StatusCode::kAlreadyExists);
 }
 
+// The copy part carries its bytes as msgpack bin (any byte, no UTF-8 question).
+TEST(MessagesGoldenTest, AdoptAcgChunk) {
+  ExpectGolden(AdoptAcgChunk{5, 2, 0, 3, std::string("\0\xff", 2), 9},
+               "96" "05" "02" "00" "03" "c402" "00ff" "09");
+  AdoptAcgChunk back;
+  EXPECT_TRUE(Decode(Unhex("95" "05" "02" "00" "03" "c400"), &back).ok()) << "crc optional";
+  EXPECT_EQ(Decode(Unhex("96" "05" "02" "00" "03" "a100" "09"), &back).code(),
+            StatusCode::kCorruption)
+      << "data as str";
+  EXPECT_EQ(Decode(Unhex("94" "05" "02" "00" "03"), &back).code(), StatusCode::kCorruption);
+}
+
 TEST(EnvelopeTest, MsgTypeNames) {
   const std::vector<std::pair<MsgType, const char*>> names = {
       {MsgType::kRegisterNode, "register-node"}, {MsgType::kHeartbeat, "heartbeat"},
@@ -1069,6 +1103,8 @@ TEST(EnvelopeTest, MsgTypeNames) {
       {MsgType::kGetRecord, "get-record"},       {MsgType::kNodeStatus, "node-status"},
       {MsgType::kPing, "ping"},                 {MsgType::kListEdges, "list-edges"},
       {MsgType::kNewAcg, "new-acg"},            {MsgType::kSplitDone, "split-done"},
+      {MsgType::kMoveAcg, "move-acg"},          {MsgType::kMigrateAcg, "migrate-acg"},
+      {MsgType::kAdoptAcg, "adopt-acg"},        {MsgType::kReleaseAcg, "release-acg"},
   };
   for (const auto& [type, name] : names) EXPECT_STREQ(MsgTypeName(type), name);
   // Every number 0..1000 that is not listed is "unknown".
@@ -1100,6 +1136,10 @@ std::vector<std::pair<std::string, std::function<Status(std::string_view)>>> All
                       }),
      ...);
   }(AllMessageList{});
+  out.emplace_back("AdoptAcgChunk", [](std::string_view b) {
+    AdoptAcgChunk m;
+    return Decode(b, &m);
+  });
   return out;
 }
 
@@ -1111,7 +1151,7 @@ TEST(HostileInputTest, HugeClaimsFailBeforeParsing) {
                           "c6ffffffff", "c9ffffffff01", "91ddffffffff", "93cd03e840c6ffffffff",
                           "95cd03e800a0ddffffffff", "dd0001000001"};
   const auto decoders = AllDecoders();
-  ASSERT_EQ(decoders.size(), 32u);
+  ASSERT_EQ(decoders.size(), 37u);
   for (const char* hex : claims) {
     const std::string bytes = Unhex(hex);
     for (const auto& [name, decode] : decoders) {

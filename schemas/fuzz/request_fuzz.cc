@@ -49,6 +49,14 @@ void CheckRequestBody(MsgType type, std::string_view body) {
       return CheckMessage<wire::NewAcgRequest>("NewAcgRequest", body);
     case MsgType::kSplitDone:
       return CheckMessage<wire::SplitDoneRequest>("SplitDoneRequest", body);
+    case MsgType::kMoveAcg:
+      return CheckMessage<wire::MoveAcgRequest>("MoveAcgRequest", body);
+    case MsgType::kMigrateAcg:
+      return CheckMessage<wire::MigrateAcgRequest>("MigrateAcgRequest", body);
+    case MsgType::kAdoptAcg:
+      return CheckMessage<wire::AdoptAcgChunk>("AdoptAcgChunk", body);
+    case MsgType::kReleaseAcg:
+      return CheckMessage<wire::ReleaseAcgRequest>("ReleaseAcgRequest", body);
     case MsgType::kListNodes:
     case MsgType::kListIndexes:
     case MsgType::kClusterStatus:
