@@ -297,6 +297,25 @@ Status Master::SplitDone(const wire::SplitDoneRequest& req, wire::SplitDoneReply
   return Status::OK();
 }
 
+Status Master::MoveAcg(const wire::MoveAcgRequest& req) {
+  if (req.acg == 0 || req.from_node == 0 || req.to_node == 0 || req.from_node == req.to_node) {
+    return Status::InvalidArgument("move ACG: ids must be non-zero and the nodes distinct");
+  }
+  return store_->Update([&](MasterStore::Txn& txn) -> Status {
+    const AcgRecord* rec = txn.FindAcg(req.acg);
+    if (rec == nullptr) return Status::NotFound("no ACG " + std::to_string(req.acg));
+    if (rec->node_id == req.to_node) return Status::OK();  // asked again
+    if (rec->state != AcgState::kActive) {
+      return Status::InvalidArgument("ACG " + std::to_string(req.acg) + " is retired");
+    }
+    PROPELLER_RETURN_IF_ERROR(CheckOwner(txn, req.acg, req.from_node));
+    if (txn.FindNode(req.to_node) == nullptr) {
+      return Status::InvalidArgument("move ACG: no node " + std::to_string(req.to_node));
+    }
+    return txn.SetAcgNode(req.acg, req.to_node);
+  });
+}
+
 std::vector<wire::NodeInfo> Master::NodeInfos() {
   const std::vector<NodeState> nodes = membership_->Nodes();
   PlacementContext ctx;

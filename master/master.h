@@ -110,6 +110,12 @@ class Master {
   // errors.
   Status NewAcg(const wire::NewAcgRequest& req, wire::NewAcgReply* reply);
   Status SplitDone(const wire::SplitDoneRequest& req, wire::SplitDoneReply* reply);
+  // Migration (DESIGN §5): the node req.to_node adopted ACG req.acg from req.from_node and
+  // becomes its owner; every later lookup names it. OK when it owns the ACG already (a repeated
+  // request). Errors (nothing changed): InvalidArgument (zero ids, equal nodes, an unknown
+  // destination node, a retired ACG), NotFound (no such ACG), PermissionDenied (req.from_node
+  // does not own it), store errors.
+  Status MoveAcg(const wire::MoveAcgRequest& req);
 
   MasterStore& store() { return *store_; }
   Membership& membership() { return *membership_; }

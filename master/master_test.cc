@@ -538,6 +538,36 @@ TEST_F(ForgetTest, SplitGivesANewAcgAndRemapsOnlyWhatTheSourceStillHas) {
   EXPECT_EQ(master_->store().GetAcg(target)->files, 3u);
 }
 
+TEST_F(ForgetTest, MoveAcgFlipsTheOwnerOnceAndSurvivesRestart) {
+  const wire::FileLocation f = Assign(1, "cc", true);
+  const uint64_t acg = f.acg;
+  ASSERT_NE(acg, 0u);
+  const uint32_t other = *Register(0, "tcp://127.0.0.1:7472");
+  EXPECT_EQ(master_->MoveAcg({acg, node_, node_}).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(master_->MoveAcg({acg, 0, other}).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(master_->MoveAcg({999, node_, other}).code(), StatusCode::kNotFound);
+  EXPECT_EQ(master_->MoveAcg({acg, other, 77}).code(), StatusCode::kPermissionDenied);
+  EXPECT_EQ(master_->MoveAcg({acg, node_, 77}).code(), StatusCode::kInvalidArgument)
+      << "no such node";
+  EXPECT_EQ(master_->store().GetAcg(acg)->node_id, node_) << "refusals changed nothing";
+
+  ASSERT_TRUE(master_->MoveAcg({acg, node_, other}).ok());
+  EXPECT_TRUE(master_->MoveAcg({acg, node_, other}).ok()) << "asked again";
+  wire::AcgLocationsReply where;
+  ASSERT_TRUE(master_->LocateAcgs({{acg}}, &where).ok());
+  ASSERT_EQ(where.locations.size(), 1u);
+  EXPECT_EQ(where.locations[0].node_id, other);
+  EXPECT_EQ(where.locations[0].endpoint, "tcp://127.0.0.1:7472");
+  EXPECT_EQ(Lookup(1).acg, acg) << "files keep their ACG";
+  // The old owner cannot move it any more; the app keeps placing into it, on its new node.
+  EXPECT_EQ(master_->MoveAcg({acg, node_, 77}).code(), StatusCode::kPermissionDenied);
+  const wire::FileLocation g = Assign(2, "cc", true);
+  EXPECT_EQ(g.acg, acg);
+  EXPECT_EQ(g.node_id, other);
+  Reopen();
+  EXPECT_EQ(master_->store().GetAcg(acg)->node_id, other);
+}
+
 TEST_F(ForgetTest, SmallAcgsOfOneAppThatStaySmallAreMerged) {
   threshold_ = 16;  // small = below 4 files; two merge while together at most 8
   Reopen();

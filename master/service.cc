@@ -131,6 +131,10 @@ std::string MasterService::Dispatch(std::string_view request) {
       reply = Run<wire::SplitDoneRequest, wire::SplitDoneReply>(
           env.type, env.body, &st, [&](const auto& q, auto* r) { return m.SplitDone(q, r); });
       break;
+    case MsgType::kMoveAcg:
+      reply = Run<wire::MoveAcgRequest, wire::Empty>(
+          env.type, env.body, &st, [&](const auto& q, auto*) { return m.MoveAcg(q); });
+      break;
     case MsgType::kPing:
       reply = Run<wire::Ping, wire::Ping>(env.type, env.body, &st, [](const auto& q, auto* r) {
         *r = q;

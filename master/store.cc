@@ -724,6 +724,15 @@ Status MasterStore::Txn::RetireAcg(uint64_t acg) {
   return Status::OK();
 }
 
+Status MasterStore::Txn::SetAcgNode(uint64_t acg, uint32_t node_id) {
+  AcgRecord* rec = MutableAcg(acg);
+  if (rec == nullptr) {
+    return Status::InvalidArgument("ACG " + std::to_string(acg) + " does not exist");
+  }
+  rec->node_id = node_id;
+  return Status::OK();
+}
+
 void MasterStore::Txn::ForEachAcg(
     const std::function<void(uint64_t acg, const AcgRecord& rec)>& fn) const {
   for (const auto& [id, rec] : base().acgs) {

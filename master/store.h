@@ -240,6 +240,8 @@ class MasterStore::Txn {
   Result<uint64_t> CreateAcg(uint32_t node_id, std::string_view app);
   // Marks `acg` retired. InvalidArgument when it does not exist.
   Status RetireAcg(uint64_t acg);
+  // Makes `node_id` the owner of `acg` (a migration). InvalidArgument when it does not exist.
+  Status SetAcgNode(uint64_t acg, uint32_t node_id);
   // Calls fn for every ACG (committed and created in this transaction), by id.
   void ForEachAcg(const std::function<void(uint64_t acg, const AcgRecord& rec)>& fn) const;
 
