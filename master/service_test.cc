@@ -210,7 +210,8 @@ TEST_F(ServiceTest, DocumentedErrors) {
   std::string body;
   // Types the master does not serve.
   for (MsgType t : {MsgType::kApply, MsgType::kSearch, MsgType::kGetRecord, MsgType::kNodeStatus,
-                    static_cast<MsgType>(0), static_cast<MsgType>(17), static_cast<MsgType>(31),
+                    MsgType::kMigrateAcg, MsgType::kAdoptAcg, static_cast<MsgType>(0),
+                    static_cast<MsgType>(18), static_cast<MsgType>(31),
                     static_cast<MsgType>(65535)}) {
     EXPECT_EQ(Raw(wire::EncodeRequest(t, empty), &body).code(), StatusCode::kNotSupported)
         << static_cast<int>(t);

@@ -288,6 +288,196 @@ TEST(ClusterSplitTest, SplitsUnderLoadMatchTheOracle) {
   ASSERT_TRUE(MapSettles(cluster, client).ok()) << cluster.Logs();
 }
 
+// The node (or nodes) holding each ACG, from the nodes themselves.
+std::map<uint64_t, std::vector<uint32_t>> AcgHolders(Client& client) {
+  std::map<uint64_t, std::vector<uint32_t>> out;
+  auto status = client.GetStatus();
+  if (!status.ok()) return out;
+  for (const NodeStatus& ns : status->nodes) {
+    if (!ns.node) continue;
+    for (const wire::AcgLoad& a : ns.node->acg_list) out[a.acg].push_back(ns.info.node_id);
+  }
+  return out;
+}
+
+// Migration (issue 5): an ACG moves to the other node in bulk while a client keeps updating
+// it and searching; every search equals the oracle (no file missing, none twice), every
+// update is acknowledged and lands, and afterwards the ACG is on the other node only and the
+// master's map says so.
+TEST(ClusterSplitTest, AnAcgMovesToTheOtherNodeUnderLoad) {
+  const uint64_t seed = TestSeed();
+  SCOPED_TRACE("PROPELLER_SEED=" + std::to_string(seed));
+  LocalCluster cluster(SplitCluster());
+  ASSERT_TRUE(cluster.Start());
+  TempDir oracle_dir;
+  World w(seed, oracle_dir.path() + "/oracle");
+  ASSERT_TRUE(w.ok());
+  std::unique_ptr<Client> connected = Connect(cluster, 2, 5000, &w);
+  ASSERT_TRUE(connected);
+  Client& client = *connected;
+  // 200 files of one app: one ACG (below the split threshold), on one node.
+  for (int i = 0; i < 8; ++i) {
+    const std::vector<FileUpdate> batch = w.Batch(25, 0);
+    ASSERT_TRUE(client.Update(batch).ok()) << cluster.Logs();
+    ASSERT_TRUE(w.Acknowledge(batch).ok());
+  }
+  std::map<uint64_t, std::vector<uint32_t>> holders = AcgHolders(client);
+  ASSERT_EQ(holders.size(), 1u);
+  const uint64_t acg = holders.begin()->first;
+  ASSERT_EQ(holders.begin()->second.size(), 1u);
+  const uint32_t from = holders.begin()->second[0];
+  auto status = client.GetStatus();
+  ASSERT_TRUE(status.ok());
+  uint32_t to = 0;
+  for (const NodeStatus& ns : status->nodes) {
+    if (ns.info.node_id != from) to = ns.info.node_id;
+  }
+  ASSERT_NE(to, 0u);
+
+  auto mover_or = Client::Connect(cluster.client_options(5000));
+  ASSERT_TRUE(mover_or.ok());
+  Client& mover = **mover_or;
+  EXPECT_EQ(mover.MoveAcg(acg, from).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_FALSE(mover.MoveAcg(acg + 1000, to).ok());
+
+  // The client updates the ACG (changes and new files, which the master places there) and
+  // searches after every batch, while the ACG moves: updates wait for a move, so these
+  // searches come between moves. Another client searches all the time, racing the moves:
+  // files are only added, so each of its answers must hold every file acknowledged before
+  // it asked, no file twice, and nothing beyond what was sent.
+  std::atomic<bool> stop{false};
+  std::atomic<int> batches{0}, races{0};
+  std::mutex failure_mu;
+  std::string failure;
+  auto fail = [&](const std::string& what) {
+    std::lock_guard<std::mutex> lock(failure_mu);
+    if (failure.empty()) failure = what;
+  };
+  auto failed = [&] {
+    std::lock_guard<std::mutex> lock(failure_mu);
+    return !failure.empty();
+  };
+  std::mutex acked_mu;
+  std::set<FileId> acked;  // every file acknowledged so far
+  {
+    auto all = client.SearchAll("size>=0", ClientSearchOptions{});
+    ASSERT_TRUE(all.ok()) << all.status().ToString();
+    for (const ClientHit& h : *all) acked.insert(h.record.id);
+  }
+  std::atomic<uint64_t> sent{acked.size()};  // files in batches sent so far
+  std::thread worker([&] {
+    while (!stop.load() && !failed()) {
+      const std::vector<FileUpdate> batch = w.Batch(1, 8);
+      for (const FileUpdate& u : batch) sent.fetch_add(u.created ? 1 : 0);
+      Status st = client.Update(batch);
+      if (!st.ok()) {
+        fail("update: " + st.ToString());
+        break;
+      }
+      if (!w.Acknowledge(batch).ok()) fail("oracle");
+      {
+        std::lock_guard<std::mutex> lock(acked_mu);
+        for (const FileUpdate& u : batch) acked.insert(u.record.id);
+      }
+      ::testing::AssertionResult m = w.Matches(client, "size>=0");
+      if (!m) fail(m.message());
+      m = w.Matches(client, w.gen().RandomQuery());
+      if (!m) fail(m.message());
+      batches.fetch_add(1);
+    }
+  });
+  auto searcher_or = Client::Connect(cluster.client_options(5000));
+  ASSERT_TRUE(searcher_or.ok());
+  Client& searcher = **searcher_or;
+  std::thread racer([&] {
+    ClientSearchOptions co;
+    co.now_ns = kNow;
+    while (!stop.load() && !failed()) {
+      std::set<FileId> before;
+      {
+        std::lock_guard<std::mutex> lock(acked_mu);
+        before = acked;
+      }
+      auto hits = searcher.SearchAll("size>=0", co);
+      const uint64_t bound = sent.load();
+      if (!hits.ok()) {
+        fail("racing search: " + hits.status().ToString());
+        break;
+      }
+      std::set<FileId> got;
+      for (const ClientHit& h : *hits) {
+        if (!got.insert(h.record.id).second) {
+          fail("racing search: inode " + std::to_string(h.record.id.ino) + " answered twice");
+        }
+      }
+      for (const FileId& id : before) {
+        if (got.count(id) == 0) {
+          fail("racing search: acknowledged inode " + std::to_string(id.ino) + " missing");
+          break;
+        }
+      }
+      if (got.size() > bound) fail("racing search: more files than were sent");
+      races.fetch_add(1);
+    }
+  });
+  struct Stop {
+    std::atomic<bool>* stop;
+    std::thread* a;
+    std::thread* b;
+    ~Stop() {
+      *stop = true;
+      if (a->joinable()) a->join();
+      if (b->joinable()) b->join();
+    }
+  } stopper{&stop, &worker, &racer};
+  while (batches.load() < 5 && failure.empty()) std::this_thread::sleep_for(milliseconds(10));
+  // Back and forth, so that many updates and searches race a move; it ends on `to`.
+  constexpr int kMoves = 9;
+  for (int i = 0; i < kMoves && failure.empty(); ++i) {
+    const uint32_t dest = i % 2 == 0 ? to : from;
+    Result<wire::MigrateAcgReply> moved = mover.MoveAcg(acg, dest);
+    ASSERT_TRUE(moved.ok()) << "move " << i << ": " << moved.status().ToString() << "\n"
+                            << cluster.Logs();
+    EXPECT_GT(moved->bytes, 0u);
+    EXPECT_GE(moved->files, 200u);
+    std::printf("move %d: ACG %llu (%llu files, %llu bytes) to node %u in %.1f ms, after %d "
+                "batches\n",
+                i, static_cast<unsigned long long>(acg),
+                static_cast<unsigned long long>(moved->files),
+                static_cast<unsigned long long>(moved->bytes), static_cast<unsigned>(dest),
+                static_cast<double>(moved->micros) / 1e3, batches.load());
+    const int at = batches.load();
+    while (batches.load() < at + 2 && failure.empty()) std::this_thread::sleep_for(milliseconds(1));
+  }
+  stop = true;
+  worker.join();
+  racer.join();
+  ASSERT_TRUE(failure.empty()) << failure << "\n" << cluster.Logs();
+  std::printf("%d racing searches\n", races.load());
+
+  // The ACG is on `to` only; the master says so; everything still matches.
+  holders = AcgHolders(client);
+  ASSERT_EQ(holders.count(acg), 1u);
+  EXPECT_EQ(holders[acg], std::vector<uint32_t>{to});
+  Status agrees = MapAgrees(cluster, client);
+  EXPECT_TRUE(agrees.ok()) << agrees.ToString();
+  ClientSearchOptions co;
+  co.now_ns = kNow;
+  auto hits = client.SearchAll("size>=0", co);
+  ASSERT_TRUE(hits.ok());
+  for (const ClientHit& h : *hits) ASSERT_EQ(h.node_id, to);
+  ASSERT_TRUE(w.Matches(client, "size>=0"));
+  // And back again: a node can adopt an ACG it once gave away.
+  ASSERT_TRUE(mover.MoveAcg(acg, from).ok()) << cluster.Logs();
+  ASSERT_NO_FATAL_FAILURE([&] {
+    const std::vector<FileUpdate> batch = w.Batch(3, 10);
+    ASSERT_TRUE(client.Update(batch).ok()) << cluster.Logs();
+    ASSERT_TRUE(w.Acknowledge(batch).ok());
+  }());
+  ASSERT_TRUE(w.Matches(client, "size>=0"));
+  EXPECT_EQ(AcgHolders(client)[acg], std::vector<uint32_t>{from});
+}
+
 // Small ACGs of one app stay small after most of their files are deleted: the master asks
 // their node to merge them two by two, and searches equal the oracle throughout.
 TEST(ClusterSplitTest, SmallAcgsOfOneAppAreMerged) {

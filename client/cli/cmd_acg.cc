@@ -21,6 +21,7 @@ namespace {
 constexpr const char* kAcgHelp = R"(usage: propeller acg stats [--json]
        propeller acg show FILE
        propeller acg export [--dot|--json]
+       propeller acg move ACG NODE
 
 The access-causality graphs the mounts captured (an edge a -> b: a process read a, then wrote
 b; its weight counts the processes that did).
@@ -29,6 +30,11 @@ b; its weight counts the processes that did).
            its time, the sizes of the halves, the weight of the cut and its share of the total
   show     the ACG of FILE and its neighbours (producers and products) with weights
   export   every edge, as Graphviz (--dot, the default; one cluster per ACG) or JSON
+  move     moves ACG (a number, as `propeller status` and `acg stats` list them) to the index
+           node NODE (its id) in bulk: its owner freezes it, sends a copy of its LMDB
+           environment, and drops its own once NODE adopted it and the master names NODE.
+           Updates to that ACG wait meanwhile; searches go on. An ACG with routes (one that
+           was split or merged) stays where it is.
 With a FILE inside a Propeller mount, or --master, the command finds the cluster itself;
 otherwise it uses the default master ($PROPELLER_MASTER or tcp://127.0.0.1:7470).
 )";
@@ -272,7 +278,25 @@ int RunAcg(const GlobalOptions& global, const std::vector<std::string>& argv) {
   std::optional<MountRecord> mount;
   GlobalOptions g = global;
   std::string file;
-  if (sub == "show") {
+  uint64_t move_acg = 0;
+  uint32_t move_to = 0;
+  if (sub == "move") {
+    auto number = [](const std::string& text, uint64_t max, uint64_t* out) {
+      char* end = nullptr;
+      errno = 0;
+      const unsigned long long v = std::strtoull(text.c_str(), &end, 10);
+      if (text.empty() || *end != '\0' || errno != 0 || v == 0 || v > max) return false;
+      *out = v;
+      return true;
+    };
+    uint64_t to = 0;
+    if (args->positional().size() != 3 || !number(args->positional()[1], UINT64_MAX, &move_acg) ||
+        !number(args->positional()[2], UINT32_MAX, &to)) {
+      std::fputs("propeller: acg move takes an ACG number and a node id (see --help)\n", stderr);
+      return kExitUsage;
+    }
+    move_to = static_cast<uint32_t>(to);
+  } else if (sub == "show") {
     if (args->positional().size() != 2) {
       std::fputs("propeller: acg show takes one FILE (see --help)\n", stderr);
       return kExitUsage;
@@ -305,7 +329,18 @@ int RunAcg(const GlobalOptions& global, const std::vector<std::string>& argv) {
   if (sub == "stats") return Stats(client.get(), args->Has("--json"));
   if (sub == "show") return Show(client.get(), file, mount);
   if (sub == "export") return Export(client.get(), args->Has("--json"), mount);
-  std::fprintf(stderr, "propeller: unknown acg command '%s' (stats, show, export)\n", sub.c_str());
+  if (sub == "move") {
+    Result<wire::MigrateAcgReply> moved = client->MoveAcg(move_acg, move_to);
+    if (!moved.ok()) return ReportError(moved.status());
+    std::printf("ACG %llu moved to node %u: %llu files, %llu bytes copied, %.3f s\n",
+                static_cast<unsigned long long>(move_acg), static_cast<unsigned>(move_to),
+                static_cast<unsigned long long>(moved->files),
+                static_cast<unsigned long long>(moved->bytes),
+                static_cast<double>(moved->micros) / 1e6);
+    return kExitOk;
+  }
+  std::fprintf(stderr, "propeller: unknown acg command '%s' (stats, show, export, move)\n",
+               sub.c_str());
   return kExitUsage;
 }
 

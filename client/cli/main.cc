@@ -22,7 +22,8 @@ Real-time file-metadata search. Commands:
   index create|list|drop   user-defined indexes
   attr set|get|rm    user attributes of a file
   status             master, index nodes, volumes, indexes
-  acg stats|show FILE|export   the captured access-causality graphs
+  acg stats|show FILE|export|move ACG NODE
+                               the captured access-causality graphs; move an ACG
 Run `propeller COMMAND --help` for a command's options.
 
 Global options (before the command):

@@ -28,6 +28,8 @@
 namespace propeller {
 namespace {
 
+// A whole migration is one call (copy, adoption, drop): far longer than any other request.
+constexpr int64_t kMoveTimeoutMs = 600'000;
 // Attempts for an update group whose owner keeps changing (each redirect refreshes the route).
 constexpr int kMaxRouteAttempts = 4;
 
@@ -389,6 +391,7 @@ class Client::Impl {
       size_t running = 0;
       Status error;
       ClientSearchStats stats;
+      Migrations migrations;
     } shared;
     std::atomic<bool> stop{false};
     shared.running = nodes.size();
@@ -399,7 +402,7 @@ class Client::Impl {
           std::lock_guard<std::mutex> lock(shared.mu);
           shared.ready.push_back(std::move(hits));
           shared.cv.notify_one();
-        }, &shared.stats, &shared.mu);
+        }, &shared.stats, &shared.mu, &shared.migrations);
         std::lock_guard<std::mutex> lock(shared.mu);
         if (!st.ok() && shared.error.ok() && !stop.load()) shared.error = st;
         --shared.running;
@@ -411,18 +414,14 @@ class Client::Impl {
     std::vector<ClientHit> collected;
     uint64_t delivered = 0;
     bool stopped = false;
-    for (;;) {
-      std::vector<ClientHit> batch;
-      {
-        std::unique_lock<std::mutex> lock(shared.mu);
-        shared.cv.wait(lock, [&] { return !shared.ready.empty() || shared.running == 0; });
-        if (shared.ready.empty()) break;
-        batch = std::move(shared.ready.front());
-        shared.ready.pop_front();
-        if (!shared.error.ok()) stop = true;
-      }
-      if (stop.load()) continue;  // drain: an error or the caller ended the search
+    // While an ACG migrates, the old and the new node may both answer for it, with the same
+    // records (both copies are frozen until the old one is gone): each file counts once.
+    // Only needed with more than one node; a set of ids is cheap next to the hits themselves.
+    const bool dedup = nodes.size() > 1;
+    std::unordered_set<FileId, FileIdHash> seen;
+    auto deliver = [&](std::vector<ClientHit>& batch) {
       for (ClientHit& hit : batch) {
+        if (dedup && !seen.insert(hit.record.id).second) continue;
         if (sorted) {
           collected.push_back(std::move(hit));
           continue;
@@ -434,9 +433,56 @@ class Client::Impl {
           break;
         }
       }
+    };
+    for (;;) {
+      std::vector<ClientHit> batch;
+      {
+        std::unique_lock<std::mutex> lock(shared.mu);
+        shared.cv.wait(lock, [&] { return !shared.ready.empty() || shared.running == 0; });
+        if (shared.ready.empty()) break;
+        batch = std::move(shared.ready.front());
+        shared.ready.pop_front();
+        if (!shared.error.ok()) stop = true;
+      }
+      if (stop.load()) continue;  // drain: an error or the caller ended the search
+      deliver(batch);
     }
     for (std::thread& t : threads) t.join();
     if (!shared.error.ok() && !stopped) return shared.error;
+    // An ACG that moved away from a node before its request arrived there, to a node that had
+    // not adopted it yet when its own request arrived, was searched nowhere: search it at the
+    // node it went to (which may have passed it on: follow, a few hops at most).
+    for (int hop = 0; hop < kMaxRouteAttempts && !stopped && shared.error.ok(); ++hop) {
+      std::map<uint32_t, std::vector<uint64_t>> missed;  // node -> ACGs
+      for (const auto& [acg, to] : shared.migrations.moved) {
+        if (shared.migrations.adopted.count(acg) == 0) missed[to].push_back(acg);
+      }
+      if (missed.empty()) break;
+      shared.migrations = Migrations{};
+      for (const auto& [to, acgs] : missed) {
+        wire::NodeInfo target;
+        target.node_id = to;
+        for (const wire::NodeInfo& n : nodes) {
+          if (n.node_id == to) target = n;
+        }
+        if (target.endpoint.empty()) {
+          cache_.ForgetAcg(acgs[0]);
+          PROPELLER_ASSIGN_OR_RETURN(auto owner, LocateAcgs({acgs[0]}));
+          target.endpoint = owner[acgs[0]].endpoint;
+        }
+        wire::SearchQuery only = q;
+        only.acgs = acgs;
+        std::vector<ClientHit> got;
+        PROPELLER_RETURN_IF_ERROR(SearchNode(
+            target, only, stop,
+            [&](std::vector<ClientHit>&& hits) {
+              for (ClientHit& h : hits) got.push_back(std::move(h));
+            },
+            &shared.stats, &shared.mu, &shared.migrations));
+        deliver(got);
+        if (stopped) break;
+      }
+    }
     if (sorted) {
       std::sort(collected.begin(), collected.end(), [&](const ClientHit& a, const ClientHit& b) {
         return SortsBefore(opts.sort_by, opts.descending, a.path, a.record, b.path, b.record);
@@ -560,10 +606,16 @@ class Client::Impl {
     return targets;
   }
 
+  // What the nodes of one search said about ACGs migrating (SearchDone.moved, .adopted).
+  struct Migrations {
+    std::vector<std::pair<uint64_t, uint32_t>> moved;  // ACG, the node it went to
+    std::set<uint64_t> adopted;
+  };
+
   Status SearchNode(const wire::NodeInfo& node, const wire::SearchQuery& q,
                     const std::atomic<bool>& stop,
                     const std::function<void(std::vector<ClientHit>&&)>& emit,
-                    ClientSearchStats* stats, std::mutex* stats_mu) {
+                    ClientSearchStats* stats, std::mutex* stats_mu, Migrations* migrations) {
     PROPELLER_ASSIGN_OR_RETURN(rpc::Channel * ch, NodeChannel(node.endpoint));
     Status chunk_error;
     auto on_chunk = [&](std::string_view bytes) -> bool {
@@ -602,6 +654,8 @@ class Client::Impl {
     stats->acgs_total += done.acgs_total;
     stats->acgs_skipped += done.acgs_skipped;
     stats->candidates += done.candidates;
+    for (const wire::AcgLocation& m : done.moved) migrations->moved.emplace_back(m.acg, m.node_id);
+    migrations->adopted.insert(done.adopted.begin(), done.adopted.end());
     return Status::OK();
   }
 
@@ -750,16 +804,44 @@ class Client::Impl {
   // error to return. Unavailable = nothing was sent (no connection): the node may have moved
   // to another endpoint (restart) — ask the master again. A Timeout may have been applied, so
   // it is only the caller's to retry.
-  Status AfterFailedApply(const Status& result, const std::vector<propeller::Update>& batch,
+  Status AfterFailedApply(const Status& result, std::vector<propeller::Update>* batch,
                           const std::vector<wire::AcgLocation>& redirects, int attempt) {
     const bool moved = result.code() == StatusCode::kUnavailable;
     if (result.code() != StatusCode::kRedirect && !moved) return result;
     if (moved && attempt + 1 == kMaxRouteAttempts) return result;
     // The node does not own some of these ACGs: forget the routes, learn what it told us, and
     // resend the whole group (it applied none of it).
-    for (const propeller::Update& u : batch) cache_.ForgetAcg(u.acg);
+    for (const propeller::Update& u : *batch) cache_.ForgetAcg(u.acg);
     for (const wire::AcgLocation& loc : redirects) {
-      if (loc.node_id != 0) cache_.PutAcg(loc.acg, NodeAddress{loc.node_id, loc.endpoint});
+      // An endpoint-less location (an ACG that migrated: the node knows where to, not how to
+      // reach it) is looked up again at the master.
+      if (loc.node_id != 0 && !loc.endpoint.empty()) {
+        cache_.PutAcg(loc.acg, NodeAddress{loc.node_id, loc.endpoint});
+      }
+    }
+    if (result.code() == StatusCode::kRedirect) {
+      // An update may have followed a split's route on the node into an ACG that migrated
+      // since: the master maps the file to that ACG, so ask it for the files' ACGs too.
+      PROPELLER_RETURN_IF_ERROR(RefreshFileAcgs(batch));
+    }
+    return Status::OK();
+  }
+
+  // Sets each update's ACG to the one the master maps its file to (when it maps it).
+  Status RefreshFileAcgs(std::vector<propeller::Update>* batch) {
+    wire::FilesRequest req;
+    for (const propeller::Update& u : *batch) req.files.push_back(u.record.id);
+    wire::LocationsReply rep;
+    PROPELLER_RETURN_IF_ERROR(MasterCall(wire::MsgType::kLookupFiles, req, &rep));
+    if (rep.locations.size() != batch->size()) {
+      return Status::Unavailable("the master answered " + std::to_string(rep.locations.size()) +
+                                 " locations for " + std::to_string(batch->size()) + " files");
+    }
+    for (size_t i = 0; i < batch->size(); ++i) {
+      const wire::FileLocation& loc = rep.locations[i];
+      if (loc.acg == 0) continue;
+      (*batch)[i].acg = loc.acg;
+      cache_.PutFile(loc.file, loc.acg, loc.generation);
     }
     return Status::OK();
   }
@@ -782,7 +864,7 @@ class Client::Impl {
     Status st = wire::WireCall(*ch, wire::MsgType::kApply, req, &rep,
                                CallOpts(IsIdempotent(req.updates)), &redirects);
     if (st.ok()) return st;
-    PROPELLER_RETURN_IF_ERROR(AfterFailedApply(st, req.updates, redirects, attempt));
+    PROPELLER_RETURN_IF_ERROR(AfterFailedApply(st, &req.updates, redirects, attempt));
     *pending = std::move(req.updates);
     return Status::OK();
   }
@@ -825,7 +907,7 @@ class Client::Impl {
     }
     for (size_t g = 0; g < batches.size(); ++g) {
       if (results[g].ok()) continue;
-      PROPELLER_RETURN_IF_ERROR(AfterFailedApply(results[g], *batches[g], redirects[g], attempt));
+      PROPELLER_RETURN_IF_ERROR(AfterFailedApply(results[g], batches[g], redirects[g], attempt));
       for (propeller::Update& u : *batches[g]) pending->push_back(std::move(u));
     }
     return Status::OK();
@@ -983,6 +1065,25 @@ class Client::Impl {
     return out;
   }
 
+  Result<wire::MigrateAcgReply> MoveAcg(uint64_t acg, uint32_t to_node) {
+    cache_.ForgetAcg(acg);
+    PROPELLER_ASSIGN_OR_RETURN(auto owners, LocateAcgs({acg}));
+    const NodeAddress owner = owners[acg];
+    if (owner.node_id == to_node) {
+      return Status::InvalidArgument("ACG " + std::to_string(acg) + " is on node " +
+                                     std::to_string(to_node) + " already");
+    }
+    PROPELLER_ASSIGN_OR_RETURN(rpc::Channel * ch, NodeChannel(owner.endpoint));
+    rpc::CallOptions call = CallOpts(/*idempotent=*/false);
+    call.timeout_ms = std::max<int64_t>(call.timeout_ms, kMoveTimeoutMs);
+    wire::MigrateAcgReply reply;
+    PROPELLER_RETURN_IF_ERROR(wire::WireCall(*ch, wire::MsgType::kMigrateAcg,
+                                             wire::MigrateAcgRequest{acg, to_node}, &reply,
+                                             call));
+    cache_.ForgetAcg(acg);
+    return reply;
+  }
+
   Result<std::vector<AcgEdge>> ListEdges() {
     PROPELLER_ASSIGN_OR_RETURN(std::vector<wire::NodeInfo> nodes, SearchTargets());
     std::vector<AcgEdge> out;
@@ -1082,6 +1183,9 @@ Status Client::DropIndex(const std::string& name) { return impl_->DropIndex(name
 Result<std::vector<wire::IndexDef>> Client::ListIndexes() { return impl_->ListIndexes(); }
 Result<ClusterStatus> Client::GetStatus() { return impl_->GetStatus(); }
 Result<std::vector<AcgEdge>> Client::ListEdges() { return impl_->ListEdges(); }
+Result<wire::MigrateAcgReply> Client::MoveAcg(uint64_t acg, uint32_t to_node) {
+  return impl_->MoveAcg(acg, to_node);
+}
 const std::string& Client::master_endpoint() const { return impl_->master_endpoint(); }
 
 }  // namespace propeller

@@ -204,6 +204,12 @@ class Client {
   // holds more than one reply carries.
   Result<std::vector<AcgEdge>> ListEdges();
 
+  // Moves ACG `acg` to index node `to_node` (DESIGN §5): its owner freezes it, sends a copy of
+  // its environment, and drops it once `to_node` adopted it and the master names `to_node`.
+  // Updates and searches go on meanwhile (updates to that ACG wait for the move, for at most
+  // a few seconds). Returns the copy's size, the ACG's files and the time from freeze to drop.
+  Result<wire::MigrateAcgReply> MoveAcg(uint64_t acg, uint32_t to_node);
+
   const std::string& master_endpoint() const;
 
  private:

@@ -200,6 +200,17 @@ Status IndexNodeServer::Impl::Init(const IndexNodeOptions& options) {
   so.node_id = *id;
   node_id_.store(*id);
   so.master_timeout_ms = options_.master_timeout_ms;
+  so.scratch_dir = JoinPath(options_.data_dir, "migrate");
+  so.connect_peer = [curve = keys.has_value()](
+                        const std::string& endpoint) -> Result<std::unique_ptr<rpc::Channel>> {
+    if (curve) {
+      // Nodes do not know each other's public keys yet.
+      return Status::NotSupported("moving ACGs between CURVE-secured nodes is not supported");
+    }
+    rpc::ChannelOptions peer;
+    peer.endpoint = endpoint;
+    return rpc::Channel::Connect(peer);
+  };
   service_ = std::make_unique<NodeService>(so);
 
   rpc::ServerOptions ro;

@@ -1,10 +1,20 @@
 #include "indexnode/server/node_service.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <thread>
 #include <exception>
 #include <new>
 #include <utility>
 
+#include "common/crc32c.h"
+#include "common/env.h"
 #include "common/logging.h"
 #include "schemas/wire_call.h"
 
@@ -89,6 +99,9 @@ std::string NodeService::HandleRequest(const wire::RequestEnvelope& env, const r
     case MsgType::kDropIndex: return HandleDropIndex(env.body);
     case MsgType::kListIndexes: return HandleListIndexes(env.body);
     case MsgType::kPing: return HandlePing(env.body);
+    case MsgType::kMigrateAcg: return HandleMigrate(env.body);
+    case MsgType::kAdoptAcg: return HandleAdopt(env.body);
+    case MsgType::kReleaseAcg: return HandleRelease(env.body);
     default: break;
   }
   return ErrorReply(Status::NotSupported(
@@ -179,6 +192,19 @@ std::string NodeService::HandleApply(std::string_view body) {
     return RedirectReply(node_id_.load(), own->elsewhere);
   }
   st = engine_->Apply(req.updates);
+  if (st.code() == StatusCode::kRedirect) {
+    // An ACG of the batch, or one its routes lead to, moved to another node meanwhile: the
+    // client asks the master again (for the ACG, and for the files' ACGs).
+    redirects_.fetch_add(1);
+    std::vector<wire::AcgLocation> moved;
+    for (const Update& u : req.updates) {
+      const uint64_t to = engine_->MovedTo(u.acg);
+      if (to != 0 && (moved.empty() || moved.back().acg != u.acg)) {
+        moved.push_back(wire::AcgLocation{u.acg, static_cast<uint32_t>(to), ""});
+      }
+    }
+    return wire::EncodeReply(st, {}, moved);
+  }
   if (!st.ok()) return ErrorReply(st);
   return wire::EncodeOkReply(wire::Empty{});
 }
@@ -204,6 +230,7 @@ std::string NodeService::HandleSearch(std::string_view body, const rpc::PeerInfo
   req.sort_by = std::move(q.sort_by);
   req.descending = q.descending;
   req.now_ns = q.now_ns;
+  req.acgs = std::move(q.acgs);
 
   wire::SearchHitsChunk chunk;
   size_t chunk_bytes = 0;
@@ -241,6 +268,10 @@ std::string NodeService::HandleSearch(std::string_view body, const rpc::PeerInfo
   done.acgs_skipped = stats.acgs_skipped;
   done.candidates = stats.candidates;
   done.hits = stats.hits;
+  for (const auto& [acg, to] : stats.moved) {
+    done.moved.push_back(wire::AcgLocation{acg, static_cast<uint32_t>(to), ""});
+  }
+  done.adopted = std::move(stats.adopted);
   return wire::EncodeOkReply(done);
 }
 
@@ -256,6 +287,10 @@ std::string NodeService::HandleGetRecord(std::string_view body) {
     return RedirectReply(node_id_.load(), own->elsewhere);
   }
   Result<FileRecord> rec = engine_->Get(req.acg, req.file);
+  if (!rec.ok() && rec.status().code() == StatusCode::kRedirect) {
+    redirects_.fetch_add(1);
+    return ErrorReply(rec.status());
+  }
   if (!rec.ok()) {
     if (rec.status().IsNotFound()) {
       return ErrorReply(Status::NotFound("no file " + std::to_string(req.file.volume) + ":" +
@@ -369,6 +404,259 @@ std::string NodeService::HandlePing(std::string_view body) {
   Status st = wire::Decode(body, &ping);
   if (!st.ok()) return BadRequest("ping", st);
   return wire::EncodeOkReply(ping);
+}
+
+// ---- migration (DESIGN §5) ------------------------------------------------------------------
+
+namespace {
+
+constexpr int64_t kPeerTimeoutMs = 60'000;  // per copy part and per adoption
+
+std::string CopyPath(const std::string& dir, const char* what, uint64_t acg, uint32_t node) {
+  return JoinPath(dir, std::string(what) + "-" + std::to_string(acg) + "-" +
+                           std::to_string(node) + ".mdb");
+}
+
+}  // namespace
+
+std::string NodeService::HandleMigrate(std::string_view body) {
+  wire::MigrateAcgRequest req;
+  Status st = wire::Decode(body, &req);
+  if (!st.ok()) return BadRequest("migrate-acg", st);
+  wire::MigrateAcgReply reply;
+  st = Migrate(req, &reply);
+  if (!st.ok()) return ErrorReply(st.WithContext("moving ACG " + std::to_string(req.acg)));
+  return wire::EncodeOkReply(reply);
+}
+
+uint32_t NodeService::OwnerAfterFailure(uint64_t acg) {
+  for (int attempt = 0; attempt < 30; ++attempt) {
+    if (attempt > 0) std::this_thread::sleep_for(std::chrono::seconds(1));
+    wire::LocateAcgsRequest req;
+    req.acgs = {acg};
+    wire::AcgLocationsReply rep;
+    rpc::CallOptions call;
+    call.timeout_ms = options_.master_timeout_ms;
+    call.idempotent = true;
+    if (wire::WireCall(*options_.master, MsgType::kLocateAcgs, req, &rep, call).ok() &&
+        rep.locations.size() == 1) {
+      return rep.locations[0].node_id;
+    }
+  }
+  return 0;
+}
+
+Status NodeService::Migrate(const wire::MigrateAcgRequest& req, wire::MigrateAcgReply* reply) {
+  const uint32_t self = node_id_.load();
+  if (options_.master == nullptr || !options_.connect_peer || options_.scratch_dir.empty()) {
+    return Status::NotSupported("this node is not set up to move ACGs");
+  }
+  if (req.acg == 0 || req.to_node == 0) return Status::InvalidArgument("ACG and node ids are 0");
+  if (self == 0) return Status::Unavailable("not registered with the master yet");
+  if (req.to_node == self) return Status::InvalidArgument("the ACG is on that node already");
+  std::lock_guard<std::mutex> one_at_a_time(migrate_mu_);
+  uint64_t files = 0;
+  bool here = false;
+  for (const AcgInfo& a : engine_->ListAcgs()) {
+    if (a.id == req.acg) {
+      here = true;
+      files = a.files;
+    }
+  }
+  if (!here) return Status::NotFound("no ACG " + std::to_string(req.acg) + " on this node");
+  // The destination's endpoint, from the master.
+  wire::NodesReply nodes;
+  rpc::CallOptions call;
+  call.timeout_ms = options_.master_timeout_ms;
+  call.idempotent = true;
+  call.retries = 1;
+  PROPELLER_RETURN_IF_ERROR(
+      wire::WireCall(*options_.master, MsgType::kListNodes, wire::Empty{}, &nodes, call));
+  std::string endpoint;
+  for (const wire::NodeInfo& n : nodes.nodes) {
+    if (n.node_id == req.to_node && n.up) endpoint = n.endpoint;
+  }
+  if (endpoint.empty()) {
+    return Status::InvalidArgument("node " + std::to_string(req.to_node) + " is not up");
+  }
+  PROPELLER_ASSIGN_OR_RETURN(std::unique_ptr<rpc::Channel> peer, options_.connect_peer(endpoint));
+
+  // Freeze and copy: updates to the ACG wait from here until the drop (or the thaw).
+  const auto t0 = std::chrono::steady_clock::now();
+  std::error_code ec;
+  std::filesystem::create_directories(options_.scratch_dir, ec);
+  const std::string copy = CopyPath(options_.scratch_dir, "out", req.acg, req.to_node);
+  PROPELLER_RETURN_IF_ERROR(engine_->FreezeAndCopyAcg(req.acg, copy));
+  struct RemoveCopy {
+    std::string path;
+    ~RemoveCopy() {
+      std::error_code e;
+      std::filesystem::remove(path, e);
+    }
+  } remove_copy{copy};
+
+  // Send it. Any failure: the master's map decides whether the move happened.
+  Status sent = [&]() -> Status {
+    std::ifstream in(copy, std::ios::binary);
+    if (!in) return Status::IOError("cannot read " + copy);
+    in.seekg(0, std::ios::end);
+    const uint64_t total = static_cast<uint64_t>(in.tellg());
+    in.seekg(0);
+    reply->bytes = total;
+    uint32_t crc = 0;
+    wire::AdoptAcgChunk part;
+    part.acg = req.acg;
+    part.from_node = self;
+    part.total_bytes = total;
+    uint64_t offset = 0;
+    do {
+      const size_t n = static_cast<size_t>(std::min<uint64_t>(wire::kAdoptChunkBytes,
+                                                              total - offset));
+      part.offset = offset;
+      part.data.resize(n);
+      if (n > 0 && !in.read(part.data.data(), static_cast<std::streamsize>(n))) {
+        return Status::IOError("reading " + copy);
+      }
+      crc = Crc32cExtend(crc, part.data.data(), part.data.size());
+      offset += n;
+      part.crc = offset == total ? Crc32cMask(crc) : 0;
+      rpc::CallOptions pc;
+      pc.timeout_ms = kPeerTimeoutMs;
+      pc.idempotent = false;
+      wire::Empty ok;
+      PROPELLER_RETURN_IF_ERROR(wire::WireCall(*peer, MsgType::kAdoptAcg, part, &ok, pc));
+    } while (offset < total);
+    return Status::OK();
+  }();
+  if (!sent.ok()) {
+    const uint32_t owner = OwnerAfterFailure(req.acg);
+    if (owner != req.to_node) {
+      if (owner == 0) {
+        // Neither side can be told apart: keep the ACG frozen rather than risk two owners.
+        Log(LogLevel::kError,
+            "moving ACG %llu to node %u: %s; the master cannot say who owns it now, so its "
+            "updates stay stopped here until this node restarts",
+            static_cast<unsigned long long>(req.acg), static_cast<unsigned>(req.to_node),
+            sent.ToString().c_str());
+        return sent;
+      }
+      Status thaw = engine_->ThawAcg(req.acg);
+      if (!thaw.ok()) Log(LogLevel::kError, "thawing ACG: %s", thaw.ToString().c_str());
+      return sent;
+    }
+    // The destination adopted it and the master names it: the move happened after all.
+  }
+  // The destination owns it now. Drop it here (updates waiting for it get a Redirect).
+  {
+    std::unique_lock<std::shared_mutex> lock(owned_mu_);
+    owned_.erase(req.acg);
+  }
+  PROPELLER_RETURN_IF_ERROR(engine_->DropMovedAcg(req.acg, req.to_node));
+  reply->files = files;
+  reply->micros = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
+                                            std::chrono::steady_clock::now() - t0)
+                                            .count());
+  // Let the destination's updates go (its copy and this one were identical until now).
+  wire::ReleaseAcgRequest release{req.acg};
+  rpc::CallOptions rc;
+  rc.timeout_ms = kPeerTimeoutMs;
+  rc.idempotent = true;
+  rc.retries = 3;
+  wire::Empty ok;
+  Status released = wire::WireCall(*peer, MsgType::kReleaseAcg, release, &ok, rc);
+  if (!released.ok()) {
+    Log(LogLevel::kWarning, "ACG %llu moved to node %u, but releasing it there failed: %s",
+        static_cast<unsigned long long>(req.acg), static_cast<unsigned>(req.to_node),
+        released.ToString().c_str());
+  }
+  Log(LogLevel::kInfo, "moved ACG %llu (%llu files, %llu bytes) to node %u in %.3f s",
+      static_cast<unsigned long long>(req.acg), static_cast<unsigned long long>(files),
+      static_cast<unsigned long long>(reply->bytes), static_cast<unsigned>(req.to_node),
+      static_cast<double>(reply->micros) / 1e6);
+  return Status::OK();
+}
+
+std::string NodeService::HandleAdopt(std::string_view body) {
+  wire::AdoptAcgChunk part;
+  Status st = wire::Decode(body, &part);
+  if (!st.ok()) return BadRequest("adopt-acg", st);
+  const uint32_t self = node_id_.load();
+  if (options_.master == nullptr || options_.scratch_dir.empty()) {
+    return ErrorReply(Status::NotSupported("this node is not set up to adopt ACGs"));
+  }
+  if (part.acg == 0 || part.from_node == 0 || self == 0 || part.from_node == self ||
+      part.offset + part.data.size() > part.total_bytes) {
+    return ErrorReply(Status::InvalidArgument("adopt-acg: bad part"));
+  }
+  std::lock_guard<std::mutex> one_at_a_time(adopt_mu_);
+  std::error_code ec;
+  std::filesystem::create_directories(options_.scratch_dir, ec);
+  const std::string path = CopyPath(options_.scratch_dir, "in", part.acg, part.from_node);
+  {
+    const uint64_t have = std::filesystem::exists(path) ? std::filesystem::file_size(path, ec) : 0;
+    if (part.offset != 0 && have != part.offset) {
+      return ErrorReply(Status::InvalidArgument(
+          "adopt-acg: part at " + std::to_string(part.offset) + " but " + std::to_string(have) +
+          " bytes arrived; start again"));
+    }
+    std::ofstream out(path, part.offset == 0 ? std::ios::binary | std::ios::trunc
+                                             : std::ios::binary | std::ios::app);
+    out.write(part.data.data(), static_cast<std::streamsize>(part.data.size()));
+    out.flush();
+    if (!out) return ErrorReply(Status::IOError("writing " + path));
+  }
+  if (part.offset + part.data.size() < part.total_bytes) return wire::EncodeOkReply(wire::Empty{});
+
+  // The last part: check, adopt (frozen until the source released it), flip the map.
+  auto fail = [&](const Status& s) {
+    std::error_code e;
+    std::filesystem::remove(path, e);
+    return ErrorReply(s.WithContext("adopting ACG " + std::to_string(part.acg)));
+  };
+  {
+    std::ifstream in(path, std::ios::binary);
+    std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (all.size() != part.total_bytes || Crc32cMask(Crc32c(all)) != part.crc) {
+      return fail(Status::Corruption("the copy's checksum does not match"));
+    }
+  }
+  {
+    // Synced before the engine takes it (the rename keeps it durable).
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0 || ::fsync(fd) != 0) {
+      if (fd >= 0) ::close(fd);
+      return fail(Status::IOError("syncing " + path, errno));
+    }
+    ::close(fd);
+  }
+  st = engine_->AdoptAcg(part.acg, path, /*frozen=*/true);
+  if (!st.ok()) return fail(st);
+  wire::MoveAcgRequest move{part.acg, part.from_node, self};
+  wire::Empty ok;
+  rpc::CallOptions call;
+  call.timeout_ms = options_.master_timeout_ms;
+  call.idempotent = true;  // the master's flip is
+  call.retries = 2;
+  st = wire::WireCall(*options_.master, MsgType::kMoveAcg, move, &ok, call);
+  if (!st.ok()) {
+    // Not this node's: give the copy back (the source still owns and holds the ACG).
+    Status undo = engine_->DropMovedAcg(part.acg, part.from_node);
+    if (!undo.ok()) Log(LogLevel::kError, "undoing an adoption: %s", undo.ToString().c_str());
+    return ErrorReply(st.WithContext("adopting ACG " + std::to_string(part.acg) +
+                                     ": the master did not make it this node's"));
+  }
+  MarkOwned({part.acg});
+  return wire::EncodeOkReply(wire::Empty{});
+}
+
+std::string NodeService::HandleRelease(std::string_view body) {
+  wire::ReleaseAcgRequest req;
+  Status st = wire::Decode(body, &req);
+  if (!st.ok()) return BadRequest("release-acg", st);
+  st = engine_->ThawAcg(req.acg);
+  if (st.code() == StatusCode::kInvalidArgument) st = Status::OK();  // released already
+  if (!st.ok()) return ErrorReply(st);
+  return wire::EncodeOkReply(wire::Empty{});
 }
 
 // ---- indexes --------------------------------------------------------------------------------

@@ -15,12 +15,21 @@
 //   kNodeStatus, kCreateIndex (idempotent: an existing user index of the same type is OK),
 //   kDropIndex, kListIndexes (user indexes by name, from a copy refreshed after every index
 //   change made through this service), kPing (echo).
+//   kMigrateAcg   moves an ACG this node owns to another node (DESIGN §5; schemas/messages.h
+//                 "migration"): freeze and copy (Engine::FreezeAndCopyAcg), send the copy in
+//                 kAdoptAcg parts, drop it here once the destination adopted it and the master
+//                 names the destination, then kReleaseAcg. Needs `connect_peer` and
+//                 `scratch_dir`. Synchronous: the reply comes when the move is over.
+//   kAdoptAcg     the destination's side: the parts go to `scratch_dir`; with the last one
+//                 (CRC-checked) the engine adopts the copy frozen and the master flips the
+//                 ACG's owner (kMoveAcg); an error undoes the adoption.
+//   kReleaseAcg   the source dropped its copy: updates to the adopted ACG go on here.
 // Malformed envelopes and bodies get an error reply (Corruption, or NotSupported for another
 // protocol major version); nothing reaches the engine unless its request decoded completely.
 //
 // Ownership (cluster rule): the master's ACG->node map is the truth. ACGs present in the engine
 // when the service starts, and ACGs the master confirmed as this node's, are owned; the
-// confirmation is cached for the life of the service (ACGs do not migrate yet). ACGs the
+// confirmation is cached until the ACG migrates away (kMigrateAcg). ACGs the
 // master places elsewhere, or does not know, are asked about again on the next request, so a
 // master-side reassignment to this node is picked up at once. Without a reachable master only
 // already-owned ACGs are served; the others get Unavailable (retry later).
@@ -36,6 +45,8 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <map>
 #include <mutex>
 #include <set>
@@ -63,6 +74,11 @@ struct NodeServiceOptions {
   // 64 MB limit and lets the client start merging early; 1000 hits amortize the frame cost.
   size_t max_chunk_hits = 1000;
   size_t max_chunk_bytes = 1u << 20;
+  // Migration: a directory on the data directory's file system for copies in transit, and
+  // how to reach another node (null: this node neither sends nor receives ACGs).
+  std::string scratch_dir;
+  std::function<Result<std::unique_ptr<rpc::Channel>>(const std::string& endpoint)>
+      connect_peer;
 };
 
 // Counters for tests and status output.
@@ -127,6 +143,13 @@ class NodeService {
   std::string HandleDropIndex(std::string_view body);
   std::string HandleListIndexes(std::string_view body);
   std::string HandlePing(std::string_view body);
+  std::string HandleMigrate(std::string_view body);
+  std::string HandleAdopt(std::string_view body);
+  std::string HandleRelease(std::string_view body);
+  // The source's steps of a migration (HandleMigrate); *reply gets the figures.
+  Status Migrate(const wire::MigrateAcgRequest& req, wire::MigrateAcgReply* reply);
+  // After a failed send: the master's owner of `acg`, retried for a while; 0 = unknown.
+  uint32_t OwnerAfterFailure(uint64_t acg);
   std::string BadRequest(const char* what, const Status& st);
   // Re-reads the engine's user indexes into user_indexes_. REQUIRES: index_mu_ held.
   void RefreshIndexListLocked();
@@ -152,6 +175,8 @@ class NodeService {
   std::vector<wire::IndexDef> user_indexes_;  // Under list_mu_.
 
   std::atomic<uint64_t> requests_{0}, bad_requests_{0}, redirects_{0}, master_lookups_{0};
+  std::mutex migrate_mu_;  // one migration out of this node at a time
+  std::mutex adopt_mu_;    // one adoption into it at a time
 };
 
 }  // namespace propeller
