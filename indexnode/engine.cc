@@ -1645,7 +1645,7 @@ class Engine::Impl {
     if (s.ok() && acg->cached() != 0) {
       s = Status::Internal("updates were cached after the ACG was frozen");
     }
-    if (s.ok()) s = acg->CopyTo(path);
+    if (s.ok() && !path.empty()) s = acg->CopyTo(path);
     if (!s.ok()) {
       Thaw(id);
       std::error_code ec;

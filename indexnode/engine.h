@@ -302,8 +302,9 @@ class Engine {
   // Source, step 1: stops updates to ACG `acg` — from here an Apply whose batch touches it,
   // directly or through a split's routes, waits (at most 10 s, then Unavailable) until
   // ThawAcg or DropMovedAcg — commits it, and writes a compacted copy of its LMDB environment
-  // (mdb_env_copyfd2, MDB_CP_COMPACT), synced, to the new file `path`. Every update
-  // acknowledged before the call is in the copy. On error the ACG is thawed.
+  // (mdb_env_copyfd2, MDB_CP_COMPACT), synced, to the new file `path` ("" = no copy: the
+  // ACG is only frozen, e.g. to drop a copy another node owns). Every update acknowledged
+  // before the call is in the copy. On error the ACG is thawed.
   Status FreezeAndCopyAcg(uint64_t acg, const std::string& path);
   // Source, the move did not happen: the waiting batches go on here.
   Status ThawAcg(uint64_t acg);

@@ -75,6 +75,14 @@ Status Master::Heartbeat(const wire::HeartbeatRequest& req, wire::HeartbeatReply
     reply->indexes.push_back(wire::IndexDef{name, type});
   }
   SuggestMerges(req, &reply->merges);
+  // Copies a crash left behind in a migration (the map names another node): the node drops
+  // them after asking again (NodeService::DropNotOwned).
+  for (const wire::AcgLoad& a : req.acgs) {
+    const std::optional<AcgRecord> rec = store_->GetAcg(a.acg);
+    if (rec && rec->node_id != req.node_id && rec->state == AcgState::kActive) {
+      reply->not_yours.push_back(wire::AcgLocation{a.acg, rec->node_id, ""});
+    }
+  }
   return Status::OK();
 }
 

@@ -374,10 +374,13 @@ Status Get(const msgpack::object& o, IndexDef* m) {
 //                                                      missing list must not read as
 //                                                      "drop every index")
 //   2     merges                 [AcgMerge]            small ACGs to merge here         1.2
-void Put(Writer& w, const HeartbeatReply& m) { PutFields(w, m.reregister, m.indexes, m.merges); }
+//   3     not_yours              [AcgLocation]         reported, owned elsewhere        1.3
+void Put(Writer& w, const HeartbeatReply& m) {
+  PutFields(w, m.reregister, m.indexes, m.merges, m.not_yours);
+}
 Status Get(const msgpack::object& o, HeartbeatReply* m) {
-  return GetFields(o, 2, {"reregister", "indexes", "merges"}, &m->reregister, &m->indexes,
-                   &m->merges);
+  return GetFields(o, 2, {"reregister", "indexes", "merges", "not_yours"}, &m->reregister,
+                   &m->indexes, &m->merges, &m->not_yours);
 }
 
 // AcgMerge (inside HeartbeatReply)

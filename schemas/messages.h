@@ -112,10 +112,18 @@ struct AcgMerge {
   uint64_t source = 0;  // small ACG to fold into `target` (same node, same app)
   uint64_t target = 0;
 };
+struct AcgLocation {
+  uint64_t acg = 0;
+  uint32_t node_id = 0;   // 0 = unknown ACG
+  std::string endpoint;
+};
 struct HeartbeatReply {
   bool reregister = false;        // the master does not know this node id: register again
   std::vector<IndexDef> indexes;  // the user-index catalogue, for the node to reconcile
   std::vector<AcgMerge> merges;   // since 1.2: small ACGs this node should merge
+  // Since 1.3: ACGs the node reported that the master maps to another node (node_id): copies
+  // left behind by a migration a crash interrupted. The node drops them once it confirmed.
+  std::vector<AcgLocation> not_yours;
 };
 
 struct NodeInfo {
@@ -165,11 +173,6 @@ struct FileLocation {
 };
 struct LocationsReply {
   std::vector<FileLocation> locations;  // one per requested file, in request order
-};
-struct AcgLocation {
-  uint64_t acg = 0;
-  uint32_t node_id = 0;   // 0 = unknown ACG
-  std::string endpoint;
 };
 struct LocateAcgsRequest {
   std::vector<uint64_t> acgs;

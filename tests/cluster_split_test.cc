@@ -478,6 +478,102 @@ TEST(ClusterSplitTest, AnAcgMovesToTheOtherNodeUnderLoad) {
   EXPECT_EQ(AcgHolders(client)[acg], std::vector<uint32_t>{from});
 }
 
+// A party of a migration dies at a step (held there by --test-hold-in-migrate): 1 = the
+// source, after the destination adopted the copy and the map flipped, before its drop; 2 =
+// the destination, after its adoption, before the flip. After a restart the ACG is on
+// exactly one node (the destination for 1, the source for 2), which the master names; every
+// acknowledged update is there, and searches and updates agree with the oracle.
+class KillDuringMove : public ::testing::TestWithParam<int> {};
+
+TEST_P(KillDuringMove, OneCopyNothingLostAndTheMapAgrees) {
+  const int step = GetParam();
+  const uint64_t seed = TestSeed() + static_cast<uint64_t>(step);
+  SCOPED_TRACE("PROPELLER_SEED=" + std::to_string(seed));
+  ClusterConfig config = SplitCluster();
+  config.node_extra.insert(config.node_extra.end(), {"--test-release-wait-ms", "1000"});
+  LocalCluster cluster(config);
+  const std::vector<std::string> hold = {"--test-hold-in-migrate", std::to_string(step)};
+  ASSERT_TRUE(cluster.StartMaster());
+  ASSERT_TRUE(cluster.StartNode(0, hold));
+  ASSERT_TRUE(cluster.StartNode(1, hold));
+  TempDir oracle_dir;
+  World w(seed, oracle_dir.path() + "/oracle");
+  ASSERT_TRUE(w.ok());
+  std::unique_ptr<Client> connected = Connect(cluster, 2, 3000, &w);
+  ASSERT_TRUE(connected);
+  Client& client = *connected;
+  for (int i = 0; i < 8; ++i) {
+    const std::vector<FileUpdate> batch = w.Batch(25, 0);
+    ASSERT_TRUE(client.Update(batch).ok()) << cluster.Logs();
+    ASSERT_TRUE(w.Acknowledge(batch).ok());
+  }
+  std::map<uint64_t, std::vector<uint32_t>> holders = AcgHolders(client);
+  ASSERT_EQ(holders.size(), 1u);
+  const uint64_t acg = holders.begin()->first;
+  const uint32_t from = holders.begin()->second.at(0);
+  auto status = client.GetStatus();
+  ASSERT_TRUE(status.ok());
+  uint32_t to = 0;
+  for (const NodeStatus& ns : status->nodes) {
+    if (ns.info.node_id != from) to = ns.info.node_id;
+  }
+  ASSERT_NE(to, 0u);
+
+  auto mover_or = Client::Connect(cluster.client_options(3000));
+  ASSERT_TRUE(mover_or.ok());
+  Status moved;
+  std::thread mover([&] { moved = (*mover_or)->MoveAcg(acg, to, 10'000).status(); });
+  struct Joiner {
+    std::thread* t;
+    ~Joiner() {
+      if (t->joinable()) t->join();
+    }
+  } joiner{&mover};
+  int holder = -1;
+  const auto deadline = std::chrono::steady_clock::now() + seconds(60);
+  while (holder < 0 && std::chrono::steady_clock::now() < deadline) {
+    for (int i = 0; i < 2; ++i) {
+      if (::access((cluster.node_dir(i) + "/migrate-hold").c_str(), F_OK) == 0) holder = i;
+    }
+    std::this_thread::sleep_for(milliseconds(10));
+  }
+  ASSERT_GE(holder, 0) << "no migration reached step " << step << "\n" << cluster.Logs();
+  cluster.node(holder).Kill();
+  ASSERT_EQ(::unlink((cluster.node_dir(holder) + "/migrate-hold").c_str()), 0);
+  ASSERT_TRUE(cluster.StartNode(holder));
+  mover.join();
+  EXPECT_FALSE(moved.ok()) << "a party died mid-move";
+
+  const uint32_t expected = step == 1 ? to : from;
+  Status one = Eventually(
+      [&]() -> Status {
+        std::map<uint64_t, std::vector<uint32_t>> now = AcgHolders(client);
+        if (now[acg] != std::vector<uint32_t>{expected}) {
+          return Status::Aborted("ACG on " + std::to_string(now[acg].size()) + " nodes");
+        }
+        return Status::OK();
+      },
+      kSettle);
+  ASSERT_TRUE(one.ok()) << one.ToString() << "\n" << cluster.Logs();
+  // Updates to it (through the client's stale route, then a fresh one) and searches agree.
+  for (int i = 0; i < 5; ++i) {
+    const std::vector<FileUpdate> batch = w.Batch(2, 10);
+    ASSERT_TRUE(Eventually([&] { return client.Update(batch); }, kSettle).ok())
+        << cluster.Logs();
+    ASSERT_TRUE(w.Acknowledge(batch).ok());
+  }
+  ASSERT_TRUE(MapSettles(cluster, client).ok()) << cluster.Logs();
+  EXPECT_TRUE(w.Matches(client, "size>=0")) << cluster.Logs();
+  for (int i = 0; i < 10; ++i) ASSERT_TRUE(w.Matches(client, w.gen().RandomQuery()));
+  EXPECT_EQ(AcgHolders(client)[acg], std::vector<uint32_t>{expected});
+}
+
+INSTANTIATE_TEST_SUITE_P(Steps, KillDuringMove, ::testing::Values(1, 2),
+                         [](const ::testing::TestParamInfo<int>& info) {
+                           return info.param == 1 ? std::string("SourceAfterTheFlip")
+                                                  : std::string("DestinationBeforeTheFlip");
+                         });
+
 // Small ACGs of one app stay small after most of their files are deleted: the master asks
 // their node to merge them two by two, and searches equal the oracle throughout.
 TEST(ClusterSplitTest, SmallAcgsOfOneAppAreMerged) {

@@ -28,8 +28,6 @@
 namespace propeller {
 namespace {
 
-// A whole migration is one call (copy, adoption, drop): far longer than any other request.
-constexpr int64_t kMoveTimeoutMs = 600'000;
 // Attempts for an update group whose owner keeps changing (each redirect refreshes the route).
 constexpr int kMaxRouteAttempts = 4;
 
@@ -1065,7 +1063,7 @@ class Client::Impl {
     return out;
   }
 
-  Result<wire::MigrateAcgReply> MoveAcg(uint64_t acg, uint32_t to_node) {
+  Result<wire::MigrateAcgReply> MoveAcg(uint64_t acg, uint32_t to_node, int64_t timeout_ms) {
     cache_.ForgetAcg(acg);
     PROPELLER_ASSIGN_OR_RETURN(auto owners, LocateAcgs({acg}));
     const NodeAddress owner = owners[acg];
@@ -1075,7 +1073,7 @@ class Client::Impl {
     }
     PROPELLER_ASSIGN_OR_RETURN(rpc::Channel * ch, NodeChannel(owner.endpoint));
     rpc::CallOptions call = CallOpts(/*idempotent=*/false);
-    call.timeout_ms = std::max<int64_t>(call.timeout_ms, kMoveTimeoutMs);
+    call.timeout_ms = timeout_ms;
     wire::MigrateAcgReply reply;
     PROPELLER_RETURN_IF_ERROR(wire::WireCall(*ch, wire::MsgType::kMigrateAcg,
                                              wire::MigrateAcgRequest{acg, to_node}, &reply,
@@ -1183,8 +1181,9 @@ Status Client::DropIndex(const std::string& name) { return impl_->DropIndex(name
 Result<std::vector<wire::IndexDef>> Client::ListIndexes() { return impl_->ListIndexes(); }
 Result<ClusterStatus> Client::GetStatus() { return impl_->GetStatus(); }
 Result<std::vector<AcgEdge>> Client::ListEdges() { return impl_->ListEdges(); }
-Result<wire::MigrateAcgReply> Client::MoveAcg(uint64_t acg, uint32_t to_node) {
-  return impl_->MoveAcg(acg, to_node);
+Result<wire::MigrateAcgReply> Client::MoveAcg(uint64_t acg, uint32_t to_node,
+                                              int64_t timeout_ms) {
+  return impl_->MoveAcg(acg, to_node, timeout_ms);
 }
 const std::string& Client::master_endpoint() const { return impl_->master_endpoint(); }
 

@@ -208,7 +208,9 @@ class Client {
   // its environment, and drops it once `to_node` adopted it and the master names `to_node`.
   // Updates and searches go on meanwhile (updates to that ACG wait for the move, for at most
   // a few seconds). Returns the copy's size, the ACG's files and the time from freeze to drop.
-  Result<wire::MigrateAcgReply> MoveAcg(uint64_t acg, uint32_t to_node);
+  // `timeout_ms` bounds the whole move (copy, transfer, adoption, drop).
+  Result<wire::MigrateAcgReply> MoveAcg(uint64_t acg, uint32_t to_node,
+                                        int64_t timeout_ms = 600'000);
 
   const std::string& master_endpoint() const;
 

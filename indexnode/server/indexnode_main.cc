@@ -97,7 +97,8 @@ int Main(int argc, char** argv) {
     if (arg == "--data" || arg == "--master" || arg == "--listen" || arg == "--advertise" ||
         arg == "--durability" || arg == "--curve-key" || arg == "--allow" ||
         arg == "--master-key" || arg == "--threads" || arg == "--log-level" ||
-        arg == "--split-threshold" || arg == "--test-hold-in-split") {
+        arg == "--split-threshold" || arg == "--test-hold-in-split" ||
+        arg == "--test-hold-in-migrate" || arg == "--test-release-wait-ms") {
       if (!take()) return Usage("option " + arg + " needs a value");
     } else if (arg.rfind("-", 0) == 0) {
       return Usage("unknown option '" + arg + "'");
@@ -152,6 +153,31 @@ int Main(int argc, char** argv) {
         return Usage("--test-hold-in-split must be a step from 1 to 5, not '" + value + "'");
       }
       hold_step = n;
+    } else if (arg == "--test-hold-in-migrate") {
+      // Fault tests only (not in --help): at step N (1-2) of its first migration step of
+      // that number (NodeServiceOptions::migrate_step_hook) the node creates
+      // <data>/migrate-hold and waits until it is removed.
+      int n = 0;
+      auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
+      if (ec != std::errc() || end != value.data() + value.size() || n < 1 || n > 2) {
+        return Usage("--test-hold-in-migrate must be a step from 1 to 2, not '" + value + "'");
+      }
+      // `opt` lives as long as main; --data may come after this option.
+      auto held = std::make_shared<std::atomic<bool>>(false);
+      opt.migrate_step_hook = [n, dir = &opt.data_dir, held](int step) {
+        if (step != n || held->exchange(true)) return;
+        const std::string hold = *dir + "/migrate-hold";
+        if (FILE* f = std::fopen(hold.c_str(), "w")) std::fclose(f);
+        while (::access(hold.c_str(), F_OK) == 0) ::usleep(10'000);
+      };
+    } else if (arg == "--test-release-wait-ms") {
+      // Fault tests only: IndexNodeOptions::release_wait_ms.
+      int64_t n = 0;
+      auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
+      if (ec != std::errc() || end != value.data() + value.size() || n < 0) {
+        return Usage("--test-release-wait-ms must be a number of milliseconds");
+      }
+      opt.release_wait_ms = n;
     } else if (arg == "--log-level") {
       if (!ParseLogLevel(value, &level)) {
         return Usage("--log-level must be debug, info, warning or error, not '" + value + "'");

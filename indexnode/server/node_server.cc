@@ -201,6 +201,7 @@ Status IndexNodeServer::Impl::Init(const IndexNodeOptions& options) {
   node_id_.store(*id);
   so.master_timeout_ms = options_.master_timeout_ms;
   so.scratch_dir = JoinPath(options_.data_dir, "migrate");
+  so.migrate_step_hook = options_.migrate_step_hook;
   so.connect_peer = [curve = keys.has_value()](
                         const std::string& endpoint) -> Result<std::unique_ptr<rpc::Channel>> {
     if (curve) {
@@ -375,6 +376,9 @@ Status IndexNodeServer::Impl::Heartbeat() {
   }
   heartbeats_.fetch_add(1);
   merges_ = std::move(rep.merges);
+  // Copies an interrupted migration left here, and adoptions whose release never came.
+  service_->DropNotOwned(rep.not_yours);
+  service_->ThawAbandoned(options_.release_wait_ms);
   if (rep.reregister) {
     Log(LogLevel::kInfo, "master %s asked node %u to register again",
         options_.master_endpoint.c_str(), static_cast<unsigned>(req.node_id));

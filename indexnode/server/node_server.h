@@ -59,6 +59,11 @@ struct IndexNodeOptions {
   int64_t master_timeout_ms = 2000;  // per register/heartbeat/locate call
   // Engine settings other than data_dir and durability (which the fields above override).
   EngineOptions engine;
+  // Tests: NodeServiceOptions::migrate_step_hook.
+  std::function<void(int step)> migrate_step_hook;
+  // An ACG adopted from another node is thawed this long after its adoption even if the
+  // source never sent kReleaseAcg (it died after dropping its copy).
+  int64_t release_wait_ms = 30'000;
 };
 
 class NodeService;

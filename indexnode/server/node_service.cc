@@ -410,7 +410,7 @@ std::string NodeService::HandlePing(std::string_view body) {
 
 namespace {
 
-constexpr int64_t kPeerTimeoutMs = 60'000;  // per copy part and per adoption
+constexpr int64_t kPeerTimeoutMs = 15'000;  // per copy part (8 MiB) and per adoption
 
 std::string CopyPath(const std::string& dir, const char* what, uint64_t acg, uint32_t node) {
   return JoinPath(dir, std::string(what) + "-" + std::to_string(acg) + "-" +
@@ -547,6 +547,7 @@ Status NodeService::Migrate(const wire::MigrateAcgRequest& req, wire::MigrateAcg
     // The destination adopted it and the master names it: the move happened after all.
   }
   // The destination owns it now. Drop it here (updates waiting for it get a Redirect).
+  if (options_.migrate_step_hook) options_.migrate_step_hook(1);
   {
     std::unique_lock<std::shared_mutex> lock(owned_mu_);
     owned_.erase(req.acg);
@@ -631,6 +632,7 @@ std::string NodeService::HandleAdopt(std::string_view body) {
   }
   st = engine_->AdoptAcg(part.acg, path, /*frozen=*/true);
   if (!st.ok()) return fail(st);
+  if (options_.migrate_step_hook) options_.migrate_step_hook(2);
   wire::MoveAcgRequest move{part.acg, part.from_node, self};
   wire::Empty ok;
   rpc::CallOptions call;
@@ -646,13 +648,85 @@ std::string NodeService::HandleAdopt(std::string_view body) {
                                      ": the master did not make it this node's"));
   }
   MarkOwned({part.acg});
+  {
+    std::lock_guard<std::mutex> lock(adopted_mu_);
+    adopted_frozen_[part.acg] = std::chrono::steady_clock::now();
+  }
   return wire::EncodeOkReply(wire::Empty{});
+}
+
+void NodeService::DropNotOwned(const std::vector<wire::AcgLocation>& acgs) {
+  if (acgs.empty() || options_.master == nullptr) return;
+  // Not while a move runs here: its own steps decide (and the map may be about to change).
+  std::unique_lock<std::mutex> out(migrate_mu_, std::try_to_lock);
+  std::unique_lock<std::mutex> in(adopt_mu_, std::try_to_lock);
+  if (!out.owns_lock() || !in.owns_lock()) return;
+  const uint32_t self = node_id_.load();
+  std::set<uint64_t> here;
+  for (const AcgInfo& a : engine_->ListAcgs()) here.insert(a.id);
+  for (const wire::AcgLocation& loc : acgs) {
+    if (here.count(loc.acg) == 0) continue;
+    // The heartbeat's answer may predate a flip to this node: ask again.
+    wire::LocateAcgsRequest req;
+    req.acgs = {loc.acg};
+    wire::AcgLocationsReply rep;
+    rpc::CallOptions call;
+    call.timeout_ms = options_.master_timeout_ms;
+    call.idempotent = true;
+    if (!wire::WireCall(*options_.master, MsgType::kLocateAcgs, req, &rep, call).ok() ||
+        rep.locations.size() != 1 || rep.locations[0].node_id == 0 ||
+        rep.locations[0].node_id == self) {
+      continue;
+    }
+    const uint32_t owner = rep.locations[0].node_id;
+    {
+      std::unique_lock<std::shared_mutex> lock(owned_mu_);
+      owned_.erase(loc.acg);
+    }
+    Status st = engine_->FreezeAndCopyAcg(loc.acg, "");
+    if (st.ok()) st = engine_->DropMovedAcg(loc.acg, owner);
+    if (!st.ok()) {
+      Log(LogLevel::kError, "dropping ACG %llu (node %u owns it): %s",
+          static_cast<unsigned long long>(loc.acg), static_cast<unsigned>(owner),
+          st.ToString().c_str());
+      continue;
+    }
+    Log(LogLevel::kWarning,
+        "dropped ACG %llu: node %u owns it (a copy left behind by an interrupted migration)",
+        static_cast<unsigned long long>(loc.acg), static_cast<unsigned>(owner));
+  }
+}
+
+void NodeService::ThawAbandoned(int64_t after_ms) {
+  const auto now = std::chrono::steady_clock::now();
+  std::vector<uint64_t> due;
+  {
+    std::lock_guard<std::mutex> lock(adopted_mu_);
+    for (auto it = adopted_frozen_.begin(); it != adopted_frozen_.end();) {
+      if (now - it->second >= std::chrono::milliseconds(after_ms)) {
+        due.push_back(it->first);
+        it = adopted_frozen_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  for (uint64_t acg : due) {
+    if (engine_->ThawAcg(acg).ok()) {
+      Log(LogLevel::kWarning, "ACG %llu: its source never released it; updates go on",
+          static_cast<unsigned long long>(acg));
+    }
+  }
 }
 
 std::string NodeService::HandleRelease(std::string_view body) {
   wire::ReleaseAcgRequest req;
   Status st = wire::Decode(body, &req);
   if (!st.ok()) return BadRequest("release-acg", st);
+  {
+    std::lock_guard<std::mutex> lock(adopted_mu_);
+    adopted_frozen_.erase(req.acg);
+  }
   st = engine_->ThawAcg(req.acg);
   if (st.code() == StatusCode::kInvalidArgument) st = Status::OK();  // released already
   if (!st.ok()) return ErrorReply(st);

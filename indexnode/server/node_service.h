@@ -44,6 +44,7 @@
 #define PROPELLER_INDEXNODE_SERVER_NODE_SERVICE_H_
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -74,6 +75,10 @@ struct NodeServiceOptions {
   // 64 MB limit and lets the client start merging early; 1000 hits amortize the frame cost.
   size_t max_chunk_hits = 1000;
   size_t max_chunk_bytes = 1u << 20;
+  // Tests: called at step 1 (source: the destination adopted the copy and the map names it;
+  // before the drop) and 2 (destination: the copy is adopted; before asking the master to
+  // flip the map) of a migration. A hook may end the process.
+  std::function<void(int step)> migrate_step_hook;
   // Migration: a directory on the data directory's file system for copies in transit, and
   // how to reach another node (null: this node neither sends nor receives ACGs).
   std::string scratch_dir;
@@ -122,6 +127,15 @@ class NodeService {
   std::vector<wire::IndexDef> UserIndexes() const;
 
   NodeServiceStats stats() const;
+
+  // ---- migration clean-up (HeartbeatReply.not_yours; called by the membership thread) ----
+  // Drops the listed ACGs that the master, asked again now, still maps to another node:
+  // copies a crash left behind in a migration (a source that died after the map flipped, a
+  // destination that died before it flipped). Skips an ACG whose move is in progress here.
+  void DropNotOwned(const std::vector<wire::AcgLocation>& acgs);
+  // Thaws ACGs adopted more than `after_ms` ago whose source never sent kReleaseAcg (it died
+  // between its drop and the release).
+  void ThawAbandoned(int64_t after_ms);
 
  private:
   // One ACG's place: owned here, or elsewhere (with what the master said).
@@ -177,6 +191,8 @@ class NodeService {
   std::atomic<uint64_t> requests_{0}, bad_requests_{0}, redirects_{0}, master_lookups_{0};
   std::mutex migrate_mu_;  // one migration out of this node at a time
   std::mutex adopt_mu_;    // one adoption into it at a time
+  std::mutex adopted_mu_;  // a leaf
+  std::map<uint64_t, std::chrono::steady_clock::time_point> adopted_frozen_;  // until released
 };
 
 }  // namespace propeller
