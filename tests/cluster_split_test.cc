@@ -300,6 +300,32 @@ std::map<uint64_t, std::vector<uint32_t>> AcgHolders(Client& client) {
   return out;
 }
 
+// 200 files of one app, so one ACG (below the split threshold) on one node of the two: that
+// ACG, its node and the other node.
+struct OneAcg {
+  uint64_t acg = 0;
+  uint32_t from = 0;
+  uint32_t to = 0;
+};
+void PopulateOneAcg(LocalCluster& cluster, Client& client, World* w, OneAcg* out) {
+  for (int i = 0; i < 8; ++i) {
+    const std::vector<FileUpdate> batch = w->Batch(25, 0);
+    ASSERT_TRUE(client.Update(batch).ok()) << cluster.Logs();
+    ASSERT_TRUE(w->Acknowledge(batch).ok());
+  }
+  std::map<uint64_t, std::vector<uint32_t>> holders = AcgHolders(client);
+  ASSERT_EQ(holders.size(), 1u);
+  ASSERT_EQ(holders.begin()->second.size(), 1u);
+  out->acg = holders.begin()->first;
+  out->from = holders.begin()->second[0];
+  auto status = client.GetStatus();
+  ASSERT_TRUE(status.ok());
+  for (const NodeStatus& ns : status->nodes) {
+    if (ns.info.node_id != out->from) out->to = ns.info.node_id;
+  }
+  ASSERT_NE(out->to, 0u);
+}
+
 // Migration (issue 5): an ACG moves to the other node in bulk while a client keeps updating
 // it and searching; every search equals the oracle (no file missing, none twice), every
 // update is acknowledged and lands, and afterwards the ACG is on the other node only and the
@@ -315,24 +341,11 @@ TEST(ClusterSplitTest, AnAcgMovesToTheOtherNodeUnderLoad) {
   std::unique_ptr<Client> connected = Connect(cluster, 2, 5000, &w);
   ASSERT_TRUE(connected);
   Client& client = *connected;
-  // 200 files of one app: one ACG (below the split threshold), on one node.
-  for (int i = 0; i < 8; ++i) {
-    const std::vector<FileUpdate> batch = w.Batch(25, 0);
-    ASSERT_TRUE(client.Update(batch).ok()) << cluster.Logs();
-    ASSERT_TRUE(w.Acknowledge(batch).ok());
-  }
-  std::map<uint64_t, std::vector<uint32_t>> holders = AcgHolders(client);
-  ASSERT_EQ(holders.size(), 1u);
-  const uint64_t acg = holders.begin()->first;
-  ASSERT_EQ(holders.begin()->second.size(), 1u);
-  const uint32_t from = holders.begin()->second[0];
-  auto status = client.GetStatus();
-  ASSERT_TRUE(status.ok());
-  uint32_t to = 0;
-  for (const NodeStatus& ns : status->nodes) {
-    if (ns.info.node_id != from) to = ns.info.node_id;
-  }
-  ASSERT_NE(to, 0u);
+  OneAcg one;
+  ASSERT_NO_FATAL_FAILURE(PopulateOneAcg(cluster, client, &w, &one));
+  const uint64_t acg = one.acg;
+  const uint32_t from = one.from, to = one.to;
+  std::map<uint64_t, std::vector<uint32_t>> holders;
 
   auto mover_or = Client::Connect(cluster.client_options(5000));
   ASSERT_TRUE(mover_or.ok());
@@ -502,22 +515,10 @@ TEST_P(KillDuringMove, OneCopyNothingLostAndTheMapAgrees) {
   std::unique_ptr<Client> connected = Connect(cluster, 2, 3000, &w);
   ASSERT_TRUE(connected);
   Client& client = *connected;
-  for (int i = 0; i < 8; ++i) {
-    const std::vector<FileUpdate> batch = w.Batch(25, 0);
-    ASSERT_TRUE(client.Update(batch).ok()) << cluster.Logs();
-    ASSERT_TRUE(w.Acknowledge(batch).ok());
-  }
-  std::map<uint64_t, std::vector<uint32_t>> holders = AcgHolders(client);
-  ASSERT_EQ(holders.size(), 1u);
-  const uint64_t acg = holders.begin()->first;
-  const uint32_t from = holders.begin()->second.at(0);
-  auto status = client.GetStatus();
-  ASSERT_TRUE(status.ok());
-  uint32_t to = 0;
-  for (const NodeStatus& ns : status->nodes) {
-    if (ns.info.node_id != from) to = ns.info.node_id;
-  }
-  ASSERT_NE(to, 0u);
+  OneAcg one;
+  ASSERT_NO_FATAL_FAILURE(PopulateOneAcg(cluster, client, &w, &one));
+  const uint64_t acg = one.acg;
+  const uint32_t from = one.from, to = one.to;
 
   auto mover_or = Client::Connect(cluster.client_options(3000));
   ASSERT_TRUE(mover_or.ok());
@@ -545,7 +546,7 @@ TEST_P(KillDuringMove, OneCopyNothingLostAndTheMapAgrees) {
   EXPECT_FALSE(moved.ok()) << "a party died mid-move";
 
   const uint32_t expected = step == 1 ? to : from;
-  Status one = Eventually(
+  Status settled = Eventually(
       [&]() -> Status {
         std::map<uint64_t, std::vector<uint32_t>> now = AcgHolders(client);
         if (now[acg] != std::vector<uint32_t>{expected}) {
@@ -554,7 +555,7 @@ TEST_P(KillDuringMove, OneCopyNothingLostAndTheMapAgrees) {
         return Status::OK();
       },
       kSettle);
-  ASSERT_TRUE(one.ok()) << one.ToString() << "\n" << cluster.Logs();
+  ASSERT_TRUE(settled.ok()) << settled.ToString() << "\n" << cluster.Logs();
   // Updates to it (through the client's stale route, then a fresh one) and searches agree.
   for (int i = 0; i < 5; ++i) {
     const std::vector<FileUpdate> batch = w.Batch(2, 10);
