@@ -7,7 +7,6 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 #include <thread>
 #include <exception>
 #include <new>
@@ -615,9 +614,17 @@ std::string NodeService::HandleAdopt(std::string_view body) {
     return ErrorReply(s.WithContext("adopting ACG " + std::to_string(part.acg)));
   };
   {
+    // Streamed: a copy may be far larger than memory allows to hold at once.
     std::ifstream in(path, std::ios::binary);
-    std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    if (all.size() != part.total_bytes || Crc32cMask(Crc32c(all)) != part.crc) {
+    std::string block(1u << 20, '\0');
+    uint32_t crc = 0;
+    uint64_t size = 0;
+    while (in.read(block.data(), static_cast<std::streamsize>(block.size())) || in.gcount() > 0) {
+      const size_t n = static_cast<size_t>(in.gcount());
+      crc = Crc32cExtend(crc, block.data(), n);
+      size += n;
+    }
+    if (size != part.total_bytes || Crc32cMask(crc) != part.crc) {
       return fail(Status::Corruption("the copy's checksum does not match"));
     }
   }

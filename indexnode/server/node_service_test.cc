@@ -8,10 +8,14 @@
 #include <map>
 
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <atomic>
 #include <set>
 #include <tuple>
 
+#include "common/crc32c.h"
 #include "common/query/query.h"
 #include "common/random.h"
 #include "indexnode/engine_test_util.h"
@@ -656,6 +660,94 @@ TEST_F(NodeServiceTest, HostileBytesGetErrorsAndChangeNothing) {
   // Still serving.
   wire::Ping pong;
   EXPECT_TRUE(wire::WireCall(*client_, MsgType::kPing, wire::Ping{"ok"}, &pong).ok());
+}
+
+// The destination's side of a migration, from bad parts to a whole copy the master will not
+// give this node (this fake master does not serve kMoveAcg): every error leaves nothing
+// adopted and nothing in the scratch directory.
+TEST_F(NodeServiceTest, AdoptionChecksItsPartsAndUndoesWhatTheMasterRefuses) {
+  TempDir scratch, other;
+  NodeServiceOptions so;
+  so.scratch_dir = scratch.path() + "/migrate";
+  StartService(so);
+  auto call = [&](MsgType type, const auto& msg) {
+    CollectStream out;
+    wire::ReplyEnvelope env;
+    EXPECT_TRUE(
+        wire::DecodeReply(service_->Handle(wire::EncodeRequest(type, msg), rpc::PeerInfo{}, out),
+                          &env)
+            .ok());
+    return env.status;
+  };
+  auto scratch_files = [&] {
+    size_t n = 0;
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator(so.scratch_dir, ec)) {
+      n += !e.is_directory();
+    }
+    return n;
+  };
+  // A real copy of a 50-file ACG 9 from another engine.
+  EngineOptions eo;
+  eo.data_dir = other.path();
+  auto source = Engine::Open(eo);
+  ASSERT_TRUE(source.ok());
+  RecordGen gen(3);
+  std::vector<Update> batch;
+  for (uint64_t i = 0; i < 50; ++i) {
+    Update u;
+    u.op = UpdateOp::kPut;
+    u.acg = 9;
+    u.record = gen.NewRecord(FileId{1, 100 + i});
+    batch.push_back(u);
+  }
+  ASSERT_TRUE((*source)->Apply(batch).ok());
+  const std::string copy_path = other.path() + "/copy.mdb";
+  ASSERT_TRUE((*source)->FreezeAndCopyAcg(9, copy_path).ok());
+  std::string copy;
+  {
+    std::ifstream in(copy_path, std::ios::binary);
+    copy.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  ASSERT_GT(copy.size(), 100u);
+  const uint32_t crc = Crc32cMask(Crc32c(copy));
+  const size_t half = copy.size() / 2;
+  auto part = [&](uint64_t offset, size_t n, uint32_t c) {
+    wire::AdoptAcgChunk p;
+    p.acg = 9;
+    p.from_node = 2;
+    p.offset = offset;
+    p.total_bytes = copy.size();
+    p.data = copy.substr(offset, n);
+    p.crc = c;
+    return p;
+  };
+  // Out of order, beyond the total, from itself: refused.
+  EXPECT_EQ(call(MsgType::kAdoptAcg, part(half, copy.size() - half, crc)).code(),
+            StatusCode::kInvalidArgument);
+  wire::AdoptAcgChunk beyond = part(0, half, 0);
+  beyond.total_bytes = half - 1;
+  EXPECT_EQ(call(MsgType::kAdoptAcg, beyond).code(), StatusCode::kInvalidArgument);
+  wire::AdoptAcgChunk self = part(0, half, 0);
+  self.from_node = 1;
+  EXPECT_EQ(call(MsgType::kAdoptAcg, self).code(), StatusCode::kInvalidArgument);
+  // Two parts, the last with a wrong checksum: nothing adopted, the parts gone.
+  ASSERT_TRUE(call(MsgType::kAdoptAcg, part(0, half, 0)).ok());
+  EXPECT_EQ(call(MsgType::kAdoptAcg, part(half, copy.size() - half, crc ^ 1)).code(),
+            StatusCode::kCorruption);
+  EXPECT_EQ(scratch_files(), 0u);
+  // The whole copy, intact: adopted, but the master does not flip the map, so it is dropped
+  // again (as having moved back to its source).
+  ASSERT_TRUE(call(MsgType::kAdoptAcg, part(0, half, 0)).ok());
+  EXPECT_FALSE(call(MsgType::kAdoptAcg, part(half, copy.size() - half, crc)).ok());
+  for (const AcgInfo& a : engine_->ListAcgs()) EXPECT_NE(a.id, 9u);
+  EXPECT_EQ(engine_->MovedTo(9), 2u);
+  EXPECT_EQ(scratch_files(), 0u);
+  // Without a way to reach other nodes, this node moves nothing; a release of an ACG that is
+  // not frozen here is OK (sent again).
+  EXPECT_EQ(call(MsgType::kMigrateAcg, wire::MigrateAcgRequest{9, 2}).code(),
+            StatusCode::kNotSupported);
+  EXPECT_TRUE(call(MsgType::kReleaseAcg, wire::ReleaseAcgRequest{9}).ok());
 }
 
 TEST_F(NodeServiceTest, KernelCredentialsOverrideClaimedOnes) {
