@@ -31,6 +31,14 @@ constexpr uint64_t kStaying = 2;  // stays on A
 constexpr uint64_t kOther = 3;    // B's own
 constexpr uint64_t kNodeB = 42;   // the destination tag A records
 
+// Joins a thread when a test returns early (a failed ASSERT), instead of std::terminate.
+struct JoinOnExit {
+  std::thread* t;
+  ~JoinOnExit() {
+    if (t->joinable()) t->join();
+  }
+};
+
 std::unique_ptr<Engine> OpenEngine(const std::string& dir) {
   EngineOptions o;
   o.data_dir = dir;
@@ -165,6 +173,7 @@ TEST(EngineMoveTest, MovesAnAcgWithUpdatesWaitingAndNothingLost) {
     waiting_status = a->Apply({&late, 1});
     waiting_done = true;
   });
+  JoinOnExit join_waiter{&waiter};
   ASSERT_NO_FATAL_FAILURE(ApplySome(a.get(), &w, kStaying, 20));
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   EXPECT_FALSE(waiting_done.load()) << "an update to a frozen ACG went through";
@@ -254,7 +263,26 @@ TEST(EngineMoveTest, NoUpdateSlipsPastAFreezeUnderConcurrentWriters) {
   ASSERT_TRUE(a);
   std::atomic<bool> stop{false};
   std::atomic<uint64_t> next{1000}, applied{0};
+  {
+    // The ACG exists before the first freeze, however late the writers start.
+    RecordGen gen(99);
+    Update u;
+    u.op = UpdateOp::kPut;
+    u.acg = kMoving;
+    u.record = gen.NewRecord(FileId{1, next.fetch_add(1)});
+    ASSERT_TRUE(a->Apply({&u, 1}).ok());
+  }
   std::vector<std::thread> writers;
+  struct Join {  // also when an assertion returns early
+    std::atomic<bool>* stop;
+    std::vector<std::thread>* threads;
+    ~Join() {
+      *stop = true;
+      for (std::thread& t : *threads) {
+        if (t.joinable()) t.join();
+      }
+    }
+  } join{&stop, &writers};
   for (int t = 0; t < 2; ++t) {
     writers.emplace_back([&, t] {
       RecordGen gen(100 + t);
@@ -303,6 +331,7 @@ TEST(EngineMoveTest, ThawLetsWaitingUpdatesThroughAndTheCopyIsTheFrozenState) {
   Update late = w.Change(kMoving);
   Status late_status;
   std::thread waiter([&] { late_status = a->Apply({&late, 1}); });
+  JoinOnExit join_waiter{&waiter};
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   ASSERT_TRUE(a->ThawAcg(kMoving).ok());
   waiter.join();
@@ -323,6 +352,7 @@ TEST(EngineMoveTest, ThawLetsWaitingUpdatesThroughAndTheCopyIsTheFrozenState) {
     EXPECT_TRUE(c->Apply({&next, 1}).ok());
     applied = true;
   });
+  JoinOnExit join_later{&later};
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   EXPECT_FALSE(applied.load());
   ASSERT_TRUE(c->ThawAcg(kMoving).ok());
