@@ -374,7 +374,7 @@ class Engine::Impl {
       if (it != acgs_.end()) return it->second.get();
       // Never created again here once it moved away (an update following an old route, or
       // the log's replay of records from before the move).
-      if (auto m = moved_.find(id); m != moved_.end()) return MovedErrorLocked(id, m->second);
+      if (auto m = moved_.find(id); m != moved_.end()) return MovedStatus(id, m->second);
       std::string dir = AcgDir(id);
       PROPELLER_ASSIGN_OR_RETURN(std::unique_ptr<Acg> acg, Acg::Open(id, dir, &ctx_));
       raw = acg.get();
@@ -1805,14 +1805,14 @@ class Engine::Impl {
   // NotFound, or the Redirect of an ACG that moved away.
   Status NotHere(uint64_t id) {
     const uint64_t to = MovedTo(id);
-    if (to != 0) return MovedErrorLocked(id, to);
+    if (to != 0) return MovedStatus(id, to);
     return Status::NotFound("no ACG " + std::to_string(id));
   }
   Status MovedError(uint64_t id) {
     const uint64_t to = MovedTo(id);
-    return MovedErrorLocked(id, to);
+    return MovedStatus(id, to);
   }
-  static Status MovedErrorLocked(uint64_t id, uint64_t destination) {
+  static Status MovedStatus(uint64_t id, uint64_t destination) {
     return Status::Redirect("ACG " + std::to_string(id) + " moved to node " +
                             std::to_string(destination));
   }

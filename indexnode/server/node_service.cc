@@ -428,19 +428,25 @@ std::string NodeService::HandleMigrate(std::string_view body) {
   return wire::EncodeOkReply(reply);
 }
 
+uint32_t NodeService::MasterOwnerOf(uint64_t acg) {
+  wire::LocateAcgsRequest req;
+  req.acgs = {acg};
+  wire::AcgLocationsReply rep;
+  rpc::CallOptions call;
+  call.timeout_ms = options_.master_timeout_ms;
+  call.idempotent = true;
+  if (!wire::WireCall(*options_.master, MsgType::kLocateAcgs, req, &rep, call).ok() ||
+      rep.locations.size() != 1) {
+    return 0;
+  }
+  return rep.locations[0].node_id;
+}
+
 uint32_t NodeService::OwnerAfterFailure(uint64_t acg) {
   for (int attempt = 0; attempt < 30; ++attempt) {
     if (attempt > 0) std::this_thread::sleep_for(std::chrono::seconds(1));
-    wire::LocateAcgsRequest req;
-    req.acgs = {acg};
-    wire::AcgLocationsReply rep;
-    rpc::CallOptions call;
-    call.timeout_ms = options_.master_timeout_ms;
-    call.idempotent = true;
-    if (wire::WireCall(*options_.master, MsgType::kLocateAcgs, req, &rep, call).ok() &&
-        rep.locations.size() == 1) {
-      return rep.locations[0].node_id;
-    }
+    const uint32_t owner = MasterOwnerOf(acg);
+    if (owner != 0) return owner;
   }
   return 0;
 }
@@ -674,18 +680,8 @@ void NodeService::DropNotOwned(const std::vector<wire::AcgLocation>& acgs) {
   for (const wire::AcgLocation& loc : acgs) {
     if (here.count(loc.acg) == 0) continue;
     // The heartbeat's answer may predate a flip to this node: ask again.
-    wire::LocateAcgsRequest req;
-    req.acgs = {loc.acg};
-    wire::AcgLocationsReply rep;
-    rpc::CallOptions call;
-    call.timeout_ms = options_.master_timeout_ms;
-    call.idempotent = true;
-    if (!wire::WireCall(*options_.master, MsgType::kLocateAcgs, req, &rep, call).ok() ||
-        rep.locations.size() != 1 || rep.locations[0].node_id == 0 ||
-        rep.locations[0].node_id == self) {
-      continue;
-    }
-    const uint32_t owner = rep.locations[0].node_id;
+    const uint32_t owner = MasterOwnerOf(loc.acg);
+    if (owner == 0 || owner == self) continue;
     {
       std::unique_lock<std::shared_mutex> lock(owned_mu_);
       owned_.erase(loc.acg);

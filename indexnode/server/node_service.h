@@ -162,6 +162,8 @@ class NodeService {
   std::string HandleRelease(std::string_view body);
   // The source's steps of a migration (HandleMigrate); *reply gets the figures.
   Status Migrate(const wire::MigrateAcgRequest& req, wire::MigrateAcgReply* reply);
+  // The master's owner of `acg` now; 0 = unknown (or the master unreachable).
+  uint32_t MasterOwnerOf(uint64_t acg);
   // After a failed send: the master's owner of `acg`, retried for a while; 0 = unknown.
   uint32_t OwnerAfterFailure(uint64_t acg);
   std::string BadRequest(const char* what, const Status& st);
