@@ -896,6 +896,12 @@ class Engine::Impl {
     std::shared_lock<std::shared_mutex> gate(search_gate_);
     std::vector<Acg*> acgs = VisibleAcgs();
     SearchStats stats;
+    // Before the recent moves are noted: an excluded ACG is not reported as adopted either.
+    if (!req.exclude.empty()) {
+      std::erase_if(acgs, [&](Acg* a) {
+        return std::find(req.exclude.begin(), req.exclude.end(), a->id()) != req.exclude.end();
+      });
+    }
     if (!req.acgs.empty()) {
       std::vector<uint64_t> wanted = req.acgs;
       std::sort(wanted.begin(), wanted.end());

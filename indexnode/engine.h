@@ -147,6 +147,7 @@ struct SearchRequest {
   bool descending = false;
   int64_t now_ns = 0;                // instant for ages; 0 = now
   std::vector<uint64_t> acgs;        // only these ACGs (sorted or not); empty = every ACG
+  std::vector<uint64_t> exclude;     // never these ACGs, even when listed in `acgs`
 };
 
 struct SearchHit {

@@ -4,6 +4,7 @@
 #include <optional>
 #include <set>
 
+#include "common/logging.h"
 #include "common/query/query.h"
 #include "common/record.h"
 #include "master/placement.h"
@@ -75,6 +76,7 @@ Status Master::Heartbeat(const wire::HeartbeatRequest& req, wire::HeartbeatReply
     reply->indexes.push_back(wire::IndexDef{name, type});
   }
   SuggestMerges(req, &reply->merges);
+  SuggestMoves(req, &reply->moves);
   // Copies a crash left behind in a migration (the map names another node): the node drops
   // them after asking again (NodeService::DropNotOwned).
   for (const wire::AcgLoad& a : req.acgs) {
@@ -119,6 +121,73 @@ void Master::SuggestMerges(const wire::HeartbeatRequest& req, std::vector<wire::
     std::sort(acgs.begin(), acgs.end());
     if (acgs[0].first + acgs[1].first > config_.acg_threshold / 2) continue;
     out->push_back(wire::AcgMerge{acgs[0].second, acgs[1].second});
+  }
+}
+
+void Master::SuggestMoves(const wire::HeartbeatRequest& req,
+                          std::vector<wire::AcgLocation>* out) {
+  // A node asked this many times (once per heartbeat) that never moved the half gave up on
+  // it (its log says why); the half stays.
+  constexpr int kMaxAsks = 120;
+  std::vector<uint64_t> mine;
+  {
+    std::lock_guard<std::mutex> lock(halves_mu_);
+    for (const auto& [acg, half] : halves_) {
+      if (half.node_id == req.node_id) mine.push_back(acg);
+    }
+  }
+  if (mine.empty()) return;
+  std::map<uint64_t, uint64_t> reported;
+  for (const wire::AcgLoad& a : req.acgs) reported[a.acg] = a.files;
+  PlacementContext ctx;
+  ctx.acg_threshold = config_.acg_threshold;
+  membership_->FillPlacement(&ctx);
+  const std::map<uint32_t, uint64_t> loads =
+      NodeLoads([&](const AcgVisitor& fn) { store_->ForEachAcg(fn); }, ctx);
+  const auto self = loads.find(req.node_id);
+  // The up node with the fewest files (ties to the lowest id), other than the asking one.
+  uint32_t lightest = 0;
+  uint64_t lightest_load = 0;
+  for (const auto& [node, load] : loads) {
+    if (node != req.node_id && (lightest == 0 || load < lightest_load)) {
+      lightest = node;
+      lightest_load = load;
+    }
+  }
+  std::vector<uint64_t> settled;
+  for (uint64_t acg : mine) {
+    const std::optional<AcgRecord> rec = store_->GetAcg(acg);
+    if (!rec || rec->state != AcgState::kActive || rec->node_id != req.node_id) {
+      settled.push_back(acg);  // moved (by this or by hand), merged, or gone
+      continue;
+    }
+    const auto r = reported.find(acg);
+    if (r == reported.end()) continue;  // the node does not list it yet
+    const uint64_t files = std::max(rec->files, r->second);
+    // Moving `files` from the node to the lightest one narrows the gap between them only
+    // while the lightest one, with them, stays below the node: the sum of squared loads then
+    // falls with every move, so moves never chase each other around.
+    const bool lighter = lightest != 0 && self != loads.end() &&
+                         lightest_load + files < self->second;
+    if (!lighter || !out->empty()) {
+      if (!lighter) settled.push_back(acg);  // decided once: it stays
+      continue;
+    }
+    std::string endpoint;
+    const std::map<uint32_t, std::string> nodes = store_->Nodes();
+    if (auto n = nodes.find(lightest); n != nodes.end()) endpoint = n->second;
+    out->push_back(wire::AcgLocation{acg, lightest, endpoint});
+  }
+  std::lock_guard<std::mutex> lock(halves_mu_);
+  for (uint64_t acg : settled) halves_.erase(acg);
+  for (const wire::AcgLocation& m : *out) {
+    auto it = halves_.find(m.acg);
+    if (it != halves_.end() && ++it->second.asked >= kMaxAsks) {
+      Log(LogLevel::kWarning, "node %u did not move split half ACG %llu to node %u after %d "
+          "requests; it stays", static_cast<unsigned>(req.node_id),
+          static_cast<unsigned long long>(m.acg), static_cast<unsigned>(m.node_id), kMaxAsks);
+      halves_.erase(it);
+    }
   }
 }
 
@@ -302,6 +371,11 @@ Status Master::SplitDone(const wire::SplitDoneRequest& req, wire::SplitDoneReply
     }
   }
   reply->remapped = remapped;
+  if (!req.merged && config_.move_split_halves) {
+    // The new half may go to a lighter node (SuggestMoves, with the node's next heartbeats).
+    std::lock_guard<std::mutex> lock(halves_mu_);
+    halves_.try_emplace(req.target, Half{req.node_id, 0});
+  }
   return Status::OK();
 }
 
@@ -309,7 +383,7 @@ Status Master::MoveAcg(const wire::MoveAcgRequest& req) {
   if (req.acg == 0 || req.from_node == 0 || req.to_node == 0 || req.from_node == req.to_node) {
     return Status::InvalidArgument("move ACG: ids must be non-zero and the nodes distinct");
   }
-  return store_->Update([&](MasterStore::Txn& txn) -> Status {
+  PROPELLER_RETURN_IF_ERROR(store_->Update([&](MasterStore::Txn& txn) -> Status {
     const AcgRecord* rec = txn.FindAcg(req.acg);
     if (rec == nullptr) return Status::NotFound("no ACG " + std::to_string(req.acg));
     if (rec->node_id == req.to_node) return Status::OK();  // asked again
@@ -321,7 +395,9 @@ Status Master::MoveAcg(const wire::MoveAcgRequest& req) {
       return Status::InvalidArgument("move ACG: no node " + std::to_string(req.to_node));
     }
     return txn.SetAcgNode(req.acg, req.to_node);
-  });
+  }));
+  if (config_.move_commit_hook) config_.move_commit_hook(req.acg);
+  return Status::OK();
 }
 
 std::vector<wire::NodeInfo> Master::NodeInfos() {

@@ -14,6 +14,7 @@
 #define PROPELLER_MASTER_MASTER_H_
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -36,6 +37,13 @@ struct MasterConfig {
   // two at a time, while together below acg_threshold / 2 (HeartbeatReply.merges).
   // 0 = never.
   int64_t merge_after_ms = 300'000;
+  // Splits (DESIGN §5): the half a node split off (the new ACG) moves to the up node with the
+  // fewest files when that node, even with the half, stays below the splitting node
+  // (HeartbeatReply.moves). false = halves stay where they were split.
+  bool move_split_halves = true;
+  // Tests only: called after a MoveAcg committed, before it returns (a hook may end the
+  // process, as a master crashing before its reply).
+  std::function<void(uint64_t acg)> move_commit_hook;
   // Told to nodes at registration; capped at node_timeout_ms / 3 so one lost heartbeat does
   // not mark a node down.
   uint32_t heartbeat_interval_ms = 1000;
@@ -126,6 +134,9 @@ class Master {
   std::vector<wire::NodeInfo> NodeInfos();
   // The merges to ask of the node sending `req` (MasterConfig::merge_after_ms).
   void SuggestMerges(const wire::HeartbeatRequest& req, std::vector<wire::AcgMerge>* out);
+  // At most one move of a split half to ask of the node sending `req`
+  // (MasterConfig::move_split_halves).
+  void SuggestMoves(const wire::HeartbeatRequest& req, std::vector<wire::AcgLocation>* out);
 
   const MasterConfig config_;
   std::unique_ptr<MasterStore> store_;
@@ -134,6 +145,15 @@ class Master {
   // When each ACG was first seen as a merge candidate (in memory: a restarted master waits
   // merge_after_ms again). Under merge_mu_.
   std::map<uint64_t, int64_t> small_since_;
+  // Split halves (SplitDone targets) that may move to a lighter node: ACG -> the splitting
+  // node and how often the move was asked. In memory: a master restarted between a split and
+  // its move leaves that half where it was split. Under halves_mu_ (a leaf).
+  struct Half {
+    uint32_t node_id = 0;
+    int asked = 0;
+  };
+  std::mutex halves_mu_;
+  std::map<uint64_t, Half> halves_;
 };
 
 }  // namespace propeller::master

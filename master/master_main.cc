@@ -3,6 +3,7 @@
 // Exit codes: 0 stopped by SIGINT/SIGTERM after a clean shutdown, 1 runtime error (cannot
 // open the data directory, cannot bind, bad key files), 2 usage error.
 #include <signal.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
@@ -40,6 +41,9 @@ void PrintHelp() {
       "  --merge-after-ms N    merge an app's small ACGs on a node (below a quarter of the\n"
       "                        threshold) once they stayed small this long (default %lld;\n"
       "                        0 = never)\n"
+      "  --no-split-moves      keep both halves of a split on the splitting node (default:\n"
+      "                        the new half moves to the node with the fewest files when\n"
+      "                        that node stays below the splitting one even with it)\n"
       "  --threads N           request worker threads (default %d)\n"
       "  --log-level LEVEL     debug, info, warning or error (default info)\n"
       "  --help                this text\n"
@@ -110,6 +114,12 @@ int main(int argc, char** argv) {
       options.acg_threshold = static_cast<uint64_t>(ParseInt(arg, next(), 1, 1000000000000LL));
     } else if (arg == "--merge-after-ms") {
       options.merge_after_ms = ParseInt(arg, next(), 0, 86400000LL * 365);
+    } else if (arg == "--no-split-moves") {
+      options.move_split_halves = false;
+    } else if (arg == "--test-exit-after-move") {
+      // Fault tests only (not in --help): the master dies (SIGKILL-like, no clean stop) right
+      // after committing an ACG move, before replying, as a crash there would.
+      options.move_commit_hook = [](uint64_t) { ::_exit(9); };
     } else if (arg == "--threads") {
       options.worker_threads = static_cast<int>(ParseInt(arg, next(), 1, 256));
     } else if (arg == "--log-level") {

@@ -31,6 +31,8 @@ Result<std::unique_ptr<MasterServer>> MasterServer::Start(const MasterOptions& o
   config.node_timeout_ms = options.node_timeout_ms;
   config.acg_threshold = options.acg_threshold;
   config.merge_after_ms = options.merge_after_ms;
+  config.move_split_halves = options.move_split_halves;
+  config.move_commit_hook = options.move_commit_hook;
   config.heartbeat_interval_ms = options.heartbeat_interval_ms;
   config.sync = options.sync;
   config.sync_interval_ms = options.sync_interval_ms;

@@ -33,6 +33,8 @@ struct MasterOptions {
   int64_t node_timeout_ms = 5000;
   uint64_t acg_threshold = 50000;
   int64_t merge_after_ms = 300'000;  // MasterConfig::merge_after_ms
+  bool move_split_halves = true;     // MasterConfig::move_split_halves
+  std::function<void(uint64_t acg)> move_commit_hook;  // MasterConfig::move_commit_hook
   int worker_threads = 4;
   // Also serve on this inproc:// or direct:// endpoint (see IndexNodeOptions::local_alias).
   std::string local_alias;

@@ -26,6 +26,7 @@ class MasterTest : public ::testing::Test {
     c.sync = false;
     c.node_timeout_ms = 5000;
     c.acg_threshold = threshold_;
+    c.move_split_halves = move_halves_;
     c.clock = clock_.clock();
     auto m = Master::Open(c);
     ASSERT_TRUE(m.ok()) << m.status().ToString();
@@ -56,6 +57,7 @@ class MasterTest : public ::testing::Test {
   }
 
   uint64_t threshold_ = 50000;
+  bool move_halves_ = true;
   TempDir dir_;
   FakeClock clock_;
   std::unique_ptr<Master> master_;
@@ -566,6 +568,67 @@ TEST_F(ForgetTest, MoveAcgFlipsTheOwnerOnceAndSurvivesRestart) {
   EXPECT_EQ(g.node_id, other);
   Reopen();
   EXPECT_EQ(master_->store().GetAcg(acg)->node_id, other);
+}
+
+// DESIGN §5: the half a node split off goes to a less loaded node, through the splitting
+// node's heartbeats (HeartbeatReply.moves), when that narrows the gap between the two.
+TEST_F(ForgetTest, SplitHalvesMoveToALighterNode) {
+  for (uint64_t ino = 1; ino <= 20; ++ino) ASSERT_NE(Assign(ino, "cc", true).acg, 0u);
+  const uint64_t source = Lookup(1).acg;
+  const uint32_t other = *Register(0, "tcp://127.0.0.1:7472");
+  auto beat = [&](uint32_t node, std::vector<wire::AcgLoad> acgs) {
+    wire::HeartbeatRequest hb;
+    hb.node_id = node;
+    hb.acgs = std::move(acgs);
+    wire::HeartbeatReply r;
+    EXPECT_TRUE(master_->Heartbeat(hb, &r).ok());
+    return r.moves;
+  };
+  auto split = [&](uint64_t from, uint64_t first, uint64_t last, bool merged = false) {
+    wire::NewAcgReply created;
+    EXPECT_TRUE(master_->NewAcg({node_, from}, &created).ok());
+    wire::SplitDoneRequest report{node_, from, created.acg, {}, merged};
+    for (uint64_t ino = first; ino <= last; ++ino) report.files.push_back(FileId{volume_, ino});
+    wire::SplitDoneReply done;
+    EXPECT_TRUE(master_->SplitDone(report, &done).ok());
+    return created.acg;
+  };
+  EXPECT_TRUE(beat(other, {}).empty());
+  EXPECT_TRUE(beat(node_, {{source, 20}}).empty()) << "nothing split yet";
+
+  // Split 20 into 10 + 10: the other node (0 files) stays lighter with the half (10 < 20).
+  const uint64_t half = split(source, 1, 10);
+  EXPECT_TRUE(beat(node_, {{source, 10}}).empty()) << "the node does not list the half yet";
+  std::vector<wire::AcgLocation> moves = beat(node_, {{source, 10}, {half, 10}});
+  ASSERT_EQ(moves.size(), 1u);
+  EXPECT_EQ(moves[0].acg, half);
+  EXPECT_EQ(moves[0].node_id, other);
+  EXPECT_EQ(moves[0].endpoint, "tcp://127.0.0.1:7472");
+  EXPECT_TRUE(beat(other, {}).empty()) << "only the splitting node is asked";
+  EXPECT_EQ(beat(node_, {{source, 10}, {half, 10}}).size(), 1u) << "asked until it moved";
+  ASSERT_TRUE(master_->MoveAcg({half, node_, other}).ok());
+  EXPECT_TRUE(beat(node_, {{source, 10}}).empty()) << "moved: not asked again";
+  EXPECT_TRUE(beat(other, {{half, 10}}).empty());
+
+  // 15 files here, 10 there: the other node is less loaded, but with a 5-file half it would
+  // not stay below this one (10 + 5 = 15), so the half stays, even once the other empties.
+  for (uint64_t ino = 21; ino <= 25; ++ino) ASSERT_EQ(Assign(ino, "cc", true).acg, source);
+  const uint64_t stays = split(source, 11, 15);
+  EXPECT_TRUE(beat(node_, {{source, 10}, {stays, 5}}).empty());
+  ASSERT_TRUE(master_->MoveAcg({half, other, node_}).ok());
+  EXPECT_TRUE(beat(other, {}).empty());
+  EXPECT_TRUE(beat(node_, {{source, 10}, {stays, 5}, {half, 10}}).empty()) << "decided once";
+
+  // A merge is not a split: nothing moves.
+  const uint64_t merged = split(stays, 11, 15, /*merged=*/true);
+  EXPECT_TRUE(beat(node_, {{source, 10}, {merged, 5}, {half, 10}}).empty());
+
+  // Turned off: halves stay where they were split.
+  move_halves_ = false;
+  Reopen();
+  ASSERT_TRUE(Beat(other));
+  const uint64_t kept = split(half, 1, 5);
+  EXPECT_TRUE(beat(node_, {{source, 10}, {merged, 5}, {half, 5}, {kept, 5}}).empty());
 }
 
 TEST_F(ForgetTest, SmallAcgsOfOneAppThatStaySmallAreMerged) {

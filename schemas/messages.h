@@ -124,6 +124,9 @@ struct HeartbeatReply {
   // Since 1.3: ACGs the node reported that the master maps to another node (node_id): copies
   // left behind by a migration a crash interrupted. The node drops them once it confirmed.
   std::vector<AcgLocation> not_yours;
+  // Since 1.4: split halves of this node's that the master wants on another, lighter node
+  // (node_id, endpoint); the node moves one at a time (kMigrateAcg's steps).
+  std::vector<AcgLocation> moves;
 };
 
 struct NodeInfo {

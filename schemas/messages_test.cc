@@ -85,7 +85,7 @@ PROPELLER_TIE(AcgMerge, m.source, m.target)
 PROPELLER_TIE(HeartbeatRequest, m.node_id, m.acgs, m.free_disk_bytes, m.load, m.cached_updates,
               m.indexes)
 PROPELLER_TIE(IndexDef, m.name, m.type)
-PROPELLER_TIE(HeartbeatReply, m.reregister, m.indexes, m.merges, m.not_yours)
+PROPELLER_TIE(HeartbeatReply, m.reregister, m.indexes, m.merges, m.not_yours, m.moves)
 PROPELLER_TIE(NodeInfo, m.node_id, m.endpoint, m.up, m.acgs, m.files, m.free_disk_bytes, m.load,
               m.last_heartbeat_ns)
 PROPELLER_TIE(NodesReply, m.nodes)
@@ -272,6 +272,7 @@ void Fill(Gen& g, HeartbeatReply* m) {
   m->indexes = g.List(4, [&] { return RandomIndexDef(g); });
   m->merges = g.List(3, [&] { return AcgMerge{g.U64(), g.U64()}; });
   m->not_yours = g.List(3, [&] { return RandomAcgLocation(g); });
+  m->moves = g.List(3, [&] { return RandomAcgLocation(g); });
 }
 void Fill(Gen& g, NodesReply* m) { m->nodes = g.List(4, [&] { return RandomNode(g); }); }
 void Fill(Gen& g, FilesRequest* m) {
@@ -375,7 +376,8 @@ PROPELLER_SPEC(RegisterNodeRequest, 2, "us", "node_id", "endpoint")
 PROPELLER_SPEC(RegisterNodeReply, 1, "uu", "node_id", "heartbeat_interval_ms")
 PROPELLER_SPEC(HeartbeatRequest, 1, "uaudua", "node_id", "acgs",
                "free_disk_bytes", "load", "cached_updates", "indexes")
-PROPELLER_SPEC(HeartbeatReply, 2, "baaa", "reregister", "indexes", "merges", "not_yours")
+PROPELLER_SPEC(HeartbeatReply, 2, "baaaa", "reregister", "indexes", "merges", "not_yours",
+               "moves")
 PROPELLER_SPEC(NodesReply, 1, "a", "nodes")
 PROPELLER_SPEC(FilesRequest, 1, "aa", "files", "generations")
 PROPELLER_SPEC(AssignFilesRequest, 1, "a", "items")

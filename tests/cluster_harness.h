@@ -110,6 +110,14 @@ class ChildProcess {
   // SIGTERM and wait: a clean stop. Returns the exit status (-1 if not running).
   int Terminate() { return Signal(SIGTERM); }
   bool running() const { return pid_ > 0; }
+  // True once the process has ended by itself (reaped here; Kill is then a no-op).
+  bool Exited() {
+    if (pid_ <= 0) return true;
+    int status = 0;
+    if (::waitpid(pid_, &status, WNOHANG) != pid_) return false;
+    pid_ = -1;
+    return true;
+  }
 
  private:
   int Signal(int sig) {
@@ -158,12 +166,14 @@ class LocalCluster {
   const std::string& dir() const { return dir_.path(); }
   std::string node_dir(int i) const { return dir() + "/node" + std::to_string(i); }
 
-  bool StartMaster() {
+  // `extra`: flags for this start only, after config.master_extra.
+  bool StartMaster(const std::vector<std::string>& extra = {}) {
     std::vector<std::string> argv = {PROPELLER_MASTER_BIN, "--data", dir() + "/master",
                                      "--listen", master_endpoint(), "--acg-threshold",
                                      std::to_string(config_.acg_threshold),
                                      "--node-timeout-ms", "3000"};
     argv.insert(argv.end(), config_.master_extra.begin(), config_.master_extra.end());
+    argv.insert(argv.end(), extra.begin(), extra.end());
     master_ = std::make_unique<ChildProcess>(argv, dir() + "/master.log");
     return master_->Start();
   }

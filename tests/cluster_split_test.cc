@@ -2,9 +2,10 @@
 // threshold, split in the background while a client keeps updating and searching, ask the
 // master for the new ACG's id and report the moved files so the master's map follows.
 //
-//  - SplitsUnderLoadMatchTheOracle: every search during the splits equals an in-process Engine
-//    fed the same updates (the oracle), and afterwards the master maps every file to the ACG
-//    that holds it.
+//  - SplitsUnderLoadMatchTheOracle: every search during the splits, and during the moves of
+//    split halves to the other node the master asks for, equals an in-process Engine fed the
+//    same updates (the oracle), and afterwards the master maps every file to the ACG that
+//    holds it.
 //  - SmallAcgsOfOneAppAreMerged: the master has a node merge an app's ACGs that stayed small;
 //    searches equal the oracle throughout and the map follows.
 //  - KillDuringSplit/*: the node or the master is killed (SIGKILL) at each step of a split
@@ -246,6 +247,18 @@ uint64_t AcgCount(Client& client) {
   return status.ok() ? status->acgs : 0;
 }
 
+// The node (or nodes) holding each ACG, from the nodes themselves.
+std::map<uint64_t, std::vector<uint32_t>> AcgHolders(Client& client) {
+  std::map<uint64_t, std::vector<uint32_t>> out;
+  auto status = client.GetStatus();
+  if (!status.ok()) return out;
+  for (const NodeStatus& ns : status->nodes) {
+    if (!ns.node) continue;
+    for (const wire::AcgLoad& a : ns.node->acg_list) out[a.acg].push_back(ns.info.node_id);
+  }
+  return out;
+}
+
 TEST(ClusterSplitTest, SplitsUnderLoadMatchTheOracle) {
   const uint64_t seed = TestSeed();
   SCOPED_TRACE("PROPELLER_SEED=" + std::to_string(seed));
@@ -273,31 +286,33 @@ TEST(ClusterSplitTest, SplitsUnderLoadMatchTheOracle) {
   while (w.live() < 1000) {
     ASSERT_NO_FATAL_FAILURE(run_batch(20, 10));
   }
-  // Keep changing and searching while the splits finish and are reported.
+  // Keep changing and searching while the splits finish and are reported, and while the
+  // master has split halves move to the other node, which starts empty (DESIGN §5).
   const auto deadline = std::chrono::steady_clock::now() + seconds(90);
   Status agreed;
+  auto nodes_holding = [&] {
+    std::set<uint32_t> nodes;
+    for (const auto& [acg, holders] : AcgHolders(client)) {
+      nodes.insert(holders.begin(), holders.end());
+    }
+    return nodes.size();
+  };
   while (std::chrono::steady_clock::now() < deadline) {
     ASSERT_NO_FATAL_FAILURE(run_batch(0, 30));
-    if (AcgCount(client) >= 4 && (agreed = MapAgrees(cluster, client)).ok()) break;
+    if (AcgCount(client) >= 4 && nodes_holding() == 2 &&
+        (agreed = MapAgrees(cluster, client)).ok()) {
+      break;
+    }
   }
   ASSERT_TRUE(agreed.ok()) << agreed.ToString() << "\n" << cluster.Logs();
   EXPECT_GE(AcgCount(client), 4u) << "1,000 files over a 300-file threshold split at least thrice";
+  EXPECT_EQ(nodes_holding(), 2u) << "a split half moved to the empty node";
+  std::map<uint64_t, std::vector<uint32_t>> holders = AcgHolders(client);
+  for (const auto& [acg, on] : holders) EXPECT_EQ(on.size(), 1u) << "ACG " << acg;
   // After the map flip, updates (through the client's cached, now stale locations and
   // through fresh look-ups) and searches still agree.
   for (int i = 0; i < 10; ++i) ASSERT_NO_FATAL_FAILURE(run_batch(5, 30));
   ASSERT_TRUE(MapSettles(cluster, client).ok()) << cluster.Logs();
-}
-
-// The node (or nodes) holding each ACG, from the nodes themselves.
-std::map<uint64_t, std::vector<uint32_t>> AcgHolders(Client& client) {
-  std::map<uint64_t, std::vector<uint32_t>> out;
-  auto status = client.GetStatus();
-  if (!status.ok()) return out;
-  for (const NodeStatus& ns : status->nodes) {
-    if (!ns.node) continue;
-    for (const wire::AcgLoad& a : ns.node->acg_list) out[a.acg].push_back(ns.info.node_id);
-  }
-  return out;
 }
 
 // 200 files of one app, so one ACG (below the split threshold) on one node of the two: that
@@ -491,22 +506,35 @@ TEST(ClusterSplitTest, AnAcgMovesToTheOtherNodeUnderLoad) {
   EXPECT_EQ(AcgHolders(client)[acg], std::vector<uint32_t>{from});
 }
 
-// A party of a migration dies at a step (held there by --test-hold-in-migrate): 1 = the
-// source, after the destination adopted the copy and the map flipped, before its drop; 2 =
-// the destination, after its adoption, before the flip. After a restart the ACG is on
-// exactly one node (the destination for 1, the source for 2), which the master names; every
-// acknowledged update is there, and searches and updates agree with the oracle.
-class KillDuringMove : public ::testing::TestWithParam<int> {};
+// A party of a migration dies at a step. The nodes hold at a step through
+// --test-hold-in-migrate: 1 = the source, after the destination adopted the copy and the map
+// flipped, before its drop; 2 = the destination, after its adoption, before it asks the
+// master to flip. The master dies there too, or (--test-exit-after-move) right after it
+// committed the flip, before its reply. After restarts the ACG is on exactly one node, which
+// the master names; every acknowledged update is there, and searches and updates agree with
+// the oracle.
+struct MoveFault {
+  const char* name;
+  int hold_step;      // 0 = no hold
+  bool kill_master;   // else the node holding at the step
+  bool exit_after_move;  // the master dies committing the flip
+  bool lands;         // the ACG ends on the destination (else it stays on the source)
+};
+
+class KillDuringMove : public ::testing::TestWithParam<MoveFault> {};
 
 TEST_P(KillDuringMove, OneCopyNothingLostAndTheMapAgrees) {
-  const int step = GetParam();
-  const uint64_t seed = TestSeed() + static_cast<uint64_t>(step);
+  const MoveFault f = GetParam();
+  const uint64_t seed = TestSeed() + static_cast<uint64_t>(f.hold_step) + 3 * f.kill_master;
   SCOPED_TRACE("PROPELLER_SEED=" + std::to_string(seed));
   ClusterConfig config = SplitCluster();
   config.node_extra.insert(config.node_extra.end(), {"--test-release-wait-ms", "1000"});
   LocalCluster cluster(config);
-  const std::vector<std::string> hold = {"--test-hold-in-migrate", std::to_string(step)};
-  ASSERT_TRUE(cluster.StartMaster());
+  std::vector<std::string> hold;
+  if (f.hold_step != 0) hold = {"--test-hold-in-migrate", std::to_string(f.hold_step)};
+  std::vector<std::string> master_flags;
+  if (f.exit_after_move) master_flags = {"--test-exit-after-move"};
+  ASSERT_TRUE(cluster.StartMaster(master_flags));
   ASSERT_TRUE(cluster.StartNode(0, hold));
   ASSERT_TRUE(cluster.StartNode(1, hold));
   TempDir oracle_dir;
@@ -523,29 +551,52 @@ TEST_P(KillDuringMove, OneCopyNothingLostAndTheMapAgrees) {
   auto mover_or = Client::Connect(cluster.client_options(3000));
   ASSERT_TRUE(mover_or.ok());
   Status moved;
-  std::thread mover([&] { moved = (*mover_or)->MoveAcg(acg, to, 10'000).status(); });
+  // A killed node never answers (10 s); a master's outage ends within the move's own waits.
+  const int64_t move_timeout_ms = f.kill_master || f.exit_after_move ? 60'000 : 10'000;
+  std::thread mover([&] { moved = (*mover_or)->MoveAcg(acg, to, move_timeout_ms).status(); });
   struct Joiner {
     std::thread* t;
     ~Joiner() {
       if (t->joinable()) t->join();
     }
   } joiner{&mover};
-  int holder = -1;
   const auto deadline = std::chrono::steady_clock::now() + seconds(60);
-  while (holder < 0 && std::chrono::steady_clock::now() < deadline) {
-    for (int i = 0; i < 2; ++i) {
-      if (::access((cluster.node_dir(i) + "/migrate-hold").c_str(), F_OK) == 0) holder = i;
+  if (f.exit_after_move) {
+    while (!cluster.master().Exited() && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(milliseconds(10));
     }
-    std::this_thread::sleep_for(milliseconds(10));
+    ASSERT_TRUE(cluster.master().Exited()) << "the master never flipped\n" << cluster.Logs();
+    // Down longer than the destination's tries of the flip (3 x 2 s): it gets no answer.
+    std::this_thread::sleep_for(milliseconds(8000));
+    ASSERT_TRUE(cluster.StartMaster());
+  } else {
+    int holder = -1;
+    while (holder < 0 && std::chrono::steady_clock::now() < deadline) {
+      for (int i = 0; i < 2; ++i) {
+        if (::access((cluster.node_dir(i) + "/migrate-hold").c_str(), F_OK) == 0) holder = i;
+      }
+      std::this_thread::sleep_for(milliseconds(10));
+    }
+    ASSERT_GE(holder, 0) << "no migration reached step " << f.hold_step << "\n"
+                         << cluster.Logs();
+    if (f.kill_master) {
+      cluster.master().Kill();
+      ASSERT_EQ(::unlink((cluster.node_dir(holder) + "/migrate-hold").c_str()), 0);
+      std::this_thread::sleep_for(milliseconds(2000));  // the move goes on without it
+      ASSERT_TRUE(cluster.StartMaster());
+    } else {
+      cluster.node(holder).Kill();
+      ASSERT_EQ(::unlink((cluster.node_dir(holder) + "/migrate-hold").c_str()), 0);
+      ASSERT_TRUE(cluster.StartNode(holder));
+    }
   }
-  ASSERT_GE(holder, 0) << "no migration reached step " << step << "\n" << cluster.Logs();
-  cluster.node(holder).Kill();
-  ASSERT_EQ(::unlink((cluster.node_dir(holder) + "/migrate-hold").c_str()), 0);
-  ASSERT_TRUE(cluster.StartNode(holder));
   mover.join();
-  EXPECT_FALSE(moved.ok()) << "a party died mid-move";
+  if (!f.kill_master && !f.exit_after_move) {
+    EXPECT_FALSE(moved.ok()) << "a node died mid-move";
+  }
+  std::printf("the move, asked of the source: %s\n", moved.ToString().c_str());
 
-  const uint32_t expected = step == 1 ? to : from;
+  const uint32_t expected = f.lands ? to : from;
   Status settled = Eventually(
       [&]() -> Status {
         std::map<uint64_t, std::vector<uint32_t>> now = AcgHolders(client);
@@ -569,11 +620,14 @@ TEST_P(KillDuringMove, OneCopyNothingLostAndTheMapAgrees) {
   EXPECT_EQ(AcgHolders(client)[acg], std::vector<uint32_t>{expected});
 }
 
-INSTANTIATE_TEST_SUITE_P(Steps, KillDuringMove, ::testing::Values(1, 2),
-                         [](const ::testing::TestParamInfo<int>& info) {
-                           return info.param == 1 ? std::string("SourceAfterTheFlip")
-                                                  : std::string("DestinationBeforeTheFlip");
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Steps, KillDuringMove,
+    ::testing::Values(MoveFault{"SourceAfterTheFlip", 1, false, false, true},
+                      MoveFault{"DestinationBeforeTheFlip", 2, false, false, false},
+                      MoveFault{"MasterBeforeTheFlip", 2, true, false, false},
+                      MoveFault{"MasterCommittingTheFlip", 0, false, true, true},
+                      MoveFault{"MasterAfterTheFlip", 1, true, false, true}),
+    [](const ::testing::TestParamInfo<MoveFault>& info) { return std::string(info.param.name); });
 
 // Small ACGs of one app stay small after most of their files are deleted: the master asks
 // their node to merge them two by two, and searches equal the oracle throughout.

@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "common/rpc/rpc.h"
@@ -56,6 +57,17 @@ class FakeMaster {
   void SetCatalogue(std::vector<wire::IndexDef> catalogue) {
     std::lock_guard<std::mutex> lock(mu_);
     catalogue_ = std::move(catalogue);
+  }
+  // kMoveAcg (by default NotSupported, a refusal): `commit` flips the owner, then the reply
+  // is `reply` (kTimeout stands in for a reply lost with a master that died after its commit).
+  void SetMoveOutcome(bool commit, const Status& reply) {
+    std::lock_guard<std::mutex> lock(mu_);
+    move_outcome_ = std::make_pair(commit, reply);
+  }
+  // While set, LocateAcgs gets kTimeout (a master that cannot be reached).
+  void SetLocateSilent(bool silent) {
+    std::lock_guard<std::mutex> lock(mu_);
+    locate_silent_ = silent;
   }
   // The next heartbeat is answered with reregister = true.
   void RequestReregister() {
@@ -130,6 +142,7 @@ class FakeMaster {
         st = wire::Decode(env.body, &req);
         if (!st.ok()) return wire::EncodeReply(st, {});
         ++locate_calls_;
+        if (locate_silent_) return wire::EncodeReply(Status::Timeout("fake master: silent"), {});
         wire::AcgLocationsReply rep;
         for (uint64_t acg : req.acgs) {
           wire::AcgLocation loc{acg, 0, ""};
@@ -142,6 +155,15 @@ class FakeMaster {
           rep.locations.push_back(loc);
         }
         return wire::EncodeOkReply(rep);
+      }
+      case wire::MsgType::kMoveAcg: {
+        if (!move_outcome_) return wire::EncodeReply(Status::NotSupported("fake master"), {});
+        wire::MoveAcgRequest req;
+        st = wire::Decode(env.body, &req);
+        if (!st.ok()) return wire::EncodeReply(st, {});
+        if (move_outcome_->first) owners_[req.acg] = {req.to_node, ""};
+        if (!move_outcome_->second.ok()) return wire::EncodeReply(move_outcome_->second, {});
+        return wire::EncodeOkReply(wire::Empty{});
       }
       default:
         return wire::EncodeReply(Status::NotSupported("fake master"), {});
@@ -160,6 +182,8 @@ class FakeMaster {
   uint64_t locate_calls_ = 0;
   uint32_t next_id_ = 1;
   bool reregister_ = false;
+  std::optional<std::pair<bool, Status>> move_outcome_;
+  bool locate_silent_ = false;
 };
 
 // Polls `cond` every 10 ms for up to `timeout_ms`; true when it became true.

@@ -9,6 +9,7 @@
 #include <condition_variable>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <thread>
 #include <utility>
 
@@ -73,6 +74,9 @@ class IndexNodeServer::Impl {
   void ReportSplits();
   // Runs the merges the last heartbeat reply asked for (reported by ReportSplits).
   void RunMerges();
+  // Starts moving the first split half the last heartbeat reply asked to move, on mover_,
+  // unless a move started here is still running.
+  void StartMove(const std::vector<wire::AcgLocation>& moves);
   void NoteMasterFailure(const char* what, const Status& st);
   int64_t IntervalMs() const;
 
@@ -109,6 +113,10 @@ class IndexNodeServer::Impl {
   // Index builds can take minutes on a large node and hold the engine's catalogue lock; they
   // run here so heartbeats keep flowing and the master does not declare the node down.
   std::thread reconciler_;
+  // Moves of split halves the master asked for (a large copy takes seconds); one at a time.
+  std::thread mover_;
+  std::atomic<bool> moving_{false};
+  std::set<uint64_t> move_warned_;  // ACGs whose failed move was logged; mover_ only
 };
 
 Status IndexNodeServer::Impl::Init(const IndexNodeOptions& options) {
@@ -213,6 +221,7 @@ Status IndexNodeServer::Impl::Init(const IndexNodeOptions& options) {
     return rpc::Channel::Connect(peer);
   };
   service_ = std::make_unique<NodeService>(so);
+  service_->ConfirmOwnership();
 
   rpc::ServerOptions ro;
   ro.endpoint = options_.listen_endpoint;
@@ -253,6 +262,7 @@ void IndexNodeServer::Impl::Stop() {
   reconcile_cv_.notify_all();
   if (membership_.joinable()) membership_.join();
   if (reconciler_.joinable()) reconciler_.join();
+  if (mover_.joinable()) mover_.join();  // a move in progress finishes first
   server_.reset();   // waits for running handlers, which use service_ and engine_
   service_.reset();
   engine_.reset();   // commits and syncs; joins the splitter, which may call the master
@@ -376,6 +386,7 @@ Status IndexNodeServer::Impl::Heartbeat() {
   }
   heartbeats_.fetch_add(1);
   merges_ = std::move(rep.merges);
+  StartMove(rep.moves);
   // Copies an interrupted migration left here, and adoptions whose release never came.
   service_->DropNotOwned(rep.not_yours);
   service_->ThawAbandoned(options_.release_wait_ms);
@@ -423,6 +434,29 @@ void IndexNodeServer::Impl::RunMerges() {
     }
   }
   merges_.clear();
+}
+
+void IndexNodeServer::Impl::StartMove(const std::vector<wire::AcgLocation>& moves) {
+  if (moves.empty() || moving_.load()) return;
+  if (mover_.joinable()) mover_.join();  // the previous move is over
+  moving_.store(true);
+  const wire::MigrateAcgRequest req{moves[0].acg, moves[0].node_id};
+  mover_ = std::thread([this, req] {
+    wire::MigrateAcgReply rep;
+    Status st = service_->Migrate(req, &rep);
+    if (st.ok()) {
+      Log(LogLevel::kInfo, "split half ACG %llu moved to node %u, as the master asked "
+          "(%llu files, %llu bytes, %.3f s)", static_cast<unsigned long long>(req.acg),
+          static_cast<unsigned>(req.to_node), static_cast<unsigned long long>(rep.files),
+          static_cast<unsigned long long>(rep.bytes), static_cast<double>(rep.micros) / 1e6);
+    } else if (move_warned_.insert(req.acg).second) {
+      // The master asks again with later heartbeats, then gives up; logged once per ACG.
+      Log(LogLevel::kWarning, "moving split half ACG %llu to node %u, as the master asked: %s",
+          static_cast<unsigned long long>(req.acg), static_cast<unsigned>(req.to_node),
+          st.ToString().c_str());
+    }
+    moving_.store(false);
+  });
 }
 
 void IndexNodeServer::Impl::ReportSplits() {

@@ -202,6 +202,43 @@ TEST(NodeServerTest, ServesOwnedAcgsWhileTheMasterIsDownAndRegistersLater) {
   EXPECT_TRUE(wire::WireCall(**ch, MsgType::kApply, req, &e).ok());
 }
 
+// A migration's source killed after the flip keeps its copy on disk: restarted, it must not
+// acknowledge updates into it (they would go with the copy), even before its first heartbeat.
+TEST(NodeServerTest, ARestartedNodeDoesNotServeAcgsTheMasterGaveAway) {
+  TempDir dir;
+  auto master = FakeMaster::Start(UniqueName("master"));
+  ASSERT_TRUE(master);
+  master->SetOwner(4, 1);
+  master->SetOwner(7, 1);
+  IndexNodeOptions o = Options(dir.path(), master->endpoint());
+  wire::Empty e;
+  wire::ApplyRequest req;
+  {
+    auto node = StartNode(o);
+    ASSERT_TRUE(node);
+    ASSERT_TRUE(WaitFor([&] { return node->registered(); }));
+    ASSERT_EQ(node->node_id(), 1u);
+    auto ch = rpc::Channel::Connect({.endpoint = node->endpoint()});
+    ASSERT_TRUE(ch.ok());
+    req.updates = {Put(4, 1), Put(7, 2)};
+    ASSERT_TRUE(wire::WireCall(**ch, MsgType::kApply, req, &e).ok());
+  }
+  master->SetOwner(7, 2, "tcp://10.0.0.2:7471");  // moved while node 1 was down
+  o.heartbeat_interval_ms = 60'000;  // no heartbeat (and no not_yours) during the test
+  auto node = StartNode(o);
+  ASSERT_TRUE(node);
+  auto ch = rpc::Channel::Connect({.endpoint = node->endpoint()});
+  ASSERT_TRUE(ch.ok());
+  req.updates = {Put(7, 3)};
+  std::vector<wire::AcgLocation> redirects;
+  Status st = wire::WireCall(**ch, MsgType::kApply, req, &e, {}, &redirects);
+  EXPECT_EQ(st.code(), StatusCode::kRedirect) << st.ToString();
+  ASSERT_EQ(redirects.size(), 1u);
+  EXPECT_EQ(redirects[0].node_id, 2u);
+  req.updates = {Put(4, 4)};
+  EXPECT_TRUE(wire::WireCall(**ch, MsgType::kApply, req, &e).ok());
+}
+
 TEST(NodeServerTest, BadOptions) {
   TempDir dir;
   IndexNodeOptions o = Options(dir.path(), "inproc://nobody");

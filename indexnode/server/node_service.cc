@@ -64,6 +64,39 @@ NodeService::NodeService(const NodeServiceOptions& options)
 
 NodeService::~NodeService() = default;
 
+void NodeService::ConfirmOwnership() {
+  const uint32_t self = node_id_.load();
+  if (self == 0 || options_.master == nullptr) return;
+  wire::LocateAcgsRequest req;
+  for (const AcgInfo& info : engine_->ListAcgs()) req.acgs.push_back(info.id);
+  if (req.acgs.empty()) return;
+  wire::AcgLocationsReply rep;
+  rpc::CallOptions call;
+  call.timeout_ms = options_.master_timeout_ms;
+  call.idempotent = true;
+  call.retries = 1;
+  master_lookups_.fetch_add(1);
+  Status st = wire::WireCall(*options_.master, MsgType::kLocateAcgs, req, &rep, call);
+  if (!st.ok() || rep.locations.size() != req.acgs.size()) {
+    Log(LogLevel::kWarning, "cannot confirm with the master which of the %zu ACGs on disk are "
+        "still this node's (%s); serving them all", req.acgs.size(),
+        st.ok() ? "short reply" : st.ToString().c_str());
+    return;
+  }
+  size_t elsewhere = 0;
+  std::unique_lock<std::shared_mutex> lock(owned_mu_);
+  for (const wire::AcgLocation& loc : rep.locations) {
+    if (loc.node_id != 0 && loc.node_id != self) {
+      owned_.erase(loc.acg);
+      ++elsewhere;
+    }
+  }
+  if (elsewhere > 0) {
+    Log(LogLevel::kWarning, "%zu of the ACGs on disk belong to other nodes now (left behind by "
+        "an interrupted migration); not serving them", elsewhere);
+  }
+}
+
 std::string NodeService::Handle(std::string_view request, const rpc::PeerInfo& peer,
                                 rpc::ReplyStream& out) {
   requests_.fetch_add(1);
@@ -230,6 +263,17 @@ std::string NodeService::HandleSearch(std::string_view body, const rpc::PeerInfo
   req.descending = q.descending;
   req.now_ns = q.now_ns;
   req.acgs = std::move(q.acgs);
+  {
+    // An adoption whose flip is unsettled stays out of searches that do not name it: the
+    // source may own and update the ACG meanwhile. A search that names it follows a source's
+    // report that the ACG moved here (SearchDone.moved), so the move did happen.
+    std::lock_guard<std::mutex> lock(adopted_mu_);
+    for (uint64_t acg : unsettled_) {
+      if (std::find(req.acgs.begin(), req.acgs.end(), acg) == req.acgs.end()) {
+        req.exclude.push_back(acg);
+      }
+    }
+  }
 
   wire::SearchHitsChunk chunk;
   size_t chunk_bytes = 0;
@@ -442,13 +486,14 @@ uint32_t NodeService::MasterOwnerOf(uint64_t acg) {
   return rep.locations[0].node_id;
 }
 
-uint32_t NodeService::OwnerAfterFailure(uint64_t acg) {
-  for (int attempt = 0; attempt < 30; ++attempt) {
+uint32_t NodeService::OwnerAfterFailure(uint64_t acg, std::chrono::milliseconds budget) {
+  const auto deadline = std::chrono::steady_clock::now() + budget;
+  for (int attempt = 0;; ++attempt) {
     if (attempt > 0) std::this_thread::sleep_for(std::chrono::seconds(1));
     const uint32_t owner = MasterOwnerOf(acg);
     if (owner != 0) return owner;
+    if (std::chrono::steady_clock::now() >= deadline) return 0;
   }
-  return 0;
 }
 
 Status NodeService::Migrate(const wire::MigrateAcgRequest& req, wire::MigrateAcgReply* reply) {
@@ -534,7 +579,7 @@ Status NodeService::Migrate(const wire::MigrateAcgRequest& req, wire::MigrateAcg
     return Status::OK();
   }();
   if (!sent.ok()) {
-    const uint32_t owner = OwnerAfterFailure(req.acg);
+    const uint32_t owner = OwnerAfterFailure(req.acg, std::chrono::seconds(30));
     if (owner != req.to_node) {
       if (owner == 0) {
         // Neither side can be told apart: keep the ACG frozen rather than risk two owners.
@@ -654,11 +699,35 @@ std::string NodeService::HandleAdopt(std::string_view body) {
   call.retries = 2;
   st = wire::WireCall(*options_.master, MsgType::kMoveAcg, move, &ok, call);
   if (!st.ok()) {
-    // Not this node's: give the copy back (the source still owns and holds the ACG).
-    Status undo = engine_->DropMovedAcg(part.acg, part.from_node);
-    if (!undo.ok()) Log(LogLevel::kError, "undoing an adoption: %s", undo.ToString().c_str());
-    return ErrorReply(st.WithContext("adopting ACG " + std::to_string(part.acg) +
-                                     ": the master did not make it this node's"));
+    // A reply (an error) means no flip. No reply may mean the master committed the flip and
+    // died before answering: only its map says whether the copy is this node's now, and
+    // dropping a copy the map names would lose the ACG once the source, told the same by the
+    // master, drops its own.
+    const bool answered =
+        st.code() != StatusCode::kTimeout && st.code() != StatusCode::kUnavailable;
+    const uint32_t owner =
+        answered ? part.from_node
+                 : OwnerAfterFailure(part.acg,
+                                     std::chrono::milliseconds(options_.unsettled_wait_ms));
+    if (owner == 0) {
+      // Unknown: keep the copy, frozen and out of searches (the source may thaw its own),
+      // until the source's release, the master's answer (ThawAbandoned) or a heartbeat's
+      // not_yours (DropNotOwned) settles it.
+      std::lock_guard<std::mutex> lock(adopted_mu_);
+      unsettled_.insert(part.acg);
+      adopted_frozen_[part.acg] = std::chrono::steady_clock::now();
+      return ErrorReply(Status::Unavailable(
+          "adopting ACG " + std::to_string(part.acg) + ": the master cannot say whether the "
+          "move happened (" + st.ToString() + "); the copy waits here, frozen"));
+    }
+    if (owner != self) {
+      // Not this node's: give the copy back (the source still owns and holds the ACG).
+      Status undo = engine_->DropMovedAcg(part.acg, owner);
+      if (!undo.ok()) Log(LogLevel::kError, "undoing an adoption: %s", undo.ToString().c_str());
+      return ErrorReply(st.WithContext("adopting ACG " + std::to_string(part.acg) +
+                                       ": the master did not make it this node's"));
+    }
+    // The master's map names this node: the flip happened, only its reply was lost.
   }
   MarkOwned({part.acg});
   {
@@ -686,13 +755,23 @@ void NodeService::DropNotOwned(const std::vector<wire::AcgLocation>& acgs) {
       std::unique_lock<std::shared_mutex> lock(owned_mu_);
       owned_.erase(loc.acg);
     }
-    Status st = engine_->FreezeAndCopyAcg(loc.acg, "");
+    bool frozen = false;  // an adoption still waiting for its release (or unsettled) is
+    {
+      std::lock_guard<std::mutex> lock(adopted_mu_);
+      frozen = adopted_frozen_.count(loc.acg) != 0;
+    }
+    Status st = frozen ? Status::OK() : engine_->FreezeAndCopyAcg(loc.acg, "");
     if (st.ok()) st = engine_->DropMovedAcg(loc.acg, owner);
     if (!st.ok()) {
       Log(LogLevel::kError, "dropping ACG %llu (node %u owns it): %s",
           static_cast<unsigned long long>(loc.acg), static_cast<unsigned>(owner),
           st.ToString().c_str());
       continue;
+    }
+    {
+      std::lock_guard<std::mutex> lock(adopted_mu_);
+      unsettled_.erase(loc.acg);
+      adopted_frozen_.erase(loc.acg);
     }
     Log(LogLevel::kWarning,
         "dropped ACG %llu: node %u owns it (a copy left behind by an interrupted migration)",
@@ -702,19 +781,28 @@ void NodeService::DropNotOwned(const std::vector<wire::AcgLocation>& acgs) {
 
 void NodeService::ThawAbandoned(int64_t after_ms) {
   const auto now = std::chrono::steady_clock::now();
-  std::vector<uint64_t> due;
+  std::vector<std::pair<uint64_t, bool>> due;  // ACG, unsettled
   {
     std::lock_guard<std::mutex> lock(adopted_mu_);
-    for (auto it = adopted_frozen_.begin(); it != adopted_frozen_.end();) {
-      if (now - it->second >= std::chrono::milliseconds(after_ms)) {
-        due.push_back(it->first);
-        it = adopted_frozen_.erase(it);
-      } else {
-        ++it;
+    for (const auto& [acg, since] : adopted_frozen_) {
+      if (now - since >= std::chrono::milliseconds(after_ms)) {
+        due.emplace_back(acg, unsettled_.count(acg) != 0);
       }
     }
   }
-  for (uint64_t acg : due) {
+  const uint32_t self = node_id_.load();
+  for (const auto& [acg, unsettled] : due) {
+    if (unsettled) {
+      // The flip's outcome was unknown: thaw only once the master names this node. Another
+      // owner's heartbeat not_yours drops the copy; no answer: ask again next time.
+      if (MasterOwnerOf(acg) != self) continue;
+      MarkOwned({acg});
+    }
+    {
+      std::lock_guard<std::mutex> lock(adopted_mu_);
+      if (adopted_frozen_.erase(acg) == 0) continue;  // released or dropped meanwhile
+      unsettled_.erase(acg);
+    }
     if (engine_->ThawAcg(acg).ok()) {
       Log(LogLevel::kWarning, "ACG %llu: its source never released it; updates go on",
           static_cast<unsigned long long>(acg));
@@ -726,10 +814,15 @@ std::string NodeService::HandleRelease(std::string_view body) {
   wire::ReleaseAcgRequest req;
   Status st = wire::Decode(body, &req);
   if (!st.ok()) return BadRequest("release-acg", st);
+  bool was_unsettled = false;
   {
     std::lock_guard<std::mutex> lock(adopted_mu_);
     adopted_frozen_.erase(req.acg);
+    was_unsettled = unsettled_.erase(req.acg) != 0;
   }
+  // The source dropped its copy after the master named this node: an unsettled adoption
+  // (HandleAdopt) is settled too.
+  if (was_unsettled) MarkOwned({req.acg});
   st = engine_->ThawAcg(req.acg);
   if (st.code() == StatusCode::kInvalidArgument) st = Status::OK();  // released already
   if (!st.ok()) return ErrorReply(st);

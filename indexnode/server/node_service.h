@@ -28,7 +28,8 @@
 // protocol major version); nothing reaches the engine unless its request decoded completely.
 //
 // Ownership (cluster rule): the master's ACG->node map is the truth. ACGs present in the engine
-// when the service starts, and ACGs the master confirmed as this node's, are owned; the
+// when the service starts (less those ConfirmOwnership finds mapped elsewhere), and ACGs the
+// master confirmed as this node's, are owned; the
 // confirmation is cached until the ACG migrates away (kMigrateAcg). ACGs the
 // master places elsewhere, or does not know, are asked about again on the next request, so a
 // master-side reassignment to this node is picked up at once. Without a reachable master only
@@ -82,6 +83,10 @@ struct NodeServiceOptions {
   // Migration: a directory on the data directory's file system for copies in transit, and
   // how to reach another node (null: this node neither sends nor receives ACGs).
   std::string scratch_dir;
+  // A destination whose flip (kMoveAcg) got no answer asks the master this long who owns
+  // the ACG before it keeps the copy unsettled; within the source's 15 s per part, after the
+  // flip's own 3 x master_timeout_ms.
+  int64_t unsettled_wait_ms = 6000;
   std::function<Result<std::unique_ptr<rpc::Channel>>(const std::string& endpoint)>
       connect_peer;
 };
@@ -107,6 +112,13 @@ class NodeService {
   // throws; garbage in `request` yields an error reply and leaves the engine untouched.
   std::string Handle(std::string_view request, const rpc::PeerInfo& peer, rpc::ReplyStream& out);
 
+  // A restarted node: asks the master once who owns the ACGs on disk and stops owning those
+  // it maps to another node (copies a migration's source kept when it died after the flip;
+  // a heartbeat's not_yours drops them later), so no update is acknowledged into them. Call
+  // before serving. Without an answer (or without a node id yet) every ACG on disk stays
+  // owned, so a node restarted while the master is down still serves its ACGs.
+  void ConfirmOwnership();
+
   // This node's id at the master (set by IndexNodeServer once registered). Ownership answers
   // from the master are compared with it.
   void set_node_id(uint32_t id) { node_id_.store(id); }
@@ -128,13 +140,19 @@ class NodeService {
 
   NodeServiceStats stats() const;
 
+  // ---- migration ----
+  // The source's steps of a migration (kMigrateAcg; IndexNodeServer for the master's
+  // HeartbeatReply.moves); *reply gets the figures. One at a time: a second call waits.
+  Status Migrate(const wire::MigrateAcgRequest& req, wire::MigrateAcgReply* reply);
+
   // ---- migration clean-up (HeartbeatReply.not_yours; called by the membership thread) ----
   // Drops the listed ACGs that the master, asked again now, still maps to another node:
   // copies a crash left behind in a migration (a source that died after the map flipped, a
   // destination that died before it flipped). Skips an ACG whose move is in progress here.
   void DropNotOwned(const std::vector<wire::AcgLocation>& acgs);
   // Thaws ACGs adopted more than `after_ms` ago whose source never sent kReleaseAcg (it died
-  // between its drop and the release).
+  // between its drop and the release). An adoption whose flip is unsettled (the master did
+  // not answer it) is thawed only once the master names this node as the owner.
   void ThawAbandoned(int64_t after_ms);
 
  private:
@@ -160,12 +178,11 @@ class NodeService {
   std::string HandleMigrate(std::string_view body);
   std::string HandleAdopt(std::string_view body);
   std::string HandleRelease(std::string_view body);
-  // The source's steps of a migration (HandleMigrate); *reply gets the figures.
-  Status Migrate(const wire::MigrateAcgRequest& req, wire::MigrateAcgReply* reply);
   // The master's owner of `acg` now; 0 = unknown (or the master unreachable).
   uint32_t MasterOwnerOf(uint64_t acg);
-  // After a failed send: the master's owner of `acg`, retried for a while; 0 = unknown.
-  uint32_t OwnerAfterFailure(uint64_t acg);
+  // After a failed step: the master's owner of `acg`, asked again each second for about
+  // `budget`; 0 = unknown.
+  uint32_t OwnerAfterFailure(uint64_t acg, std::chrono::milliseconds budget);
   std::string BadRequest(const char* what, const Status& st);
   // Re-reads the engine's user indexes into user_indexes_. REQUIRES: index_mu_ held.
   void RefreshIndexListLocked();
@@ -195,6 +212,9 @@ class NodeService {
   std::mutex adopt_mu_;    // one adoption into it at a time
   std::mutex adopted_mu_;  // a leaf
   std::map<uint64_t, std::chrono::steady_clock::time_point> adopted_frozen_;  // until released
+  // Adopted copies whose flip failed without the master saying who owns them: not owned,
+  // frozen, left out of searches that do not name them. Under adopted_mu_.
+  std::set<uint64_t> unsettled_;
 };
 
 }  // namespace propeller

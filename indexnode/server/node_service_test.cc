@@ -665,12 +665,53 @@ TEST_F(NodeServiceTest, HostileBytesGetErrorsAndChangeNothing) {
 // The destination's side of a migration, from bad parts to a whole copy the master will not
 // give this node (this fake master does not serve kMoveAcg): every error leaves nothing
 // adopted and nothing in the scratch directory.
-TEST_F(NodeServiceTest, AdoptionChecksItsPartsAndUndoesWhatTheMasterRefuses) {
-  TempDir scratch, other;
-  NodeServiceOptions so;
-  so.scratch_dir = scratch.path() + "/migrate";
-  StartService(so);
-  auto call = [&](MsgType type, const auto& msg) {
+// A migration's parts as a source on node 2 sends them: a real copy (FreezeAndCopyAcg) of a
+// 50-file ACG made by another engine.
+class AdoptionTest : public NodeServiceTest {
+ protected:
+  // The copy of ACG `acg` (inodes from `first_ino`), made in a directory of its own.
+  void MakeCopy(uint64_t acg, uint64_t first_ino) {
+    acg_ = acg;
+    EngineOptions eo;
+    eo.data_dir = other_.path() + "/" + std::to_string(acg);
+    auto source = Engine::Open(eo);
+    ASSERT_TRUE(source.ok());
+    RecordGen gen(acg);
+    std::vector<Update> batch;
+    for (uint64_t i = 0; i < 50; ++i) {
+      Update u;
+      u.op = UpdateOp::kPut;
+      u.acg = acg;
+      u.record = gen.NewRecord(FileId{1, first_ino + i});
+      batch.push_back(u);
+    }
+    ASSERT_TRUE((*source)->Apply(batch).ok());
+    const std::string path = eo.data_dir + ".mdb";
+    ASSERT_TRUE((*source)->FreezeAndCopyAcg(acg, path).ok());
+    std::ifstream in(path, std::ios::binary);
+    copy_.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    ASSERT_GT(copy_.size(), 100u);
+    crc_ = Crc32cMask(Crc32c(copy_));
+  }
+  wire::AdoptAcgChunk Part(uint64_t offset, size_t n, uint32_t crc) const {
+    wire::AdoptAcgChunk p;
+    p.acg = acg_;
+    p.from_node = 2;
+    p.offset = offset;
+    p.total_bytes = copy_.size();
+    p.data = copy_.substr(offset, n);
+    p.crc = crc;
+    return p;
+  }
+  // The whole copy in two parts; the status of the last.
+  Status SendCopy() {
+    const size_t half = copy_.size() / 2;
+    Status st = Call(MsgType::kAdoptAcg, Part(0, half, 0));
+    if (!st.ok()) return st;
+    return Call(MsgType::kAdoptAcg, Part(half, copy_.size() - half, crc_));
+  }
+  template <typename Msg>
+  Status Call(MsgType type, const Msg& msg) {
     CollectStream out;
     wire::ReplyEnvelope env;
     EXPECT_TRUE(
@@ -678,76 +719,120 @@ TEST_F(NodeServiceTest, AdoptionChecksItsPartsAndUndoesWhatTheMasterRefuses) {
                           &env)
             .ok());
     return env.status;
-  };
-  auto scratch_files = [&] {
+  }
+  size_t ScratchFiles() const {
     size_t n = 0;
     std::error_code ec;
-    for (const auto& e : std::filesystem::directory_iterator(so.scratch_dir, ec)) {
+    for (const auto& e : std::filesystem::directory_iterator(scratch_.path() + "/migrate", ec)) {
       n += !e.is_directory();
     }
     return n;
-  };
-  // A real copy of a 50-file ACG 9 from another engine.
-  EngineOptions eo;
-  eo.data_dir = other.path();
-  auto source = Engine::Open(eo);
-  ASSERT_TRUE(source.ok());
-  RecordGen gen(3);
-  std::vector<Update> batch;
-  for (uint64_t i = 0; i < 50; ++i) {
-    Update u;
-    u.op = UpdateOp::kPut;
-    u.acg = 9;
-    u.record = gen.NewRecord(FileId{1, 100 + i});
-    batch.push_back(u);
   }
-  ASSERT_TRUE((*source)->Apply(batch).ok());
-  const std::string copy_path = other.path() + "/copy.mdb";
-  ASSERT_TRUE((*source)->FreezeAndCopyAcg(9, copy_path).ok());
-  std::string copy;
-  {
-    std::ifstream in(copy_path, std::ios::binary);
-    copy.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  // Files of ACG `acg` a search finds; `named` = a search limited to that ACG.
+  size_t Found(uint64_t acg, bool named) {
+    wire::SearchQuery q;
+    q.query = "size>=0";
+    if (named) q.acgs = {acg};
+    std::vector<wire::WireHit> hits;
+    EXPECT_TRUE(Search(q, &hits).ok());
+    return static_cast<size_t>(
+        std::count_if(hits.begin(), hits.end(), [&](const wire::WireHit& h) {
+          return h.acg == acg;
+        }));
   }
-  ASSERT_GT(copy.size(), 100u);
-  const uint32_t crc = Crc32cMask(Crc32c(copy));
-  const size_t half = copy.size() / 2;
-  auto part = [&](uint64_t offset, size_t n, uint32_t c) {
-    wire::AdoptAcgChunk p;
-    p.acg = 9;
-    p.from_node = 2;
-    p.offset = offset;
-    p.total_bytes = copy.size();
-    p.data = copy.substr(offset, n);
-    p.crc = c;
-    return p;
-  };
+  NodeServiceOptions Options() const {
+    NodeServiceOptions so;
+    so.scratch_dir = scratch_.path() + "/migrate";
+    return so;
+  }
+
+  TempDir scratch_, other_;
+  uint64_t acg_ = 0;
+  std::string copy_;
+  uint32_t crc_ = 0;
+};
+
+TEST_F(AdoptionTest, AdoptionChecksItsPartsAndUndoesWhatTheMasterRefuses) {
+  StartService(Options());
+  ASSERT_NO_FATAL_FAILURE(MakeCopy(9, 100));
+  const size_t half = copy_.size() / 2;
   // Out of order, beyond the total, from itself: refused.
-  EXPECT_EQ(call(MsgType::kAdoptAcg, part(half, copy.size() - half, crc)).code(),
+  EXPECT_EQ(Call(MsgType::kAdoptAcg, Part(half, copy_.size() - half, crc_)).code(),
             StatusCode::kInvalidArgument);
-  wire::AdoptAcgChunk beyond = part(0, half, 0);
+  wire::AdoptAcgChunk beyond = Part(0, half, 0);
   beyond.total_bytes = half - 1;
-  EXPECT_EQ(call(MsgType::kAdoptAcg, beyond).code(), StatusCode::kInvalidArgument);
-  wire::AdoptAcgChunk self = part(0, half, 0);
+  EXPECT_EQ(Call(MsgType::kAdoptAcg, beyond).code(), StatusCode::kInvalidArgument);
+  wire::AdoptAcgChunk self = Part(0, half, 0);
   self.from_node = 1;
-  EXPECT_EQ(call(MsgType::kAdoptAcg, self).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(Call(MsgType::kAdoptAcg, self).code(), StatusCode::kInvalidArgument);
   // Two parts, the last with a wrong checksum: nothing adopted, the parts gone.
-  ASSERT_TRUE(call(MsgType::kAdoptAcg, part(0, half, 0)).ok());
-  EXPECT_EQ(call(MsgType::kAdoptAcg, part(half, copy.size() - half, crc ^ 1)).code(),
+  ASSERT_TRUE(Call(MsgType::kAdoptAcg, Part(0, half, 0)).ok());
+  EXPECT_EQ(Call(MsgType::kAdoptAcg, Part(half, copy_.size() - half, crc_ ^ 1)).code(),
             StatusCode::kCorruption);
-  EXPECT_EQ(scratch_files(), 0u);
-  // The whole copy, intact: adopted, but the master does not flip the map, so it is dropped
-  // again (as having moved back to its source).
-  ASSERT_TRUE(call(MsgType::kAdoptAcg, part(0, half, 0)).ok());
-  EXPECT_FALSE(call(MsgType::kAdoptAcg, part(half, copy.size() - half, crc)).ok());
-  for (const AcgInfo& a : engine_->ListAcgs()) EXPECT_NE(a.id, 9u);
+  EXPECT_EQ(ScratchFiles(), 0u);
+  // The whole copy, intact: adopted, but the master refuses to flip the map (it answers
+  // with an error), so it is dropped again (as having moved back to its source).
+  EXPECT_FALSE(SendCopy().ok());
+  EXPECT_EQ(EngineAcgs().count(9), 0u);
   EXPECT_EQ(engine_->MovedTo(9), 2u);
-  EXPECT_EQ(scratch_files(), 0u);
+  EXPECT_EQ(ScratchFiles(), 0u);
   // Without a way to reach other nodes, this node moves nothing; a release of an ACG that is
   // not frozen here is OK (sent again).
-  EXPECT_EQ(call(MsgType::kMigrateAcg, wire::MigrateAcgRequest{9, 2}).code(),
+  EXPECT_EQ(Call(MsgType::kMigrateAcg, wire::MigrateAcgRequest{9, 2}).code(),
             StatusCode::kNotSupported);
-  EXPECT_TRUE(call(MsgType::kReleaseAcg, wire::ReleaseAcgRequest{9}).ok());
+  EXPECT_TRUE(Call(MsgType::kReleaseAcg, wire::ReleaseAcgRequest{9}).ok());
+}
+
+// The master dies around the flip (its kMoveAcg reply never comes): the destination asks it
+// who owns the ACG, and keeps, drops or holds the copy accordingly — never drops a copy the
+// map may name, never serves one the source may still own.
+TEST_F(AdoptionTest, AFlipWithoutAnAnswerIsSettledByTheMastersMap) {
+  NodeServiceOptions so = Options();
+  so.master_timeout_ms = 200;
+  so.unsettled_wait_ms = 300;
+  StartService(so);
+
+  // 1. The flip committed, its reply lost: the map names this node, so the adoption stands.
+  ASSERT_NO_FATAL_FAILURE(MakeCopy(20, 1000));
+  master_->SetMoveOutcome(/*commit=*/true, Status::Timeout("reply lost"));
+  ASSERT_TRUE(SendCopy().ok());
+  EXPECT_EQ(Found(20, false), 50u);
+  ASSERT_TRUE(Call(MsgType::kReleaseAcg, wire::ReleaseAcgRequest{20}).ok());
+  EXPECT_TRUE(Apply({Put(20, 5000, "/after-move", 1)}).ok()) << "owned and thawed";
+
+  // 2. The flip did not commit and the master stays silent: the copy is unsettled, kept but
+  //    searched only when named; no thaw while nobody can say; dropped once the master,
+  //    back, names the source (a heartbeat's not_yours).
+  ASSERT_NO_FATAL_FAILURE(MakeCopy(21, 2000));
+  master_->SetMoveOutcome(/*commit=*/false, Status::Timeout("reply lost"));
+  master_->SetLocateSilent(true);
+  Status st = SendCopy();
+  EXPECT_EQ(st.code(), StatusCode::kUnavailable) << st.ToString();
+  EXPECT_EQ(EngineAcgs().count(21), 1u) << "kept: the flip may have happened";
+  EXPECT_EQ(Found(21, false), 0u) << "the source may own and change it meanwhile";
+  EXPECT_EQ(Found(21, true), 50u) << "a search naming it follows the source's 'moved'";
+  EXPECT_EQ(Found(20, false), 51u) << "other ACGs are searched as before";
+  service_->ThawAbandoned(0);
+  EXPECT_EQ(Found(21, false), 0u);
+  master_->SetLocateSilent(false);
+  master_->SetOwner(21, 2, kOtherNode);
+  service_->ThawAbandoned(0);
+  EXPECT_EQ(Found(21, false), 0u) << "the map names the source: never thawed here";
+  service_->DropNotOwned({wire::AcgLocation{21, 2, kOtherNode}});
+  EXPECT_EQ(EngineAcgs().count(21), 0u);
+  EXPECT_EQ(engine_->MovedTo(21), 2u);
+
+  // 3. Unsettled again, then the master, back, names this node: it is thawed and served.
+  ASSERT_NO_FATAL_FAILURE(MakeCopy(22, 3000));
+  master_->SetLocateSilent(true);
+  EXPECT_EQ(SendCopy().code(), StatusCode::kUnavailable);
+  EXPECT_EQ(Found(22, false), 0u);
+  master_->SetLocateSilent(false);
+  master_->SetOwner(22, 1, "inproc://self");
+  service_->ThawAbandoned(0);
+  EXPECT_EQ(Found(22, false), 50u);
+  EXPECT_TRUE(Apply({Put(22, 6000, "/settled", 1)}).ok());
+  EXPECT_EQ(ScratchFiles(), 0u);
 }
 
 TEST_F(NodeServiceTest, KernelCredentialsOverrideClaimedOnes) {
