@@ -8,6 +8,10 @@
 // of the index at a time. Prints a Markdown table and writes JSON (--out).
 //
 //   build/bench/cluster_bench --files=10m --nodes=1,3 --out=bench/results/cluster-10m.json
+//
+//  3. With --move=N only: migration (issue 5), an ACG of N files moving between two nodes
+//     under updates (RunMove).
+//   build/bench/cluster_bench --move=50k --moves=7
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -40,6 +44,8 @@ struct Config {
   int load_threads = 4;
   bool engine = true;  // --skip-engine: cluster phases only (the engine's own figures come
                        // from bench/run_comparison.sh)
+  uint64_t move_files = 0;  // --move=N: only the migration phase (RunMove), N files
+  int moves = 7;
   std::string out;
 };
 
@@ -139,6 +145,137 @@ bool RunEngine(const Config& c, const Dataset& ds, std::vector<Row>* rows) {
   return true;
 }
 
+// Loads files [0, files) of `ds` through `client` with `threads` client threads, each sending
+// batches of 1000 files (app = the file's group).
+bool Load(Client& client, const Dataset& ds, uint64_t files, int threads) {
+  std::atomic<uint64_t> next{0};
+  std::atomic<bool> failed{false};
+  std::vector<std::thread> loaders;
+  for (int t = 0; t < threads; ++t) {
+    loaders.emplace_back([&] {
+      std::vector<FileUpdate> batch;
+      for (;;) {
+        const uint64_t b = next.fetch_add(1000);
+        if (b >= files || failed.load()) return;
+        batch.clear();
+        for (uint64_t i = b; i < std::min(files, b + 1000); ++i) {
+          FileUpdate u;
+          u.record = ds.Record(i);
+          u.app = "group-" + std::to_string(ds.AcgOf(i));
+          batch.push_back(std::move(u));
+        }
+        Status st = client.Update(batch);
+        if (!st.ok()) {
+          std::fprintf(stderr, "load: %s\n", st.ToString().c_str());
+          failed = true;
+        }
+      }
+    });
+  }
+  for (std::thread& t : loaders) t.join();
+  return !failed.load();
+}
+
+// Migration (issue 5): one ACG of c.move_files files moves between the two nodes of a cluster,
+// back and forth c.moves times (Client::MoveAcg: freeze, compacted copy, transfer in 8 MiB
+// parts, adoption, flip, drop), while one client keeps updating files of that ACG. Reports
+// the move's time as the source measures it (freeze to drop), the copy's size, and what the
+// updates saw meanwhile; after each move a search must find every file exactly once.
+bool RunMove(const Config& c, std::vector<Row>* rows) {
+  DatasetOptions dso;
+  dso.files_per_acg = c.move_files;  // every file in ACG 1
+  Dataset ds(dso);
+  testing::ClusterConfig cc;
+  cc.nodes = 2;
+  cc.acg_threshold = c.move_files + 1;
+  cc.node_extra = {"--split-threshold", "0"};
+  testing::LocalCluster cluster(cc);
+  if (!cluster.Start()) return false;
+  auto client_or = Client::Connect(cluster.client_options(60'000));
+  if (!client_or.ok()) return false;
+  Client& client = **client_or;
+  if (!cluster.WaitNodesUp(client, 2) || !client.RegisterVolume("/").ok()) {
+    std::fprintf(stderr, "%s", cluster.Logs().c_str());
+    return false;
+  }
+  if (!Load(client, ds, c.move_files, c.load_threads)) return false;
+  uint32_t from = 0, to = 0;
+  auto status = client.GetStatus();
+  if (!status.ok()) return false;
+  for (const NodeStatus& ns : status->nodes) {
+    const bool holds = ns.node && !ns.node->acg_list.empty();
+    (holds ? from : to) = ns.info.node_id;
+  }
+  if (from == 0 || to == 0) {
+    std::fprintf(stderr, "move: the ACG is not on exactly one of the two nodes\n");
+    return false;
+  }
+  auto updater_or = Client::Connect(cluster.client_options(60'000));
+  if (!updater_or.ok()) return false;
+  std::atomic<bool> stop{false}, failed{false};
+  std::vector<double> update_us;
+  std::thread updater([&] {
+    for (uint64_t n = 0; !stop.load(); ++n) {
+      FileUpdate u;
+      u.record = ds.Record((n * 2654435761u) % c.move_files);
+      u.record.size += n;
+      u.app = "group-1";
+      const auto t0 = Clock::now();
+      Status st = (*updater_or)->Update(std::span<const FileUpdate>(&u, 1));
+      if (!st.ok()) {
+        std::fprintf(stderr, "update during moves: %s\n", st.ToString().c_str());
+        failed = true;
+        return;
+      }
+      update_us.push_back(Micros(Clock::now() - t0));
+    }
+  });
+  std::vector<double> move_ms;
+  uint64_t bytes = 0;
+  bool ok = true;
+  for (int k = 0; k < c.moves && ok && !failed.load(); ++k) {
+    const uint32_t dest = k % 2 == 0 ? to : from;
+    auto moved = client.MoveAcg(1, dest);
+    if (!moved.ok() || moved->files != c.move_files) {
+      std::fprintf(stderr, "move %d: %s\n", k,
+                   moved.ok() ? "wrong file count" : moved.status().ToString().c_str());
+      ok = false;
+      break;
+    }
+    move_ms.push_back(static_cast<double>(moved->micros) / 1e3);
+    bytes = moved->bytes;
+    ClientSearchOptions o;
+    o.now_ns = ds.options().now_ns;
+    auto all = client.SearchAll("size>=0", o);
+    if (!all.ok() || all->size() != c.move_files) {
+      std::fprintf(stderr, "search after move %d: %s\n", k,
+                   all.ok() ? (std::to_string(all->size()) + " hits").c_str()
+                            : all.status().ToString().c_str());
+      ok = false;
+    }
+    std::fprintf(stderr, "move %d: %.1f ms, %.1f MB to node %u\n", k, move_ms.back(),
+                 static_cast<double>(bytes) / 1e6, static_cast<unsigned>(dest));
+  }
+  stop = true;
+  updater.join();
+  if (!ok || failed.load()) return false;
+  const std::string sys = "cluster, 2 nodes, one ACG of " + std::to_string(c.move_files) + " files";
+  rows->push_back({sys, "moves", static_cast<double>(move_ms.size())});
+  rows->push_back({sys, "move ms (freeze to drop), median", Median(move_ms)});
+  rows->push_back({sys, "move ms, min", *std::min_element(move_ms.begin(), move_ms.end())});
+  rows->push_back({sys, "move ms, max", *std::max_element(move_ms.begin(), move_ms.end())});
+  rows->push_back({sys, "compacted copy MB", static_cast<double>(bytes) / 1e6});
+  rows->push_back({sys, "copy MB/s at the median", static_cast<double>(bytes) / 1e3 /
+                                                        Median(move_ms)});
+  rows->push_back({sys, "updates to the ACG during the moves",
+                   static_cast<double>(update_us.size())});
+  rows->push_back({sys, "update us during the moves, median", Median(update_us)});
+  rows->push_back({sys, "update us during the moves, p99", P99(update_us)});
+  rows->push_back({sys, "update ms during the moves, max",
+                   *std::max_element(update_us.begin(), update_us.end()) / 1e3});
+  return true;
+}
+
 bool RunCluster(const Config& c, const Dataset& ds, int nodes, std::vector<Row>* rows) {
   testing::ClusterConfig cc;
   cc.nodes = nodes;
@@ -157,34 +294,8 @@ bool RunCluster(const Config& c, const Dataset& ds, int nodes, std::vector<Row>*
     std::fprintf(stderr, "volume: %s\n", volume.status().ToString().c_str());
     return false;
   }
-  // Load with several client threads, each sending batches of 1000 whole groups' files.
   const auto t0 = Clock::now();
-  std::atomic<uint64_t> next{0};
-  std::atomic<bool> failed{false};
-  std::vector<std::thread> loaders;
-  for (int t = 0; t < c.load_threads; ++t) {
-    loaders.emplace_back([&] {
-      std::vector<FileUpdate> batch;
-      for (;;) {
-        const uint64_t b = next.fetch_add(1000);
-        if (b >= c.files || failed.load()) return;
-        batch.clear();
-        for (uint64_t i = b; i < std::min(c.files, b + 1000); ++i) {
-          FileUpdate u;
-          u.record = ds.Record(i);
-          u.app = "group-" + std::to_string(ds.AcgOf(i));
-          batch.push_back(std::move(u));
-        }
-        Status st = client.Update(batch);
-        if (!st.ok()) {
-          std::fprintf(stderr, "load: %s\n", st.ToString().c_str());
-          failed = true;
-        }
-      }
-    });
-  }
-  for (std::thread& t : loaders) t.join();
-  if (failed.load()) return false;
+  if (!Load(client, ds, c.files, c.load_threads)) return false;
   const double load_s = Micros(Clock::now() - t0) / 1e6;
   const std::string sys = "cluster, " + std::to_string(nodes) + " node" + (nodes > 1 ? "s" : "");
   rows->push_back({sys, "load files/s", c.files / load_s});
@@ -250,12 +361,23 @@ int main(int argc, char** argv) {
       c.out = v;
     } else if (a == "--skip-engine") {
       c.engine = false;
+    } else if (const char* v = value("--move=")) {
+      c.move_files = ParseCount(v);
+    } else if (const char* v = value("--moves=")) {
+      c.moves = std::atoi(v);
     } else {
       std::fprintf(stderr,
                    "usage: cluster_bench [--files=N[k|m]] [--nodes=1,3] [--runs=21] "
-                   "[--skip-engine] [--out=FILE.json]\n");
+                   "[--skip-engine] [--out=FILE.json]\n"
+                   "       cluster_bench --move=N[k|m] [--moves=7] [--out=FILE.json]\n"
+                   "         (only the migration phase: one ACG of N files moves back and\n"
+                   "         forth between two nodes under updates)\n");
       return 2;
     }
+  }
+  if (c.move_files > 0 && c.moves < 1) {
+    std::fprintf(stderr, "cluster_bench: --moves must be at least 1\n");
+    return 2;
   }
   // Many LMDB environments and sockets per process.
   struct rlimit rl;
@@ -266,11 +388,18 @@ int main(int argc, char** argv) {
   DatasetOptions dso;
   Dataset ds(dso);
   std::vector<Row> rows;
-  std::fprintf(stderr, "cluster_bench: %" PRIu64 " files; engine phase\n", c.files);
-  if (c.engine && !RunEngine(c, ds, &rows)) return 1;
-  for (int n : c.nodes) {
-    std::fprintf(stderr, "cluster_bench: cluster phase, %d node(s)\n", n);
-    if (!RunCluster(c, ds, n, &rows)) return 1;
+  if (c.move_files > 0) {
+    std::fprintf(stderr, "cluster_bench: migration phase, one ACG of %" PRIu64 " files\n",
+                 c.move_files);
+    if (!RunMove(c, &rows)) return 1;
+    c.files = c.move_files;
+  } else {
+    std::fprintf(stderr, "cluster_bench: %" PRIu64 " files; engine phase\n", c.files);
+    if (c.engine && !RunEngine(c, ds, &rows)) return 1;
+    for (int n : c.nodes) {
+      std::fprintf(stderr, "cluster_bench: cluster phase, %d node(s)\n", n);
+      if (!RunCluster(c, ds, n, &rows)) return 1;
+    }
   }
   std::printf("| system | metric | value |\n|---|---|---|\n");
   for (const Row& r : rows) {

@@ -1104,9 +1104,17 @@ Status Acg::ImportHeld(std::span<const Update> updates, uint64_t applied_lsn) {
 
 Status Acg::CopyTo(const std::string& path) {
   Pin pin(this);  // the cache of open ACGs leaves it open
-  PROPELLER_RETURN_IF_ERROR(EnsureOpen());
-  std::shared_lock<std::shared_mutex> lock(rw_);
-  if (!open_.load()) return Status::Aborted(AcgName(id_) + " closed during the copy; retry");
+  std::shared_lock<std::shared_mutex> lock;
+  // A commit of a large batch closes the ACG when it is done (kCloseAfter); one that held rw_
+  // when this call opened the ACG closes it again before the lock below is ours (seen right
+  // after a bulk load, when the background commit and the freeze's commit overlap).
+  for (int attempt = 0;; ++attempt) {
+    PROPELLER_RETURN_IF_ERROR(EnsureOpen());
+    lock = std::shared_lock<std::shared_mutex>(rw_);
+    if (open_.load()) break;
+    lock.unlock();
+    if (attempt == 8) return Status::Aborted(AcgName(id_) + " keeps closing during the copy");
+  }
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return Status::IOError("creating " + path, errno);
   // A read transaction inside: commits may go on meanwhile, the copy is one snapshot.

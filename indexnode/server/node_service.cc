@@ -507,12 +507,7 @@ Status NodeService::Migrate(const wire::MigrateAcgRequest& req, wire::MigrateAcg
   std::lock_guard<std::mutex> one_at_a_time(migrate_mu_);
   uint64_t files = 0;
   bool here = false;
-  for (const AcgInfo& a : engine_->ListAcgs()) {
-    if (a.id == req.acg) {
-      here = true;
-      files = a.files;
-    }
-  }
+  for (const AcgInfo& a : engine_->ListAcgs()) here = here || a.id == req.acg;
   if (!here) return Status::NotFound("no ACG " + std::to_string(req.acg) + " on this node");
   // The destination's endpoint, from the master.
   wire::NodesReply nodes;
@@ -537,6 +532,9 @@ Status NodeService::Migrate(const wire::MigrateAcgRequest& req, wire::MigrateAcg
   std::filesystem::create_directories(options_.scratch_dir, ec);
   const std::string copy = CopyPath(options_.scratch_dir, "out", req.acg, req.to_node);
   PROPELLER_RETURN_IF_ERROR(engine_->FreezeAndCopyAcg(req.acg, copy));
+  for (const AcgInfo& a : engine_->ListAcgs()) {
+    if (a.id == req.acg) files = a.files;  // committed by the freeze: what the copy holds
+  }
   struct RemoveCopy {
     std::string path;
     ~RemoveCopy() {
