@@ -75,7 +75,7 @@ Status Master::Heartbeat(const wire::HeartbeatRequest& req, wire::HeartbeatReply
   for (const auto& [name, type] : store_->Indexes()) {
     reply->indexes.push_back(wire::IndexDef{name, type});
   }
-  SuggestMerges(req, &reply->merges);
+  SuggestMerges(req, &reply->merges, &reply->moves);
   SuggestMoves(req, &reply->moves);
   // Copies a crash left behind in a migration (the map names another node): the node drops
   // them after asking again (NodeService::DropNotOwned).
@@ -88,19 +88,40 @@ Status Master::Heartbeat(const wire::HeartbeatRequest& req, wire::HeartbeatReply
   return Status::OK();
 }
 
-void Master::SuggestMerges(const wire::HeartbeatRequest& req, std::vector<wire::AcgMerge>* out) {
+void Master::SuggestMerges(const wire::HeartbeatRequest& req, std::vector<wire::AcgMerge>* out,
+                           std::vector<wire::AcgLocation>* moves) {
   if (config_.merge_after_ms <= 0) return;
   const uint64_t small =
       std::min(wire::kMaxMergeFiles, std::max<uint64_t>(1, config_.acg_threshold / 4));
   const int64_t now = config_.clock.monotonic_ns();
+  const int64_t wait_ns = config_.merge_after_ms * 1'000'000;
   std::map<uint64_t, uint64_t> reported;
   for (const wire::AcgLoad& a : req.acgs) reported[a.acg] = a.files;
+  PlacementContext ctx;
+  membership_->FillPlacement(&ctx);
   // Per app, this node's small active ACGs other than the app's current one (that one grows),
-  // smallest first.
-  std::map<std::string, std::vector<std::pair<uint64_t, uint64_t>>> by_app;  // (files, acg)
+  // smallest first; and the same on other up nodes, as their own heartbeats found them.
+  using Small = std::pair<uint64_t, uint64_t>;  // (files, acg)
+  std::map<std::string, std::vector<Small>> by_app;
+  std::map<std::string, std::vector<std::pair<Small, uint32_t>>> elsewhere;  // + node
   std::lock_guard<std::mutex> lock(merge_mu_);
   for (const auto& [acg, rec] : store_->Acgs()) {
-    if (rec.node_id != req.node_id) continue;
+    if (rec.node_id != req.node_id) {
+      // Another node's: a candidate once its own heartbeats kept it small long enough.
+      const auto since = small_since_.find(acg);
+      if (since == small_since_.end() || now - since->second < wait_ns ||
+          rec.state != AcgState::kActive || ctx.up_nodes.count(rec.node_id) == 0) {
+        continue;
+      }
+      uint64_t files = rec.files;
+      if (auto r = ctx.reported.find(rec.node_id); r != ctx.reported.end()) {
+        if (auto f = r->second->find(acg); f != r->second->end()) files = std::max(files, f->second);
+      }
+      if (files < small && store_->AppAcg(rec.app) != acg) {
+        elsewhere[rec.app].push_back({{files, acg}, rec.node_id});
+      }
+      continue;
+    }
     const auto r = reported.find(acg);
     const uint64_t files = std::max(rec.files, r == reported.end() ? 0 : r->second);
     const bool candidate = rec.state == AcgState::kActive && files < small &&
@@ -110,17 +131,30 @@ void Master::SuggestMerges(const wire::HeartbeatRequest& req, std::vector<wire::
       continue;
     }
     const int64_t since = small_since_.emplace(acg, now).first->second;
-    if (now - since >= config_.merge_after_ms * 1'000'000) {
-      by_app[rec.app].emplace_back(files, acg);
-    }
+    if (now - since >= wait_ns) by_app[rec.app].emplace_back(files, acg);
   }
   // One merge per app per heartbeat: the smallest into the next smallest, while the two
   // together stay below half the threshold (the merged ACG stays small enough to grow).
   for (auto& [app, acgs] : by_app) {
-    if (acgs.size() < 2) continue;
     std::sort(acgs.begin(), acgs.end());
-    if (acgs[0].first + acgs[1].first > config_.acg_threshold / 2) continue;
-    out->push_back(wire::AcgMerge{acgs[0].second, acgs[1].second});
+    if (acgs.size() >= 2) {
+      if (acgs[0].first + acgs[1].first <= config_.acg_threshold / 2) {
+        out->push_back(wire::AcgMerge{acgs[0].second, acgs[1].second});
+      }
+      continue;
+    }
+    // The app's only small ACG here: if another node holds a small one of the app and this
+    // one is the smaller (files, then id: the two nodes never send theirs to each other), it
+    // moves there and that node merges the two (merges happen on one node).
+    auto there = elsewhere.find(app);
+    if (there == elsewhere.end() || !moves->empty()) continue;
+    const auto& [partner, node] = *std::min_element(there->second.begin(), there->second.end());
+    if (acgs[0] < partner && acgs[0].first + partner.first <= config_.acg_threshold / 2) {
+      std::string endpoint;
+      const std::map<uint32_t, std::string> nodes = store_->Nodes();
+      if (auto n = nodes.find(node); n != nodes.end()) endpoint = n->second;
+      moves->push_back(wire::AcgLocation{acgs[0].second, node, endpoint});
+    }
   }
 }
 

@@ -32,9 +32,10 @@ struct MasterConfig {
   std::string data_dir;            // REQUIRED: the store's directory (created if missing)
   int64_t node_timeout_ms = 5000;  // a node silent this long is down; > 0
   uint64_t acg_threshold = 50000;  // files in an app's ACG before a new one is opened; >= 1
-  // Small ACGs of one app on one node (fewer than acg_threshold / 4 files, and at most
+  // Small ACGs of one app (fewer than acg_threshold / 4 files, and at most
   // wire::kMaxMergeFiles; not the app's current ACG) that stayed small this long are merged,
-  // two at a time, while together below acg_threshold / 2 (HeartbeatReply.merges).
+  // two at a time, while together below acg_threshold / 2 (HeartbeatReply.merges). Two on
+  // different nodes: the smaller moves to the other's node first (HeartbeatReply.moves).
   // 0 = never.
   int64_t merge_after_ms = 300'000;
   // Splits (DESIGN §5): the half a node split off (the new ACG) moves to the up node with the
@@ -132,8 +133,10 @@ class Master {
  private:
   explicit Master(const MasterConfig& config);
   std::vector<wire::NodeInfo> NodeInfos();
-  // The merges to ask of the node sending `req` (MasterConfig::merge_after_ms).
-  void SuggestMerges(const wire::HeartbeatRequest& req, std::vector<wire::AcgMerge>* out);
+  // The merges to ask of the node sending `req` (MasterConfig::merge_after_ms), and at most
+  // one move of a small ACG to the node holding the other small ACG of its app.
+  void SuggestMerges(const wire::HeartbeatRequest& req, std::vector<wire::AcgMerge>* out,
+                     std::vector<wire::AcgLocation>* moves);
   // At most one move of a split half to ask of the node sending `req`
   // (MasterConfig::move_split_halves).
   void SuggestMoves(const wire::HeartbeatRequest& req, std::vector<wire::AcgLocation>* out);

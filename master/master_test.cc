@@ -631,6 +631,59 @@ TEST_F(ForgetTest, SplitHalvesMoveToALighterNode) {
   EXPECT_TRUE(beat(node_, {{source, 10}, {merged, 5}, {half, 5}, {kept, 5}}).empty());
 }
 
+// Two small ACGs of one app on different nodes: the smaller moves to the other's node
+// (HeartbeatReply.moves), whose next heartbeat merges the two.
+TEST_F(ForgetTest, SmallAcgsOfOneAppOnTwoNodesMeetOnOne) {
+  threshold_ = 16;
+  Reopen();
+  const uint32_t other = *Register(0, "tcp://127.0.0.1:7472");
+  ASSERT_TRUE(Beat(node_));
+  ASSERT_TRUE(Beat(other));
+  std::vector<wire::FileLocation> locs;
+  for (uint64_t ino = 1; ino <= 48; ++ino) locs.push_back(Assign(ino, "cc", true));
+  const uint64_t a = locs[0].acg, b = locs[16].acg, c = locs[32].acg;
+  ASSERT_TRUE(a != b && b != c && a != c);
+  ASSERT_NE(locs[0].node_id, locs[16].node_id) << "placement spreads new ACGs over the nodes";
+  const uint32_t node_a = locs[0].node_id, node_b = locs[16].node_id;
+  for (uint64_t ino = 1; ino <= 13; ++ino) ASSERT_TRUE(Forget(ino, locs[ino - 1].generation).ok());
+  for (uint64_t ino = 17; ino <= 30; ++ino) {
+    ASSERT_TRUE(Forget(ino, locs[ino - 1].generation).ok());
+  }
+  auto beat = [&](uint32_t node, std::vector<wire::AcgLoad> acgs) {
+    wire::HeartbeatRequest hb;
+    hb.node_id = node;
+    hb.acgs = std::move(acgs);
+    wire::HeartbeatReply r;
+    EXPECT_TRUE(master_->Heartbeat(hb, &r).ok());
+    return r;
+  };
+  // c, the app's current ACG, is on one of the two nodes.
+  std::vector<wire::AcgLoad> on_a = {{a, 3}}, on_b = {{b, 2}};
+  (locs[32].node_id == node_a ? on_a : on_b).push_back({c, 16});
+  EXPECT_TRUE(beat(node_a, on_a).moves.empty());
+  EXPECT_TRUE(beat(node_b, on_b).moves.empty());
+  clock_.Advance(301'000);
+  // a (3 files) is the larger: its node is not asked to move it; b (2) moves to a's node.
+  wire::HeartbeatReply ra = beat(node_a, on_a);
+  EXPECT_TRUE(ra.moves.empty());
+  EXPECT_TRUE(ra.merges.empty()) << "merges happen on one node";
+  wire::HeartbeatReply rb = beat(node_b, on_b);
+  ASSERT_EQ(rb.moves.size(), 1u);
+  EXPECT_EQ(rb.moves[0].acg, b);
+  EXPECT_EQ(rb.moves[0].node_id, node_a);
+  EXPECT_TRUE(rb.merges.empty());
+  // Moved: a's node merges the two at once (both stayed small long enough).
+  ASSERT_TRUE(master_->MoveAcg({b, node_b, node_a}).ok());
+  on_a.push_back({b, 2});
+  std::erase_if(on_b, [&](const wire::AcgLoad& l) { return l.acg == b; });
+  EXPECT_TRUE(beat(node_b, on_b).moves.empty());
+  wire::HeartbeatReply merged = beat(node_a, on_a);
+  ASSERT_EQ(merged.merges.size(), 1u);
+  EXPECT_EQ(merged.merges[0].source, b);
+  EXPECT_EQ(merged.merges[0].target, a);
+  EXPECT_TRUE(merged.moves.empty());
+}
+
 TEST_F(ForgetTest, SmallAcgsOfOneAppThatStaySmallAreMerged) {
   threshold_ = 16;  // small = below 4 files; two merge while together at most 8
   Reopen();

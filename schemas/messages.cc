@@ -375,7 +375,7 @@ Status Get(const msgpack::object& o, IndexDef* m) {
 //                                                      "drop every index")
 //   2     merges                 [AcgMerge]            small ACGs to merge here         1.2
 //   3     not_yours              [AcgLocation]         reported, owned elsewhere        1.3
-//   4     moves                  [AcgLocation]         split halves to move to node_id  1.4
+//   4     moves                  [AcgLocation]         ACGs to move to node_id          1.4
 void Put(Writer& w, const HeartbeatReply& m) {
   PutFields(w, m.reregister, m.indexes, m.merges, m.not_yours, m.moves);
 }

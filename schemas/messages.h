@@ -124,8 +124,9 @@ struct HeartbeatReply {
   // Since 1.3: ACGs the node reported that the master maps to another node (node_id): copies
   // left behind by a migration a crash interrupted. The node drops them once it confirmed.
   std::vector<AcgLocation> not_yours;
-  // Since 1.4: split halves of this node's that the master wants on another, lighter node
-  // (node_id, endpoint); the node moves one at a time (kMigrateAcg's steps).
+  // Since 1.4: ACGs of this node's that the master wants on another node (node_id,
+  // endpoint): a split half to a lighter node, a small ACG to the node of the small ACG of
+  // its app it is to merge with. The node moves one at a time (kMigrateAcg's steps).
   std::vector<AcgLocation> moves;
 };
 

@@ -74,8 +74,8 @@ class IndexNodeServer::Impl {
   void ReportSplits();
   // Runs the merges the last heartbeat reply asked for (reported by ReportSplits).
   void RunMerges();
-  // Starts moving the first split half the last heartbeat reply asked to move, on mover_,
-  // unless a move started here is still running.
+  // Starts the first move the last heartbeat reply asked for (a split half to a lighter node,
+  // a small ACG to its merge partner's node), on mover_, unless one started here still runs.
   void StartMove(const std::vector<wire::AcgLocation>& moves);
   void NoteMasterFailure(const char* what, const Status& st);
   int64_t IntervalMs() const;
@@ -113,7 +113,7 @@ class IndexNodeServer::Impl {
   // Index builds can take minutes on a large node and hold the engine's catalogue lock; they
   // run here so heartbeats keep flowing and the master does not declare the node down.
   std::thread reconciler_;
-  // Moves of split halves the master asked for (a large copy takes seconds); one at a time.
+  // Moves the master asked for (a large copy takes seconds); one at a time.
   std::thread mover_;
   std::atomic<bool> moving_{false};
   std::set<uint64_t> move_warned_;  // ACGs whose failed move was logged; mover_ only
@@ -445,13 +445,13 @@ void IndexNodeServer::Impl::StartMove(const std::vector<wire::AcgLocation>& move
     wire::MigrateAcgReply rep;
     Status st = service_->Migrate(req, &rep);
     if (st.ok()) {
-      Log(LogLevel::kInfo, "split half ACG %llu moved to node %u, as the master asked "
+      Log(LogLevel::kInfo, "ACG %llu moved to node %u, as the master asked "
           "(%llu files, %llu bytes, %.3f s)", static_cast<unsigned long long>(req.acg),
           static_cast<unsigned>(req.to_node), static_cast<unsigned long long>(rep.files),
           static_cast<unsigned long long>(rep.bytes), static_cast<double>(rep.micros) / 1e6);
     } else if (move_warned_.insert(req.acg).second) {
       // The master asks again with later heartbeats, then gives up; logged once per ACG.
-      Log(LogLevel::kWarning, "moving split half ACG %llu to node %u, as the master asked: %s",
+      Log(LogLevel::kWarning, "moving ACG %llu to node %u, as the master asked: %s",
           static_cast<unsigned long long>(req.acg), static_cast<unsigned>(req.to_node),
           st.ToString().c_str());
     }
