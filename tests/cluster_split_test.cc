@@ -20,6 +20,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <filesystem>
 #include <map>
 #include <mutex>
 #include <set>
@@ -508,12 +509,13 @@ TEST(ClusterSplitTest, AnAcgMovesToTheOtherNodeUnderLoad) {
 }
 
 // A party of a migration dies at a step. The nodes hold at a step through
-// --test-hold-in-migrate: 1 = the source, after the destination adopted the copy and the map
-// flipped, before its drop; 2 = the destination, after its adoption, before it asks the
-// master to flip. The master dies there too, or (--test-exit-after-move) right after it
-// committed the flip, before its reply. After restarts the ACG is on exactly one node, which
-// the master names; every acknowledged update is there, and searches and updates agree with
-// the oracle.
+// --test-hold-in-migrate (NodeServiceOptions::migrate_step_hook): the source at 3 (frozen and
+// copied, nothing sent), 1 (the destination adopted the copy and the map flipped; before its
+// drop) and 5 (dropped; before the release); the destination at 2 (adopted; before asking the
+// master to flip) and 4 (flipped; before answering). The master dies there too, or
+// (--test-exit-after-move) right after it committed the flip, before its reply. After
+// restarts the ACG is on exactly one node, which the master names; every acknowledged update
+// is there, searches and updates agree with the oracle, and no copy in transit is left.
 struct MoveFault {
   const char* name;
   int hold_step;      // 0 = no hold
@@ -552,8 +554,8 @@ TEST_P(KillDuringMove, OneCopyNothingLostAndTheMapAgrees) {
   auto mover_or = Client::Connect(cluster.client_options(3000));
   ASSERT_TRUE(mover_or.ok());
   Status moved;
-  // A killed node never answers (10 s); a master's outage ends within the move's own waits.
-  const int64_t move_timeout_ms = f.kill_master || f.exit_after_move ? 60'000 : 10'000;
+  // A killed node never answers (5 s); a master's outage ends within the move's own waits.
+  const int64_t move_timeout_ms = f.kill_master || f.exit_after_move ? 60'000 : 5'000;
   std::thread mover([&] { moved = (*mover_or)->MoveAcg(acg, to, move_timeout_ms).status(); });
   struct Joiner {
     std::thread* t;
@@ -619,12 +621,21 @@ TEST_P(KillDuringMove, OneCopyNothingLostAndTheMapAgrees) {
   EXPECT_TRUE(w.Matches(client, "size>=0")) << cluster.Logs();
   for (int i = 0; i < 10; ++i) ASSERT_TRUE(w.Matches(client, w.gen().RandomQuery()));
   EXPECT_EQ(AcgHolders(client)[acg], std::vector<uint32_t>{expected});
+  for (int i = 0; i < 2; ++i) {
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator(cluster.node_dir(i) + "/migrate", ec)) {
+      ADD_FAILURE() << "left in transit: " << e.path();
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(
     Steps, KillDuringMove,
-    ::testing::Values(MoveFault{"SourceAfterTheFlip", 1, false, false, true},
+    ::testing::Values(MoveFault{"SourceBeforeSending", 3, false, false, false},
                       MoveFault{"DestinationBeforeTheFlip", 2, false, false, false},
+                      MoveFault{"DestinationAfterTheFlip", 4, false, false, true},
+                      MoveFault{"SourceAfterTheFlip", 1, false, false, true},
+                      MoveFault{"SourceAfterItsDrop", 5, false, false, true},
                       MoveFault{"MasterBeforeTheFlip", 2, true, false, false},
                       MoveFault{"MasterCommittingTheFlip", 0, false, true, true},
                       MoveFault{"MasterAfterTheFlip", 1, true, false, true}),

@@ -154,13 +154,13 @@ int Main(int argc, char** argv) {
       }
       hold_step = n;
     } else if (arg == "--test-hold-in-migrate") {
-      // Fault tests only (not in --help): at step N (1-2) of its first migration step of
-      // that number (NodeServiceOptions::migrate_step_hook) the node creates
-      // <data>/migrate-hold and waits until it is removed.
+      // Fault tests only (not in --help): the first time a migration reaches step N (1-5,
+      // NodeServiceOptions::migrate_step_hook) the node creates <data>/migrate-hold and
+      // waits until it is removed.
       int n = 0;
       auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
-      if (ec != std::errc() || end != value.data() + value.size() || n < 1 || n > 2) {
-        return Usage("--test-hold-in-migrate must be a step from 1 to 2, not '" + value + "'");
+      if (ec != std::errc() || end != value.data() + value.size() || n < 1 || n > 5) {
+        return Usage("--test-hold-in-migrate must be a step from 1 to 5, not '" + value + "'");
       }
       // `opt` lives as long as main; --data may come after this option.
       auto held = std::make_shared<std::atomic<bool>>(false);

@@ -57,6 +57,12 @@ std::string RedirectReply(uint32_t self, const std::vector<wire::AcgLocation>& e
 
 NodeService::NodeService(const NodeServiceOptions& options)
     : options_(options), engine_(options.engine), node_id_(options.node_id) {
+  if (!options_.scratch_dir.empty()) {
+    // Copies in transit that a crash left behind: a move does not outlive its process (an
+    // adopted copy was renamed into the engine's directory before the adoption's commit).
+    std::error_code ec;
+    std::filesystem::remove_all(options_.scratch_dir, ec);
+  }
   for (const AcgInfo& info : engine_->ListAcgs()) owned_.insert(info.id);
   std::lock_guard<std::mutex> lock(index_mu_);
   RefreshIndexListLocked();
@@ -535,6 +541,7 @@ Status NodeService::Migrate(const wire::MigrateAcgRequest& req, wire::MigrateAcg
   for (const AcgInfo& a : engine_->ListAcgs()) {
     if (a.id == req.acg) files = a.files;  // committed by the freeze: what the copy holds
   }
+  if (options_.migrate_step_hook) options_.migrate_step_hook(3);
   struct RemoveCopy {
     std::string path;
     ~RemoveCopy() {
@@ -601,6 +608,7 @@ Status NodeService::Migrate(const wire::MigrateAcgRequest& req, wire::MigrateAcg
     owned_.erase(req.acg);
   }
   PROPELLER_RETURN_IF_ERROR(engine_->DropMovedAcg(req.acg, req.to_node));
+  if (options_.migrate_step_hook) options_.migrate_step_hook(5);
   reply->files = files;
   reply->micros = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
                                             std::chrono::steady_clock::now() - t0)
@@ -732,6 +740,7 @@ std::string NodeService::HandleAdopt(std::string_view body) {
     std::lock_guard<std::mutex> lock(adopted_mu_);
     adopted_frozen_[part.acg] = std::chrono::steady_clock::now();
   }
+  if (options_.migrate_step_hook) options_.migrate_step_hook(4);
   return wire::EncodeOkReply(wire::Empty{});
 }
 

@@ -76,9 +76,11 @@ struct NodeServiceOptions {
   // 64 MB limit and lets the client start merging early; 1000 hits amortize the frame cost.
   size_t max_chunk_hits = 1000;
   size_t max_chunk_bytes = 1u << 20;
-  // Tests: called at step 1 (source: the destination adopted the copy and the map names it;
-  // before the drop) and 2 (destination: the copy is adopted; before asking the master to
-  // flip the map) of a migration. A hook may end the process.
+  // Tests: called at each step of a migration; a hook may end the process. Source: 3 = the
+  // ACG frozen and copied, before the first part is sent; 1 = the destination adopted the
+  // copy and the map names it, before the drop; 5 = dropped, before kReleaseAcg.
+  // Destination: 2 = the copy adopted, before asking the master to flip the map; 4 = the
+  // map flipped, before answering the source.
   std::function<void(int step)> migrate_step_hook;
   // Migration: a directory on the data directory's file system for copies in transit, and
   // how to reach another node (null: this node neither sends nor receives ACGs).
