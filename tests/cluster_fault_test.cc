@@ -422,5 +422,99 @@ TEST(ClusterFaultTest, CurveAdmitsOnlyAllowedKeys) {
   }
 }
 
+// CURVE and migration: index nodes sharing one key pair move an ACG between them when each
+// admits that key; a destination that does not admit it is refused before anything freezes,
+// and the ACG stays where it was, writable.
+TEST(ClusterFaultTest, CurveNodesMoveAcgsOnlyToNodesThatAdmitThem) {
+  TempDir keys;
+  auto server = rpc::GenerateCurveKeys();
+  auto good = rpc::GenerateCurveKeys();
+  ASSERT_TRUE(server.ok() && good.ok());
+  const std::string dir = keys.path();
+  ASSERT_TRUE(rpc::WriteKeyFile(dir + "/server.key", *server).ok());
+  ASSERT_TRUE(rpc::WriteKeyFile(dir + "/server.pub", {server->public_key, ""}).ok());
+  ASSERT_TRUE(rpc::WriteKeyFile(dir + "/good.key", *good).ok());
+  auto write = [&](const std::string& name, const std::vector<std::string>& allowed) {
+    FILE* f = std::fopen((dir + "/" + name).c_str(), "w");
+    for (const std::string& k : allowed) std::fprintf(f, "public %s\n", k.c_str());
+    std::fclose(f);
+  };
+  write("master.allow", {server->public_key, good->public_key});
+  write("peers.allow", {server->public_key, good->public_key});  // clients and the other nodes
+  write("clients.allow", {good->public_key});                     // clients only
+  ClusterConfig config;
+  config.nodes = 2;
+  config.master_extra = {"--curve-key", dir + "/server.key", "--allow", dir + "/master.allow"};
+  config.node_extra = {"--curve-key", dir + "/server.key", "--master-key", dir + "/server.pub"};
+  LocalCluster cluster(config);
+  ASSERT_TRUE(cluster.StartMaster());
+  ASSERT_TRUE(cluster.StartNode(0, {"--allow", dir + "/peers.allow"}));
+  ASSERT_TRUE(cluster.StartNode(1, {"--allow", dir + "/clients.allow"}));
+  ClientOptions options = cluster.client_options(3000);
+  options.curve_key_file = dir + "/good.key";
+  options.server_key_file = dir + "/server.pub";
+  auto client = MustConnect(options);
+  ASSERT_TRUE(client);
+  ASSERT_TRUE(cluster.WaitNodesUp(*client, 2)) << cluster.Logs();
+  auto volume = client->RegisterVolume("/vol");
+  ASSERT_TRUE(volume.ok()) << volume.status().ToString();
+  RecordGen gen(TestSeed());
+  std::vector<FileUpdate> files;
+  for (uint64_t ino = 1; ino <= 50; ++ino) files.push_back(NewFile(gen, *volume, ino));
+  ASSERT_TRUE(client->Update(files).ok());
+
+  // Node ids of node 0 (admits its peers) and node 1 (admits clients only); the ACG's node.
+  uint32_t open_id = 0, closed_id = 0, holder = 0;
+  uint64_t acg = 0;
+  auto status = client->GetStatus();
+  ASSERT_TRUE(status.ok()) << status.status().ToString();
+  for (const NodeStatus& ns : status->nodes) {
+    (ns.info.endpoint == cluster.node_endpoint(0) ? open_id : closed_id) = ns.info.node_id;
+    if (ns.node && !ns.node->acg_list.empty()) {
+      holder = ns.info.node_id;
+      acg = ns.node->acg_list[0].acg;
+    }
+  }
+  ASSERT_TRUE(open_id != 0 && closed_id != 0 && acg != 0);
+  if (holder == closed_id) {
+    // Node 0 admits node 1's key: the move goes.
+    auto moved = client->MoveAcg(acg, open_id, 30'000);
+    ASSERT_TRUE(moved.ok()) << moved.status().ToString() << "\n" << cluster.Logs();
+    EXPECT_EQ(moved->files, 50u);
+  }
+  // Towards node 1, which does not admit node 0: refused at once, nothing frozen or lost.
+  const auto t0 = std::chrono::steady_clock::now();
+  auto refused = client->MoveAcg(acg, closed_id, 30'000);
+  EXPECT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("does not answer"), std::string::npos)
+      << refused.status().ToString();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(10));
+  for (FileUpdate& u : files) u.record.size += 1;
+  ASSERT_TRUE(client->Update(files).ok()) << "the ACG takes updates where it is";
+  Status st;
+  std::map<uint64_t, FileRecord> all = AllRecords(*client, &st);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  ASSERT_EQ(all.size(), 50u);
+  for (const FileUpdate& u : files) EXPECT_EQ(all[u.record.id.ino].size, u.record.size);
+
+  // Node 1 restarted admitting its peer: now the ACG moves there, every file with it.
+  cluster.node(1).Terminate();
+  ASSERT_TRUE(cluster.StartNode(1, {"--allow", dir + "/peers.allow"}));
+  ASSERT_TRUE(cluster.WaitNodesUp(*client, 2)) << cluster.Logs();
+  auto moved = Eventually([&] { return client->MoveAcg(acg, closed_id, 30'000).status(); },
+                          std::chrono::seconds(30));
+  ASSERT_TRUE(moved.ok()) << moved.ToString() << "\n" << cluster.Logs();
+  all = AllRecords(*client, &st);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  ASSERT_EQ(all.size(), 50u);
+  for (const FileUpdate& u : files) EXPECT_EQ(all[u.record.id.ino].size, u.record.size);
+  status = client->GetStatus();
+  ASSERT_TRUE(status.ok());
+  for (const NodeStatus& ns : status->nodes) {
+    const bool has = ns.node && !ns.node->acg_list.empty();
+    EXPECT_EQ(has, ns.info.node_id == closed_id) << "node " << ns.info.node_id;
+  }
+}
+
 }  // namespace
 }  // namespace propeller::testing

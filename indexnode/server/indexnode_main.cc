@@ -39,7 +39,9 @@ Options:
                          when listening on 0.0.0.0)
   --durability LEVEL     default (fsync every 10 ms) or sync (fsync before acknowledging)
   --curve-key FILE       this node's CURVE key pair: serve with CURVE (needs --allow)
-  --allow FILE           public keys of the clients admitted with CURVE
+  --allow FILE           public keys of the clients admitted with CURVE; list the
+                         index nodes' shared key too, so that other nodes may move
+                         ACGs here
   --master-key FILE      the master's public key: talk to the master with CURVE
   --threads N            request handler threads (default 4)
   --split-threshold N    split an ACG in two (METIS) once it holds more than N files

@@ -210,14 +210,18 @@ Status IndexNodeServer::Impl::Init(const IndexNodeOptions& options) {
   so.master_timeout_ms = options_.master_timeout_ms;
   so.scratch_dir = JoinPath(options_.data_dir, "migrate");
   so.migrate_step_hook = options_.migrate_step_hook;
-  so.connect_peer = [curve = keys.has_value()](
+  so.connect_peer = [keys](
                         const std::string& endpoint) -> Result<std::unique_ptr<rpc::Channel>> {
-    if (curve) {
-      // Nodes do not know each other's public keys yet.
-      return Status::NotSupported("moving ACGs between CURVE-secured nodes is not supported");
-    }
     rpc::ChannelOptions peer;
     peer.endpoint = endpoint;
+    if (keys) {
+      // A CURVE cluster's index nodes share one key pair: clients know one public key for
+      // all of them (ClientOptions::server_key_file). So this node, as a client of another,
+      // expects its own public key there and offers its own pair, which the other node's
+      // allowlist must admit (indexnode/server/README.md, "Migration").
+      peer.curve = *keys;
+      peer.server_public_key = keys->public_key;
+    }
     return rpc::Channel::Connect(peer);
   };
   service_ = std::make_unique<NodeService>(so);

@@ -460,6 +460,7 @@ std::string NodeService::HandlePing(std::string_view body) {
 namespace {
 
 constexpr int64_t kPeerTimeoutMs = 15'000;  // per copy part (8 MiB) and per adoption
+constexpr int64_t kPeerPingMs = 2'000;      // the destination answers before a freeze
 
 std::string CopyPath(const std::string& dir, const char* what, uint64_t acg, uint32_t node) {
   return JoinPath(dir, std::string(what) + "-" + std::to_string(acg) + "-" +
@@ -531,6 +532,20 @@ Status NodeService::Migrate(const wire::MigrateAcgRequest& req, wire::MigrateAcg
     return Status::InvalidArgument("node " + std::to_string(req.to_node) + " is not up");
   }
   PROPELLER_ASSIGN_OR_RETURN(std::unique_ptr<rpc::Channel> peer, options_.connect_peer(endpoint));
+  {
+    // Reachable (and, with CURVE, admitted) before anything is frozen: a peer that never
+    // answers would otherwise stop the ACG's updates for a whole part timeout.
+    wire::Ping pong;
+    rpc::CallOptions pc;
+    pc.timeout_ms = kPeerPingMs;
+    pc.idempotent = true;
+    pc.retries = 1;
+    Status st = wire::WireCall(*peer, MsgType::kPing, wire::Ping{"migrate"}, &pong, pc);
+    if (!st.ok()) {
+      return Status::Unavailable("node " + std::to_string(req.to_node) + " at " + endpoint +
+                                 " does not answer (" + st.ToString() + "); nothing was moved");
+    }
+  }
 
   // Freeze and copy: updates to the ACG wait from here until the drop (or the thaw).
   const auto t0 = std::chrono::steady_clock::now();
