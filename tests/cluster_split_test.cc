@@ -821,8 +821,9 @@ TEST_P(KillDuringSplit, EveryFileOnceNothingLostAndTheMapAgrees) {
 INSTANTIATE_TEST_SUITE_P(Steps, KillDuringSplit,
                          ::testing::Values(KillCase{false, 1}, KillCase{false, 2},
                                            KillCase{false, 3}, KillCase{false, 4},
-                                           KillCase{false, 5}, KillCase{true, 3},
-                                           KillCase{true, 5}),
+                                           KillCase{false, 5}, KillCase{true, 1},
+                                           KillCase{true, 2}, KillCase{true, 3},
+                                           KillCase{true, 4}, KillCase{true, 5}),
                          [](const ::testing::TestParamInfo<KillCase>& info) {
                            return std::string(info.param.master ? "master" : "node") +
                                   "_at_step_" + std::to_string(info.param.step);
