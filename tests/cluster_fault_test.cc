@@ -460,7 +460,10 @@ TEST(ClusterFaultTest, CurveNodesMoveAcgsOnlyToNodesThatAdmitThem) {
   ASSERT_TRUE(volume.ok()) << volume.status().ToString();
   RecordGen gen(TestSeed());
   std::vector<FileUpdate> files;
-  for (uint64_t ino = 1; ino <= 50; ++ino) files.push_back(NewFile(gen, *volume, ino));
+  for (uint64_t ino = 1; ino <= 50; ++ino) {
+    files.push_back(NewFile(gen, *volume, ino));
+    files.back().app = "mover";  // one app: one ACG, on one node
+  }
   ASSERT_TRUE(client->Update(files).ok());
 
   // Node ids of node 0 (admits its peers) and node 1 (admits clients only); the ACG's node.
@@ -471,6 +474,8 @@ TEST(ClusterFaultTest, CurveNodesMoveAcgsOnlyToNodesThatAdmitThem) {
   for (const NodeStatus& ns : status->nodes) {
     (ns.info.endpoint == cluster.node_endpoint(0) ? open_id : closed_id) = ns.info.node_id;
     if (ns.node && !ns.node->acg_list.empty()) {
+      ASSERT_EQ(holder, 0u) << "one ACG, on one node";
+      ASSERT_EQ(ns.node->acg_list.size(), 1u);
       holder = ns.info.node_id;
       acg = ns.node->acg_list[0].acg;
     }
