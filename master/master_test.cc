@@ -311,6 +311,16 @@ class ForgetTest : public MasterTest {
     return rec ? rec->files : 0;
   }
 
+  // A heartbeat from `node` reporting `acgs`; the reply.
+  wire::HeartbeatReply BeatWith(uint32_t node, std::vector<wire::AcgLoad> acgs) {
+    wire::HeartbeatRequest hb;
+    hb.node_id = node;
+    hb.acgs = std::move(acgs);
+    wire::HeartbeatReply r;
+    EXPECT_TRUE(master_->Heartbeat(hb, &r).ok());
+    return r;
+  }
+
   uint32_t volume_ = 0;
   uint32_t node_ = 0;
 };
@@ -577,12 +587,7 @@ TEST_F(ForgetTest, SplitHalvesMoveToALighterNode) {
   const uint64_t source = Lookup(1).acg;
   const uint32_t other = *Register(0, "tcp://127.0.0.1:7472");
   auto beat = [&](uint32_t node, std::vector<wire::AcgLoad> acgs) {
-    wire::HeartbeatRequest hb;
-    hb.node_id = node;
-    hb.acgs = std::move(acgs);
-    wire::HeartbeatReply r;
-    EXPECT_TRUE(master_->Heartbeat(hb, &r).ok());
-    return r.moves;
+    return BeatWith(node, std::move(acgs)).moves;
   };
   auto split = [&](uint64_t from, uint64_t first, uint64_t last, bool merged = false) {
     wire::NewAcgReply created;
@@ -650,12 +655,7 @@ TEST_F(ForgetTest, SmallAcgsOfOneAppOnTwoNodesMeetOnOne) {
     ASSERT_TRUE(Forget(ino, locs[ino - 1].generation).ok());
   }
   auto beat = [&](uint32_t node, std::vector<wire::AcgLoad> acgs) {
-    wire::HeartbeatRequest hb;
-    hb.node_id = node;
-    hb.acgs = std::move(acgs);
-    wire::HeartbeatReply r;
-    EXPECT_TRUE(master_->Heartbeat(hb, &r).ok());
-    return r;
+    return BeatWith(node, std::move(acgs));
   };
   // c, the app's current ACG, is on one of the two nodes.
   std::vector<wire::AcgLoad> on_a = {{a, 3}}, on_b = {{b, 2}};
@@ -700,12 +700,7 @@ TEST_F(ForgetTest, SmallAcgsOfOneAppThatStaySmallAreMerged) {
   ASSERT_EQ(AcgFiles(a), 3u);
   ASSERT_EQ(AcgFiles(b), 2u);
   auto beat = [&](std::vector<wire::AcgLoad> acgs) {
-    wire::HeartbeatRequest hb;
-    hb.node_id = node_;
-    hb.acgs = std::move(acgs);
-    wire::HeartbeatReply r;
-    EXPECT_TRUE(master_->Heartbeat(hb, &r).ok());
-    return r.merges;
+    return BeatWith(node_, std::move(acgs)).merges;
   };
   const std::vector<wire::AcgLoad> loads = {{a, 3}, {b, 2}, {c, 16}};
   EXPECT_TRUE(beat(loads).empty()) << "small, but not for long yet";

@@ -70,28 +70,44 @@ NodeService::NodeService(const NodeServiceOptions& options)
 
 NodeService::~NodeService() = default;
 
-void NodeService::ConfirmOwnership() {
-  const uint32_t self = node_id_.load();
-  if (self == 0 || options_.master == nullptr) return;
+Status NodeService::LocateAtMaster(const std::vector<uint64_t>& acgs,
+                                   std::vector<wire::AcgLocation>* out) {
   wire::LocateAcgsRequest req;
-  for (const AcgInfo& info : engine_->ListAcgs()) req.acgs.push_back(info.id);
-  if (req.acgs.empty()) return;
+  req.acgs = acgs;
   wire::AcgLocationsReply rep;
   rpc::CallOptions call;
   call.timeout_ms = options_.master_timeout_ms;
   call.idempotent = true;
   call.retries = 1;
   master_lookups_.fetch_add(1);
-  Status st = wire::WireCall(*options_.master, MsgType::kLocateAcgs, req, &rep, call);
-  if (!st.ok() || rep.locations.size() != req.acgs.size()) {
+  PROPELLER_RETURN_IF_ERROR(
+      wire::WireCall(*options_.master, MsgType::kLocateAcgs, req, &rep, call));
+  if (rep.locations.size() != acgs.size()) {
+    return Status::Corruption("the master answered " + std::to_string(rep.locations.size()) +
+                              " ACG locations for " + std::to_string(acgs.size()) + " ACGs");
+  }
+  // In request order by contract; the reply is never trusted to name another ACG.
+  for (size_t i = 0; i < acgs.size(); ++i) rep.locations[i].acg = acgs[i];
+  *out = std::move(rep.locations);
+  return Status::OK();
+}
+
+void NodeService::ConfirmOwnership() {
+  const uint32_t self = node_id_.load();
+  if (self == 0 || options_.master == nullptr) return;
+  std::vector<uint64_t> acgs;
+  for (const AcgInfo& info : engine_->ListAcgs()) acgs.push_back(info.id);
+  if (acgs.empty()) return;
+  std::vector<wire::AcgLocation> locations;
+  Status st = LocateAtMaster(acgs, &locations);
+  if (!st.ok()) {
     Log(LogLevel::kWarning, "cannot confirm with the master which of the %zu ACGs on disk are "
-        "still this node's (%s); serving them all", req.acgs.size(),
-        st.ok() ? "short reply" : st.ToString().c_str());
+        "still this node's (%s); serving them all", acgs.size(), st.ToString().c_str());
     return;
   }
   size_t elsewhere = 0;
   std::unique_lock<std::shared_mutex> lock(owned_mu_);
-  for (const wire::AcgLocation& loc : rep.locations) {
+  for (const wire::AcgLocation& loc : locations) {
     if (loc.node_id != 0 && loc.node_id != self) {
       owned_.erase(loc.acg);
       ++elsewhere;
@@ -172,28 +188,14 @@ Result<NodeService::Ownership> NodeService::CheckOwnership(std::vector<uint64_t>
     for (uint64_t acg : unknown) result.elsewhere.push_back(wire::AcgLocation{acg, 0, ""});
     return result;
   }
-  wire::LocateAcgsRequest req;
-  req.acgs = unknown;
-  wire::AcgLocationsReply rep;
-  rpc::CallOptions call;
-  call.timeout_ms = options_.master_timeout_ms;
-  call.idempotent = true;
-  call.retries = 1;
-  master_lookups_.fetch_add(1);
-  Status st = wire::WireCall(*options_.master, MsgType::kLocateAcgs, req, &rep, call);
+  std::vector<wire::AcgLocation> locations;
+  Status st = LocateAtMaster(unknown, &locations);
   if (!st.ok()) {
     return Status::Unavailable("cannot confirm the owner of ACG " + std::to_string(unknown[0]) +
                                " with the master (" + st.ToString() + "); retry later");
   }
-  if (rep.locations.size() != unknown.size()) {
-    return Status::Unavailable("the master answered " + std::to_string(rep.locations.size()) +
-                               " ACG locations for " + std::to_string(unknown.size()) +
-                               " ACGs; retry later");
-  }
   std::vector<uint64_t> confirmed;
-  for (size_t i = 0; i < unknown.size(); ++i) {
-    wire::AcgLocation loc = rep.locations[i];
-    loc.acg = unknown[i];  // in request order by contract; never trust it to name another ACG
+  for (wire::AcgLocation& loc : locations) {
     if (self != 0 && loc.node_id == self) {
       confirmed.push_back(loc.acg);
     } else {
@@ -480,17 +482,9 @@ std::string NodeService::HandleMigrate(std::string_view body) {
 }
 
 uint32_t NodeService::MasterOwnerOf(uint64_t acg) {
-  wire::LocateAcgsRequest req;
-  req.acgs = {acg};
-  wire::AcgLocationsReply rep;
-  rpc::CallOptions call;
-  call.timeout_ms = options_.master_timeout_ms;
-  call.idempotent = true;
-  if (!wire::WireCall(*options_.master, MsgType::kLocateAcgs, req, &rep, call).ok() ||
-      rep.locations.size() != 1) {
-    return 0;
-  }
-  return rep.locations[0].node_id;
+  std::vector<wire::AcgLocation> locations;
+  if (!LocateAtMaster({acg}, &locations).ok()) return 0;
+  return locations[0].node_id;
 }
 
 uint32_t NodeService::OwnerAfterFailure(uint64_t acg, std::chrono::milliseconds budget) {

@@ -180,6 +180,9 @@ class NodeService {
   std::string HandleMigrate(std::string_view body);
   std::string HandleAdopt(std::string_view body);
   std::string HandleRelease(std::string_view body);
+  // One LocateAcgs call for `acgs` (one retry): *out gets a location per ACG, in order.
+  // REQUIRES: options_.master != null.
+  Status LocateAtMaster(const std::vector<uint64_t>& acgs, std::vector<wire::AcgLocation>* out);
   // The master's owner of `acg` now; 0 = unknown (or the master unreachable).
   uint32_t MasterOwnerOf(uint64_t acg);
   // After a failed step: the master's owner of `acg`, asked again each second for about
