@@ -1,5 +1,5 @@
 // FakeMaster: a stand-in for propeller-master in the index-node tests — an rpc::Server that
-// answers RegisterNode, Heartbeat and LocateAcgs from small in-memory tables and records what
+// answers RegisterNode, Heartbeat, LocateAcgs, ListNodes and MoveAcg from small in-memory tables and records what
 // it was sent. Test-only; not in the library. Thread-safe (the handler runs on rpc workers).
 #ifndef PROPELLER_INDEXNODE_SERVER_FAKE_MASTER_H_
 #define PROPELLER_INDEXNODE_SERVER_FAKE_MASTER_H_
@@ -63,6 +63,12 @@ class FakeMaster {
   void SetMoveOutcome(bool commit, const Status& reply) {
     std::lock_guard<std::mutex> lock(mu_);
     move_outcome_ = std::make_pair(commit, reply);
+  }
+  // Node `id` is known (up) at `endpoint`, as if it had registered (ListNodes).
+  void AddNode(uint32_t id, const std::string& endpoint) {
+    std::lock_guard<std::mutex> lock(mu_);
+    nodes_[id] = endpoint;
+    if (id >= next_id_) next_id_ = id + 1;
   }
   // While set, LocateAcgs gets kTimeout (a master that cannot be reached).
   void SetLocateSilent(bool silent) {
@@ -153,6 +159,17 @@ class FakeMaster {
                                                       : nodes_[it->second.first];
           }
           rep.locations.push_back(loc);
+        }
+        return wire::EncodeOkReply(rep);
+      }
+      case wire::MsgType::kListNodes: {
+        wire::NodesReply rep;
+        for (const auto& [id, ep] : nodes_) {
+          wire::NodeInfo n;
+          n.node_id = id;
+          n.endpoint = ep;
+          n.up = true;
+          rep.nodes.push_back(n);
         }
         return wire::EncodeOkReply(rep);
       }

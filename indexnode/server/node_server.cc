@@ -394,6 +394,7 @@ Status IndexNodeServer::Impl::Heartbeat() {
   // Copies an interrupted migration left here, and adoptions whose release never came.
   service_->DropNotOwned(rep.not_yours);
   service_->ThawAbandoned(options_.release_wait_ms);
+  service_->ResolveStalledMoves();
   if (rep.reregister) {
     Log(LogLevel::kInfo, "master %s asked node %u to register again",
         options_.master_endpoint.c_str(), static_cast<unsigned>(req.node_id));

@@ -593,15 +593,19 @@ Status NodeService::Migrate(const wire::MigrateAcgRequest& req, wire::MigrateAcg
     return Status::OK();
   }();
   if (!sent.ok()) {
-    const uint32_t owner = OwnerAfterFailure(req.acg, std::chrono::seconds(30));
+    const uint32_t owner =
+        OwnerAfterFailure(req.acg, std::chrono::milliseconds(options_.owner_wait_ms));
     if (owner != req.to_node) {
       if (owner == 0) {
-        // Neither side can be told apart: keep the ACG frozen rather than risk two owners.
+        // Neither side can be told apart: keep the ACG frozen rather than risk two owners,
+        // until the master answers (ResolveStalledMoves, with the heartbeats).
         Log(LogLevel::kError,
             "moving ACG %llu to node %u: %s; the master cannot say who owns it now, so its "
-            "updates stay stopped here until this node restarts",
+            "updates stay stopped here until it can (asked with every heartbeat)",
             static_cast<unsigned long long>(req.acg), static_cast<unsigned>(req.to_node),
             sent.ToString().c_str());
+        std::lock_guard<std::mutex> lock(adopted_mu_);
+        stalled_out_[req.acg] = req.to_node;
         return sent;
       }
       Status thaw = engine_->ThawAcg(req.acg);
@@ -823,6 +827,47 @@ void NodeService::ThawAbandoned(int64_t after_ms) {
       Log(LogLevel::kWarning, "ACG %llu: its source never released it; updates go on",
           static_cast<unsigned long long>(acg));
     }
+  }
+}
+
+void NodeService::ResolveStalledMoves() {
+  std::vector<uint64_t> stalled;
+  {
+    std::lock_guard<std::mutex> lock(adopted_mu_);
+    for (const auto& [acg, to] : stalled_out_) stalled.push_back(acg);
+  }
+  if (stalled.empty() || options_.master == nullptr) return;
+  // Not while a move runs here (a new one cannot start on a frozen ACG, but keep it simple).
+  std::unique_lock<std::mutex> out(migrate_mu_, std::try_to_lock);
+  if (!out.owns_lock()) return;
+  const uint32_t self = node_id_.load();
+  for (uint64_t acg : stalled) {
+    const uint32_t owner = MasterOwnerOf(acg);
+    if (owner == 0) continue;  // still no answer: next heartbeat
+    Status st;
+    if (owner == self) {
+      st = engine_->ThawAcg(acg);
+    } else {
+      {
+        std::unique_lock<std::shared_mutex> lock(owned_mu_);
+        owned_.erase(acg);
+      }
+      // The destination adopted it and the flip committed; its own wait for the release
+      // (ThawAbandoned there) lets its updates go.
+      st = engine_->DropMovedAcg(acg, owner);
+    }
+    if (!st.ok()) {
+      Log(LogLevel::kError, "settling the stalled move of ACG %llu: %s",
+          static_cast<unsigned long long>(acg), st.ToString().c_str());
+      continue;
+    }
+    {
+      std::lock_guard<std::mutex> lock(adopted_mu_);
+      stalled_out_.erase(acg);
+    }
+    Log(LogLevel::kWarning, "ACG %llu: the master names node %u after a failed move; %s",
+        static_cast<unsigned long long>(acg), static_cast<unsigned>(owner),
+        owner == self ? "its updates go on here" : "dropped here");
   }
 }
 

@@ -89,6 +89,9 @@ struct NodeServiceOptions {
   // the ACG before it keeps the copy unsettled; within the source's 15 s per part, after the
   // flip's own 3 x master_timeout_ms.
   int64_t unsettled_wait_ms = 6000;
+  // A source whose send failed asks the master this long who owns the ACG; without an
+  // answer the ACG stays frozen until one comes (ResolveStalledMoves).
+  int64_t owner_wait_ms = 30'000;
   std::function<Result<std::unique_ptr<rpc::Channel>>(const std::string& endpoint)>
       connect_peer;
 };
@@ -152,6 +155,9 @@ class NodeService {
   // copies a crash left behind in a migration (a source that died after the map flipped, a
   // destination that died before it flipped). Skips an ACG whose move is in progress here.
   void DropNotOwned(const std::vector<wire::AcgLocation>& acgs);
+  // Source side: ACGs whose move failed while the master could not say who owns them stay
+  // frozen; once it answers, each is thawed (this node's) or dropped (the destination's).
+  void ResolveStalledMoves();
   // Thaws ACGs adopted more than `after_ms` ago whose source never sent kReleaseAcg (it died
   // between its drop and the release). An adoption whose flip is unsettled (the master did
   // not answer it) is thawed only once the master names this node as the owner.
@@ -220,6 +226,9 @@ class NodeService {
   // Adopted copies whose flip failed without the master saying who owns them: not owned,
   // frozen, left out of searches that do not name them. Under adopted_mu_.
   std::set<uint64_t> unsettled_;
+  // Source: ACG -> destination of a move that failed while the master could not say who
+  // owns the ACG; frozen here until it can. Under adopted_mu_.
+  std::map<uint64_t, uint32_t> stalled_out_;
 };
 
 }  // namespace propeller

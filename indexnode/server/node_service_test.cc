@@ -835,6 +835,63 @@ TEST_F(AdoptionTest, AFlipWithoutAnAnswerIsSettledByTheMastersMap) {
   EXPECT_EQ(ScratchFiles(), 0u);
 }
 
+// The source's side when a move fails and the master cannot say what happened: the ACG stays
+// frozen here (never two owners) until the master answers, then goes on here or is dropped.
+TEST_F(AdoptionTest, AStalledMoveWaitsForTheMastersWord) {
+  // A destination that answers pings and refuses every part (a node failing mid-adoption).
+  rpc::ServerOptions po;
+  po.endpoint = UniqueName("peer");
+  po.worker_threads = 1;
+  auto peer = rpc::Server::Start(
+      po, [](std::string_view bytes, const rpc::PeerInfo&, rpc::ReplyStream&) {
+        wire::RequestEnvelope env;
+        if (wire::DecodeRequest(bytes, &env).ok() && env.type == MsgType::kPing) {
+          return wire::EncodeOkReply(wire::Ping{"pong"});
+        }
+        return wire::EncodeReply(Status::IOError("disk gone"), {});
+      });
+  ASSERT_TRUE(peer.ok());
+  master_->AddNode(2, (*peer)->endpoint());
+  NodeServiceOptions so = Options();
+  so.master_timeout_ms = 200;
+  so.owner_wait_ms = 300;
+  so.connect_peer = [](const std::string& endpoint) {
+    return rpc::Channel::Connect({.endpoint = endpoint});
+  };
+  StartService(so);
+  ASSERT_TRUE(Apply({Put(3, 10, "/stalled", 1)}).ok());
+  // Frozen: a second freeze is refused (and changes nothing).
+  auto frozen = [&] {
+    return engine_->FreezeAndCopyAcg(3, "").code() == StatusCode::kInvalidArgument;
+  };
+
+  // 1. The master is silent through the failure: frozen, and stays so while it is.
+  master_->SetLocateSilent(true);
+  wire::MigrateAcgReply rep;
+  EXPECT_FALSE(service_->Migrate({3, 2}, &rep).ok());
+  EXPECT_TRUE(frozen());
+  service_->ResolveStalledMoves();
+  EXPECT_TRUE(frozen());
+  // It answers: node 1 (this one) owns it, so updates go on here.
+  master_->SetLocateSilent(false);
+  service_->ResolveStalledMoves();
+  EXPECT_TRUE(Apply({Put(3, 11, "/stalled-2", 1)}).ok());
+  EXPECT_EQ(engine_->MovedTo(3), 0u);
+
+  // 2. Again, and this time the flip had committed: the copy here is dropped.
+  master_->SetLocateSilent(true);
+  EXPECT_FALSE(service_->Migrate({3, 2}, &rep).ok());
+  EXPECT_TRUE(frozen());
+  master_->SetOwner(3, 2, (*peer)->endpoint());
+  master_->SetLocateSilent(false);
+  service_->ResolveStalledMoves();
+  EXPECT_EQ(engine_->MovedTo(3), 2u);
+  EXPECT_EQ(EngineAcgs().count(3), 0u);
+  std::vector<wire::AcgLocation> redirects;
+  EXPECT_EQ(Apply({Put(3, 12, "/stalled-3", 1)}, &redirects).code(), StatusCode::kRedirect);
+  EXPECT_EQ(ScratchFiles(), 0u);
+}
+
 TEST_F(NodeServiceTest, KernelCredentialsOverrideClaimedOnes) {
   // A directory only uid 1000 may enter, with a file inside.
   Update dir = Put(1, 10, "/private", 0);
