@@ -115,7 +115,8 @@ void Master::SuggestMerges(const wire::HeartbeatRequest& req, std::vector<wire::
       }
       uint64_t files = rec.files;
       if (auto r = ctx.reported.find(rec.node_id); r != ctx.reported.end()) {
-        if (auto f = r->second->find(acg); f != r->second->end()) files = std::max(files, f->second);
+        const auto f = r->second->find(acg);
+        if (f != r->second->end()) files = std::max(files, f->second);
       }
       if (files < small && store_->AppAcg(rec.app) != acg) {
         elsewhere[rec.app].push_back({{files, acg}, rec.node_id});

@@ -623,7 +623,8 @@ TEST_P(KillDuringMove, OneCopyNothingLostAndTheMapAgrees) {
   EXPECT_EQ(AcgHolders(client)[acg], std::vector<uint32_t>{expected});
   for (int i = 0; i < 2; ++i) {
     std::error_code ec;
-    for (const auto& e : std::filesystem::directory_iterator(cluster.node_dir(i) + "/migrate", ec)) {
+    const std::string scratch = cluster.node_dir(i) + "/migrate";
+    for (const auto& e : std::filesystem::directory_iterator(scratch, ec)) {
       ADD_FAILURE() << "left in transit: " << e.path();
     }
   }
