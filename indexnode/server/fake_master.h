@@ -1,7 +1,7 @@
 // FakeMaster: a stand-in for propeller-master in the index-node tests — an rpc::Server that
 // answers RegisterNode, Heartbeat, LocateAcgs, ListNodes and MoveAcg from small in-memory
-// tables and records what
-// it was sent. Test-only; not in the library. Thread-safe (the handler runs on rpc workers).
+// tables and records what it was sent. Test-only; not in the library. Thread-safe (the
+// handler runs on rpc workers).
 #ifndef PROPELLER_INDEXNODE_SERVER_FAKE_MASTER_H_
 #define PROPELLER_INDEXNODE_SERVER_FAKE_MASTER_H_
 
