@@ -13,7 +13,7 @@
 #   FUZZ_SECONDS    seconds per target (default 20)
 #   FUZZ_BUILD_DIR  build directory (default build-fuzz in the repository)
 #   FUZZ_JOBS       targets fuzzed at the same time (default 2)
-# Needs: apt-get install clang-14 (brings libclang-rt-14-dev, which has libFuzzer).
+# Needs: apt-get install clang-14 libclang-rt-14-dev (libFuzzer and the sanitizer runtimes).
 # Exit codes: 0 no failure found; 1 a target crashed, leaked, hit a limit or a build failed
 # (the reproducer is in $FUZZ_BUILD_DIR/fuzz-artifacts/); 2 usage error or clang-14 missing.
 # Example: FUZZ_SECONDS=60 scripts/fuzz.sh request reply

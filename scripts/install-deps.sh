@@ -14,7 +14,8 @@ PACKAGES=(
   libbenchmark-dev
   libgtest-dev googletest
   libsqlite3-dev sqlite3
-  clang-14            # libFuzzer (libclang-rt-14-dev) for scripts/fuzz.sh
+  clang-14 libclang-rt-14-dev  # scripts/fuzz.sh: libFuzzer and the sanitizer runtimes (only
+                               # recommended by clang-14, so --no-install-recommends skips it)
   python3
   postmark            # the FUSE benchmark (bench/fuse/postmark.sh)
 )
