@@ -448,13 +448,9 @@ void IndexNodeServer::Impl::StartMove(const std::vector<wire::AcgLocation>& move
   const wire::MigrateAcgRequest req{moves[0].acg, moves[0].node_id};
   mover_ = std::thread([this, req] {
     wire::MigrateAcgReply rep;
+    // Migrate logs a move that happened; a failure is logged here, once per ACG.
     Status st = service_->Migrate(req, &rep);
-    if (st.ok()) {
-      Log(LogLevel::kInfo, "ACG %llu moved to node %u, as the master asked "
-          "(%llu files, %llu bytes, %.3f s)", static_cast<unsigned long long>(req.acg),
-          static_cast<unsigned>(req.to_node), static_cast<unsigned long long>(rep.files),
-          static_cast<unsigned long long>(rep.bytes), static_cast<double>(rep.micros) / 1e6);
-    } else if (move_warned_.insert(req.acg).second) {
+    if (!st.ok() && move_warned_.insert(req.acg).second) {
       // The master asks again with later heartbeats, then gives up; logged once per ACG.
       Log(LogLevel::kWarning, "moving ACG %llu to node %u, as the master asked: %s",
           static_cast<unsigned long long>(req.acg), static_cast<unsigned>(req.to_node),

@@ -775,7 +775,8 @@ void NodeService::DropNotOwned(const std::vector<wire::AcgLocation>& acgs) {
       std::unique_lock<std::shared_mutex> lock(owned_mu_);
       owned_.erase(loc.acg);
     }
-    bool frozen = false;  // an adoption still waiting for its release (or unsettled) is
+    // An adoption still waiting for its release (or unsettled) is frozen already.
+    bool frozen = false;
     {
       std::lock_guard<std::mutex> lock(adopted_mu_);
       frozen = adopted_frozen_.count(loc.acg) != 0;
