@@ -12,6 +12,13 @@
 //  3. With --move=N only: migration (issue 5), an ACG of N files moving between two nodes
 //     under updates (RunMove).
 //   build/bench/cluster_bench --move=50k --moves=7
+//
+//  4. With --writers=W,... only: W writer threads on one node, each issuing --updates
+//     acknowledged single-file updates within its own group of 1,000 files (the paper's
+//     Fig. 8 shape), once with a Client per writer and once with all writers sharing one
+//     Client (processes writing through one mount), whose concurrent Update calls share Apply
+//     requests (DESIGN §4). The two modes alternate for --rounds rounds (RunWriters).
+//   build/bench/cluster_bench --writers=1,4,16 --updates=10000 --rounds=3
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -46,6 +53,9 @@ struct Config {
                        // from bench/run_comparison.sh)
   uint64_t move_files = 0;  // --move=N: only the migration phase (RunMove), N files
   int moves = 7;
+  std::vector<int> writers;  // --writers=W,...: only the writer phase (RunWriters)
+  int writer_updates = 10'000;
+  int rounds = 3;
   std::string out;
 };
 
@@ -276,6 +286,151 @@ bool RunMove(const Config& c, std::vector<Row>* rows) {
   return true;
 }
 
+// One timed run of the writer phase: `writers` threads, each `updates` single-file updates to
+// the files of its own group (file k % 1000 of group t), through clients[t % clients.size()].
+// Returns false on any failed update or when a record read back differs from the last write.
+struct WriterRun {
+  double seconds = 0;
+  std::vector<double> us;  // every update's latency
+};
+bool TimeWriters(const std::vector<Client*>& clients, const Dataset& ds, int writers,
+                 int updates, uint64_t* version, WriterRun* run) {
+  std::vector<std::vector<double>> us(static_cast<size_t>(writers));
+  std::atomic<bool> failed{false};
+  std::atomic<int> ready{0};
+  std::atomic<bool> go{false};
+  const uint64_t base = *version;
+  *version += static_cast<uint64_t>(updates);
+  auto file_of = [&](int t, int k) { return static_cast<uint64_t>(t) * 1000 + k % 1000; };
+  std::vector<std::thread> threads;
+  for (int t = 0; t < writers; ++t) {
+    threads.emplace_back([&, t] {
+      Client& client = *clients[static_cast<size_t>(t) % clients.size()];
+      us[t].reserve(static_cast<size_t>(updates));
+      ready.fetch_add(1);
+      while (!go.load()) std::this_thread::yield();
+      for (int k = 0; k < updates && !failed.load(); ++k) {
+        FileUpdate u;
+        u.record = ds.Record(file_of(t, k));
+        u.record.size = base + static_cast<uint64_t>(k);
+        const auto t0 = Clock::now();
+        Status st = client.Update(std::span<const FileUpdate>(&u, 1));
+        us[t].push_back(Micros(Clock::now() - t0));
+        if (!st.ok()) {
+          std::fprintf(stderr, "writer %d: %s\n", t, st.ToString().c_str());
+          failed = true;
+        }
+      }
+    });
+  }
+  while (ready.load() < writers) std::this_thread::yield();
+  const auto t0 = Clock::now();
+  go = true;
+  for (std::thread& t : threads) t.join();
+  run->seconds = Micros(Clock::now() - t0) / 1e6;
+  if (failed.load()) return false;
+  run->us.clear();
+  for (auto& v : us) run->us.insert(run->us.end(), v.begin(), v.end());
+  // The last update of each writer is what its file holds now.
+  for (int t = 0; t < writers; ++t) {
+    const int k = updates - 1;
+    auto got = clients[0]->Get(ds.Record(file_of(t, k)).id);
+    if (!got.ok() || got->size != base + static_cast<uint64_t>(k)) {
+      std::fprintf(stderr, "writer %d: read back %s\n", t,
+                   got.ok() ? std::to_string(got->size).c_str() : got.status().ToString().c_str());
+      return false;
+    }
+  }
+  return true;
+}
+
+bool RunWriters(const Config& c, const Dataset& ds, std::vector<Row>* rows) {
+  const int max_writers = *std::max_element(c.writers.begin(), c.writers.end());
+  const uint64_t files = static_cast<uint64_t>(max_writers) * 1000;
+  testing::ClusterConfig cc;
+  cc.nodes = 1;
+  cc.acg_threshold = 50'000;
+  testing::LocalCluster cluster(cc);
+  if (!cluster.Start()) return false;
+  auto client_or = Client::Connect(cluster.client_options(60'000));
+  if (!client_or.ok()) return false;
+  if (!cluster.WaitNodesUp(**client_or, 1) || !(*client_or)->RegisterVolume("/").ok()) {
+    std::fprintf(stderr, "%s", cluster.Logs().c_str());
+    return false;
+  }
+  if (!Load(**client_or, ds, files, c.load_threads)) return false;
+  // One client per writer, each with the routes of its group cached (a client that has just
+  // written its files knows their routes); the shared mode uses the first.
+  std::vector<std::unique_ptr<Client>> own;
+  for (int t = 0; t < max_writers; ++t) {
+    auto cl = Client::Connect(cluster.client_options(60'000));
+    if (!cl.ok()) return false;
+    std::vector<FileUpdate> group;
+    for (uint64_t i = static_cast<uint64_t>(t) * 1000; i < static_cast<uint64_t>(t + 1) * 1000;
+         ++i) {
+      FileUpdate u;
+      u.record = ds.Record(i);
+      group.push_back(std::move(u));
+    }
+    if (!(*cl)->Update(group).ok()) return false;
+    own.push_back(std::move(*cl));
+  }
+  for (int t = 1; t < max_writers; ++t) {
+    // The shared client (the first) learns every group's routes too.
+    std::vector<FileUpdate> group;
+    for (uint64_t i = static_cast<uint64_t>(t) * 1000; i < static_cast<uint64_t>(t + 1) * 1000;
+         ++i) {
+      FileUpdate u;
+      u.record = ds.Record(i);
+      group.push_back(std::move(u));
+    }
+    if (!own[0]->Update(group).ok()) return false;
+  }
+  std::vector<Client*> own_clients;
+  for (auto& cl : own) own_clients.push_back(cl.get());
+  const std::vector<Client*> one_client = {own[0].get()};
+  uint64_t version = 1;
+  for (int w : c.writers) {
+    std::vector<double> own_s, shared_s, own_us, shared_us;
+    double calls_per_update = 0;
+    for (int r = 0; r < c.rounds; ++r) {
+      for (int mode = 0; mode < 2; ++mode) {
+        const bool is_shared = (mode + r) % 2 == 1;  // alternate which mode goes first
+        const std::vector<Client*>& clients = is_shared ? one_client : own_clients;
+        const ClientUpdateStats before = clients[0]->update_stats();
+        WriterRun run;
+        const bool ok = TimeWriters(clients, ds, w, c.writer_updates, &version, &run);
+        const ClientUpdateStats after = clients[0]->update_stats();
+        if (!ok) return false;
+        (is_shared ? shared_s : own_s).push_back(run.seconds);
+        auto& pool = is_shared ? shared_us : own_us;
+        pool.insert(pool.end(), run.us.begin(), run.us.end());
+        if (is_shared) {
+          calls_per_update += static_cast<double>(after.apply_calls - before.apply_calls) /
+                              (static_cast<double>(w) * c.writer_updates) / c.rounds;
+        }
+        std::fprintf(stderr, "writers %d, %s client%s: %.3f s\n", w, is_shared ? "one" : "own",
+                     is_shared ? "" : "s", run.seconds);
+      }
+    }
+    const double n = static_cast<double>(w) * c.writer_updates;
+    const std::string own_sys = "cluster, 1 node, " + std::to_string(w) + " writer(s), own clients";
+    const std::string sh_sys = "cluster, 1 node, " + std::to_string(w) + " writer(s), one client";
+    rows->push_back({own_sys, "total s, median of rounds", Median(own_s)});
+    rows->push_back({own_sys, "updates/s at the median", n / Median(own_s)});
+    rows->push_back({own_sys, "update us, median", Median(own_us)});
+    rows->push_back({own_sys, "update us, p99", P99(own_us)});
+    rows->push_back({sh_sys, "total s, median of rounds", Median(shared_s)});
+    rows->push_back({sh_sys, "updates/s at the median", n / Median(shared_s)});
+    rows->push_back({sh_sys, "update us, median", Median(shared_us)});
+    rows->push_back({sh_sys, "update us, p99", P99(shared_us)});
+    rows->push_back({sh_sys, "Apply requests per update", calls_per_update});
+    rows->push_back({sh_sys, "speed-up over own clients (median total s)",
+                     Median(own_s) / Median(shared_s)});
+  }
+  return true;
+}
+
 bool RunCluster(const Config& c, const Dataset& ds, int nodes, std::vector<Row>* rows) {
   testing::ClusterConfig cc;
   cc.nodes = nodes;
@@ -365,18 +520,42 @@ int main(int argc, char** argv) {
       c.move_files = ParseCount(v);
     } else if (const char* v = value("--moves=")) {
       c.moves = std::atoi(v);
+    } else if (const char* v = value("--writers=")) {
+      for (const char* p = v; *p != '\0';) {
+        c.writers.push_back(std::atoi(p));
+        while (*p != '\0' && *p != ',') ++p;
+        if (*p == ',') ++p;
+      }
+    } else if (const char* v = value("--updates=")) {
+      c.writer_updates = std::atoi(v);
+    } else if (const char* v = value("--rounds=")) {
+      c.rounds = std::atoi(v);
     } else {
       std::fprintf(stderr,
                    "usage: cluster_bench [--files=N[k|m]] [--nodes=1,3] [--runs=21] "
                    "[--skip-engine] [--out=FILE.json]\n"
                    "       cluster_bench --move=N[k|m] [--moves=7] [--out=FILE.json]\n"
                    "         (only the migration phase: one ACG of N files moves back and\n"
-                   "         forth between two nodes under updates)\n");
+                   "         forth between two nodes under updates)\n"
+                   "       cluster_bench --writers=1,4,16 [--updates=10000] [--rounds=3] "
+                   "[--out=FILE.json]\n"
+                   "         (only the writer phase: W writers x U updates, a client each\n"
+                   "         against one shared client, on one node)\n");
       return 2;
     }
   }
   if (c.move_files > 0 && c.moves < 1) {
     std::fprintf(stderr, "cluster_bench: --moves must be at least 1\n");
+    return 2;
+  }
+  for (int w : c.writers) {
+    if (w < 1 || w > 256) {
+      std::fprintf(stderr, "cluster_bench: --writers takes counts from 1 to 256\n");
+      return 2;
+    }
+  }
+  if (!c.writers.empty() && (c.writer_updates < 1 || c.rounds < 1)) {
+    std::fprintf(stderr, "cluster_bench: --updates and --rounds must be at least 1\n");
     return 2;
   }
   // Many LMDB environments and sockets per process.
@@ -388,7 +567,11 @@ int main(int argc, char** argv) {
   DatasetOptions dso;
   Dataset ds(dso);
   std::vector<Row> rows;
-  if (c.move_files > 0) {
+  if (!c.writers.empty()) {
+    std::fprintf(stderr, "cluster_bench: writer phase\n");
+    if (!RunWriters(c, ds, &rows)) return 1;
+    c.files = static_cast<uint64_t>(*std::max_element(c.writers.begin(), c.writers.end())) * 1000;
+  } else if (c.move_files > 0) {
     std::fprintf(stderr, "cluster_bench: migration phase, one ACG of %" PRIu64 " files\n",
                  c.move_files);
     if (!RunMove(c, &rows)) return 1;

@@ -585,7 +585,11 @@ TEST_P(KillDuringMove, OneCopyNothingLostAndTheMapAgrees) {
     if (f.kill_master) {
       cluster.master().Kill();
       ASSERT_EQ(::unlink((cluster.node_dir(holder) + "/migrate-hold").c_str()), 0);
-      std::this_thread::sleep_for(milliseconds(2000));  // the move goes on without it
+      // The move goes on without it. Down longer than the destination's tries of the flip
+      // (3 x 2 s), so none of them reaches a restarted master: the ACG stays at the source.
+      // (Down shorter, a retry may reach the restarted master and the move completes, which
+      // is as correct; the case would then not test one outcome.)
+      std::this_thread::sleep_for(milliseconds(8000));
       ASSERT_TRUE(cluster.StartMaster());
     } else {
       cluster.node(holder).Kill();

@@ -6,8 +6,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <map>
 #include <set>
+#include <thread>
 
 #include "client/lib/propeller.h"
 #include "common/random.h"
@@ -257,6 +260,137 @@ TEST(ClusterTest, ADeleteRacingAnInodeReuseSparesTheNewFile) {
     auto gone = client.SearchAll("name=x" + std::to_string(ino), so);
     ASSERT_TRUE(gone.ok());
     EXPECT_EQ(gone->size(), 0u);
+  }
+}
+
+
+// DESIGN §4: concurrent Update calls bound for one node share Apply requests. The first
+// kMaxAppliesInFlightPerNode callers' Applies are held (test hook) until seven more callers
+// queue behind them; those seven must then go in one Apply, each call returning its own
+// outcome: the caller whose update the node refuses gets the error, the others' updates are
+// applied (checked by Get and a search).
+TEST(ClusterTest, ConcurrentUpdatesShareApplyRequests) {
+  LocalCluster cluster(ClusterConfig{1, 50'000, {}, {}});
+  ASSERT_TRUE(cluster.Start());
+  constexpr int kHeld = kMaxAppliesInFlightPerNode;
+  constexpr int kQueued = 7;
+  constexpr int kCallers = kHeld + kQueued;
+  constexpr int kBadCaller = kHeld + 3;
+  std::atomic<bool> hold{false};
+  std::atomic<int> holding{0};
+  ClientOptions options = cluster.client_options(10'000);
+  options.before_apply_for_test = [&] {
+    if (!hold.load()) return;
+    holding.fetch_add(1);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (hold.load() && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  };
+  auto client_or = Client::Connect(options);
+  ASSERT_TRUE(client_or.ok()) << client_or.status().ToString();
+  Client& client = **client_or;
+  ASSERT_TRUE(cluster.WaitNodesUp(client, 1)) << cluster.Logs();
+  auto volume = client.RegisterVolume(kRoot);
+  ASSERT_TRUE(volume.ok()) << volume.status().ToString();
+
+  // The files exist (and their routes are cached) before the concurrent part.
+  std::vector<FileUpdate> files(kCallers);
+  for (int i = 0; i < kCallers; ++i) {
+    files[i].app = "writer";
+    files[i].created = true;
+    files[i].record.id = FileId{*volume, 1000u + i};
+    files[i].record.paths = {"/w/f" + std::to_string(i)};
+    files[i].record.size = 10;
+  }
+  ASSERT_TRUE(client.Update(files).ok());
+
+  const ClientUpdateStats before = client.update_stats();
+  std::vector<FileUpdate> next = files;
+  for (int i = 0; i < kCallers; ++i) {
+    next[i].created = false;
+    next[i].record.size = 5'000'000 + i;
+  }
+  next[kBadCaller].record.paths = {"no/leading/slash"};  // the node refuses this record
+  std::vector<Status> results(kCallers);
+  auto call = [&](int i) { results[i] = client.Update({&next[i], 1}); };
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  hold = true;
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kHeld; ++i) threads.emplace_back(call, i);
+  while (holding.load() < kHeld && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  for (int i = kHeld; i < kCallers; ++i) threads.emplace_back(call, i);
+  while (client.update_stats().callers_waiting < uint64_t{kQueued} &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  EXPECT_EQ(holding.load(), kHeld);
+  hold = false;
+  for (std::thread& t : threads) t.join();
+  const ClientUpdateStats after = client.update_stats();
+
+  for (int i = 0; i < kCallers; ++i) {
+    if (i == kBadCaller) {
+      EXPECT_EQ(results[i].code(), StatusCode::kInvalidArgument) << results[i].ToString();
+    } else {
+      EXPECT_TRUE(results[i].ok()) << i << ": " << results[i].ToString();
+    }
+  }
+  // The held Applies, the shared one (refused), then the queued callers one by one.
+  EXPECT_EQ(after.apply_calls - before.apply_calls, uint64_t{kHeld} + 1 + kQueued);
+  EXPECT_EQ(after.coalesced_calls - before.coalesced_calls, 1u);
+  EXPECT_EQ(after.callers_coalesced - before.callers_coalesced, kQueued - 1u);
+  EXPECT_EQ(after.callers_waiting, 0u);
+
+  ClientSearchOptions so;
+  so.now_ns = kNow;
+  auto hits = client.SearchAll("size>1m", so);
+  ASSERT_TRUE(hits.ok()) << hits.status().ToString();
+  std::set<uint64_t> found;
+  for (const ClientHit& h : *hits) found.insert(h.record.id.ino);
+  std::set<uint64_t> expected;
+  for (int i = 0; i < kCallers; ++i) {
+    Result<FileRecord> got = client.Get(files[i].record.id);
+    ASSERT_TRUE(got.ok()) << got.status().ToString();
+    if (i == kBadCaller) {
+      EXPECT_EQ(got->size, 10u);
+      EXPECT_EQ(got->paths, files[i].record.paths);
+    } else {
+      EXPECT_EQ(got->size, 5'000'000u + i);
+      expected.insert(1000u + i);
+    }
+  }
+  EXPECT_EQ(found, expected);
+
+  // Without the hold, many concurrent callers still get every update acknowledged and
+  // applied, in fewer requests than calls.
+  const ClientUpdateStats mid = client.update_stats();
+  constexpr int kThreads = 8;
+  constexpr int kPerThread = 200;
+  std::vector<std::thread> writers;
+  std::atomic<int> failures{0};
+  for (int t = 0; t < kThreads; ++t) {
+    writers.emplace_back([&, t] {
+      for (int k = 1; k <= kPerThread; ++k) {
+        FileUpdate u = files[t];
+        u.created = false;
+        u.record.size = 1'000'000u * t + k;
+        if (!client.Update({&u, 1}).ok()) failures.fetch_add(1);
+      }
+    });
+  }
+  for (std::thread& t : writers) t.join();
+  EXPECT_EQ(failures.load(), 0);
+  const ClientUpdateStats end = client.update_stats();
+  EXPECT_EQ(end.updates_sent - mid.updates_sent, uint64_t{kThreads} * kPerThread);
+  EXPECT_LE(end.apply_calls - mid.apply_calls, uint64_t{kThreads} * kPerThread);
+  EXPECT_EQ(end.callers_waiting, 0u);
+  for (int t = 0; t < kThreads; ++t) {
+    Result<FileRecord> got = client.Get(files[t].record.id);
+    ASSERT_TRUE(got.ok()) << got.status().ToString();
+    EXPECT_EQ(got->size, 1'000'000u * t + kPerThread);
   }
 }
 

@@ -10,6 +10,7 @@
 #include <condition_variable>
 #include <cstdlib>
 #include <deque>
+#include <iterator>
 #include <map>
 #include <mutex>
 #include <set>
@@ -208,6 +209,123 @@ class Forgetter {
   std::thread thread_;                                       // Started under mu_.
 };
 
+// At most this many updates go in one coalesced Apply; a caller's own batch is never split.
+constexpr size_t kMaxCoalescedUpdates = 4096;
+
+// Concurrent Update calls bound for one index node share its Apply requests (DESIGN §4: "a
+// batch of updates from many files is sent together when many closes happen at once"). Up to
+// kMaxAppliesInFlightPerNode requests go out at once, each caller sending its own. Callers
+// that find them all in flight queue; when one returns, the first queued caller sends every
+// queued batch in one Apply and hands each caller the outcome (a group commit, like LevelDB's
+// writer queue). Nobody waits for a timer, and with few concurrent callers nothing changes.
+//
+// What a shared Apply changes for a caller, given that an index node applies a batch all or
+// nothing (Engine::Apply): a redirect, an Unavailable or an error reaches every caller of the
+// batch, each of which reroutes and resends its own updates as it would have alone; a
+// rejected batch (InvalidArgument: a bad update) is resent caller by caller, so only the
+// caller that sent the bad update sees the error.
+//
+// Thread-safe.
+class ApplyQueue {
+ public:
+  struct Outcome {
+    Status status;
+    std::vector<wire::AcgLocation> redirects;
+  };
+  // Sends *batch in one Apply; *batch holds the same updates again on return.
+  using SendFn = std::function<Outcome(std::vector<Update>* batch)>;
+
+  // Sends *updates, maybe together with other callers' updates. On return *updates holds
+  // the caller's updates again, for a resend after a redirect.
+  Outcome Send(std::vector<Update>* updates, const SendFn& send) {
+    Caller self{updates};
+    std::unique_lock<std::mutex> lock(mu_);
+    callers_.push_back(&self);
+    auto may_lead = [&] {
+      return &self == callers_.front() && in_flight_ < kMaxAppliesInFlightPerNode;
+    };
+    while (!self.done && !may_lead()) self.cv.wait(lock);
+    if (self.done) return std::move(self.outcome);
+
+    // This caller leads: it sends for the callers at the front of the queue.
+    std::vector<Caller*> group;
+    size_t total = 0;
+    while (!callers_.empty()) {
+      Caller* c = callers_.front();
+      if (!group.empty() && total + c->updates->size() > kMaxCoalescedUpdates) break;
+      group.push_back(c);
+      total += c->updates->size();
+      callers_.pop_front();
+    }
+    ++in_flight_;
+    if (group.size() > 1) {
+      ++coalesced_calls_;
+      callers_coalesced_ += group.size() - 1;
+    }
+    // Callers left over (beyond the size bound) may take another free slot.
+    if (!callers_.empty() && in_flight_ < kMaxAppliesInFlightPerNode) {
+      callers_.front()->cv.notify_one();
+    }
+    lock.unlock();
+    SendGroup(group, total, send);
+    lock.lock();
+    --in_flight_;
+    for (Caller* c : group) {
+      c->done = true;
+      if (c != &self) c->cv.notify_one();
+    }
+    if (!callers_.empty()) callers_.front()->cv.notify_one();
+    return std::move(self.outcome);
+  }
+
+  // Adds this queue's counters to *stats.
+  void AddStats(ClientUpdateStats* stats) {
+    std::lock_guard<std::mutex> lock(mu_);
+    stats->coalesced_calls += coalesced_calls_;
+    stats->callers_coalesced += callers_coalesced_;
+    stats->callers_waiting += callers_.size();
+  }
+
+ private:
+  struct Caller {
+    std::vector<Update>* updates;
+    bool done = false;  // Under mu_.
+    Outcome outcome;    // Set by the leader before done.
+    std::condition_variable cv;
+  };
+
+  static void SendGroup(const std::vector<Caller*>& group, size_t total, const SendFn& send) {
+    if (group.size() == 1) {
+      group[0]->outcome = send(group[0]->updates);
+      return;
+    }
+    std::vector<Update> batch;
+    batch.reserve(total);
+    for (Caller* c : group) {
+      std::move(c->updates->begin(), c->updates->end(), std::back_inserter(batch));
+    }
+    Outcome shared = send(&batch);
+    auto next = batch.begin();
+    for (Caller* c : group) {
+      const auto n = static_cast<std::ptrdiff_t>(c->updates->size());
+      std::move(next, next + n, c->updates->begin());
+      next += n;
+    }
+    if (shared.status.code() == StatusCode::kInvalidArgument) {
+      // Nothing of the batch was applied; find whose update the node refuses.
+      for (Caller* c : group) c->outcome = send(c->updates);
+      return;
+    }
+    for (Caller* c : group) c->outcome = shared;
+  }
+
+  std::mutex mu_;
+  std::deque<Caller*> callers_;  // Under mu_: waiting for a free slot; the front one leads next.
+  int in_flight_ = 0;             // Under mu_: Apply requests being sent.
+  uint64_t coalesced_calls_ = 0;    // Under mu_.
+  uint64_t callers_coalesced_ = 0;  // Under mu_.
+};
+
 }  // namespace
 
 class Client::Impl {
@@ -267,15 +385,36 @@ class Client::Impl {
     return wire::WireCall(*master_, type, req, rep, CallOpts(idempotent));
   }
 
-  Result<rpc::Channel*> NodeChannel(const std::string& endpoint) {
+  // One per index node endpoint, created on first use and kept for the client's life.
+  struct NodeLink {
+    std::unique_ptr<rpc::Channel> channel;
+    ApplyQueue queue;
+  };
+
+  Result<NodeLink*> NodeLinkOf(const std::string& endpoint) {
     if (endpoint.empty()) return Status::Unavailable("index node has no known endpoint");
     std::lock_guard<std::mutex> lock(channels_mu_);
     auto it = channels_.find(endpoint);
     if (it != channels_.end()) return it->second.get();
-    PROPELLER_ASSIGN_OR_RETURN(std::unique_ptr<rpc::Channel> ch, NewChannel(endpoint));
-    rpc::Channel* raw = ch.get();
-    channels_.emplace(endpoint, std::move(ch));
+    auto link = std::make_unique<NodeLink>();
+    PROPELLER_ASSIGN_OR_RETURN(link->channel, NewChannel(endpoint));
+    NodeLink* raw = link.get();
+    channels_.emplace(endpoint, std::move(link));
     return raw;
+  }
+
+  Result<rpc::Channel*> NodeChannel(const std::string& endpoint) {
+    PROPELLER_ASSIGN_OR_RETURN(NodeLink * link, NodeLinkOf(endpoint));
+    return link->channel.get();
+  }
+
+  ClientUpdateStats update_stats() {
+    ClientUpdateStats stats;
+    stats.apply_calls = apply_calls_.load(std::memory_order_relaxed);
+    stats.updates_sent = updates_sent_.load(std::memory_order_relaxed);
+    std::lock_guard<std::mutex> lock(channels_mu_);
+    for (auto& [endpoint, link] : channels_) link->queue.AddStats(&stats);
+    return stats;
   }
 
   // ---- volumes ----------------------------------------------------------------------------
@@ -517,10 +656,11 @@ class Client::Impl {
       if (it == channels_.end()) {
         rpc::ChannelOptions co;  // a local unix socket: no CURVE
         co.endpoint = mount.engine_endpoint;
-        PROPELLER_ASSIGN_OR_RETURN(std::unique_ptr<rpc::Channel> fresh, rpc::Channel::Connect(co));
-        it = channels_.emplace(mount.engine_endpoint, std::move(fresh)).first;
+        auto link = std::make_unique<NodeLink>();
+        PROPELLER_ASSIGN_OR_RETURN(link->channel, rpc::Channel::Connect(co));
+        it = channels_.emplace(mount.engine_endpoint, std::move(link)).first;
       }
-      ch = it->second.get();
+      ch = it->second->channel.get();
     }
     const std::string prefix = mount.mountpoint == "/" ? "" : mount.mountpoint;
     Status chunk_error;
@@ -853,18 +993,32 @@ class Client::Impl {
       PROPELLER_ASSIGN_OR_RETURN(auto owners, LocateAcgs({acg}));
       owner = owners[acg];
     }
-    PROPELLER_ASSIGN_OR_RETURN(rpc::Channel * ch, NodeChannel(owner->endpoint));
-    wire::ApplyRequest req;
-    req.updates = std::move(*pending);
-    pending->clear();
-    wire::Empty rep;
-    std::vector<wire::AcgLocation> redirects;
-    Status st = wire::WireCall(*ch, wire::MsgType::kApply, req, &rep,
-                               CallOpts(IsIdempotent(req.updates)), &redirects);
-    if (st.ok()) return st;
-    PROPELLER_RETURN_IF_ERROR(AfterFailedApply(st, &req.updates, redirects, attempt));
-    *pending = std::move(req.updates);
-    return Status::OK();
+    PROPELLER_ASSIGN_OR_RETURN(NodeLink * link, NodeLinkOf(owner->endpoint));
+    ApplyQueue::Outcome out = ApplyOnNode(link, pending);
+    if (out.status.ok()) {
+      pending->clear();
+      return out.status;
+    }
+    return AfterFailedApply(out.status, pending, out.redirects, attempt);
+  }
+
+  // Sends *batch to the node of `link` through its ApplyQueue (shared with concurrent
+  // callers); *batch is intact on return.
+  ApplyQueue::Outcome ApplyOnNode(NodeLink* link, std::vector<propeller::Update>* batch) {
+    auto send = [this, link](std::vector<propeller::Update>* updates) {
+      if (options_.before_apply_for_test) options_.before_apply_for_test();
+      apply_calls_.fetch_add(1, std::memory_order_relaxed);
+      updates_sent_.fetch_add(updates->size(), std::memory_order_relaxed);
+      wire::ApplyRequest req;
+      req.updates = std::move(*updates);
+      wire::Empty rep;
+      ApplyQueue::Outcome out;
+      out.status = wire::WireCall(*link->channel, wire::MsgType::kApply, req, &rep,
+                                  CallOpts(IsIdempotent(req.updates)), &out.redirects);
+      *updates = std::move(req.updates);
+      return out;
+    };
+    return link->queue.Send(batch, send);
   }
 
   // Updates of several ACGs: one Apply per owning node, in parallel.
@@ -884,17 +1038,14 @@ class Client::Impl {
     std::vector<Status> results(batches.size());
     std::vector<std::vector<wire::AcgLocation>> redirects(batches.size());
     auto send = [&](size_t g) {
-      Result<rpc::Channel*> ch = NodeChannel(endpoints[g]);
-      if (!ch.ok()) {
-        results[g] = ch.status();
+      Result<NodeLink*> link = NodeLinkOf(endpoints[g]);
+      if (!link.ok()) {
+        results[g] = link.status();
         return;
       }
-      wire::ApplyRequest req;
-      req.updates = std::move(*batches[g]);
-      wire::Empty rep;
-      results[g] = wire::WireCall(**ch, wire::MsgType::kApply, req, &rep,
-                                  CallOpts(IsIdempotent(req.updates)), &redirects[g]);
-      *batches[g] = std::move(req.updates);
+      ApplyQueue::Outcome out = ApplyOnNode(*link, batches[g]);
+      results[g] = std::move(out.status);
+      redirects[g] = std::move(out.redirects);
     };
     if (batches.size() == 1) {
       send(0);
@@ -1114,7 +1265,10 @@ class Client::Impl {
   }};
 
   std::mutex channels_mu_;
-  std::unordered_map<std::string, std::unique_ptr<rpc::Channel>> channels_;  // Under channels_mu_.
+  std::unordered_map<std::string, std::unique_ptr<NodeLink>> channels_;  // Under channels_mu_.
+
+  std::atomic<uint64_t> apply_calls_{0};
+  std::atomic<uint64_t> updates_sent_{0};
 
   std::mutex volumes_mu_;
   std::vector<wire::VolumeInfo> volumes_;  // Under volumes_mu_.
@@ -1186,5 +1340,6 @@ Result<wire::MigrateAcgReply> Client::MoveAcg(uint64_t acg, uint32_t to_node,
   return impl_->MoveAcg(acg, to_node, timeout_ms);
 }
 const std::string& Client::master_endpoint() const { return impl_->master_endpoint(); }
+ClientUpdateStats Client::update_stats() { return impl_->update_stats(); }
 
 }  // namespace propeller

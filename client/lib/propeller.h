@@ -52,6 +52,9 @@ struct ClientOptions {
   // Endpoint -> the endpoint to dial instead (embedded mode: the in-process master's and
   // node's tcp:// endpoints -> their inproc:// aliases, ~3x cheaper per call).
   std::map<std::string, std::string> endpoint_aliases;
+  // Tests only: called before each Apply request of Update is sent, on the thread that sends
+  // it (see Client::Update).
+  std::function<void()> before_apply_for_test;
 };
 
 struct ClientCredentials {
@@ -122,6 +125,19 @@ struct AcgEdge {
   uint64_t weight = 0;
 };
 
+// Apply requests one Client sends to one index node at a time; further concurrent Update
+// calls for that node queue and share the next request (Client::Update).
+inline constexpr int kMaxAppliesInFlightPerNode = 4;
+
+// How Update calls reached the index nodes (Client::update_stats).
+struct ClientUpdateStats {
+  uint64_t apply_calls = 0;        // Apply requests sent
+  uint64_t updates_sent = 0;       // updates they carried (resends count again)
+  uint64_t coalesced_calls = 0;    // Apply requests that carried several callers' updates
+  uint64_t callers_coalesced = 0;  // callers whose updates rode in another caller's request
+  uint64_t callers_waiting = 0;    // now: callers queued (their node's requests all in flight)
+};
+
 struct NodeStatus {
   wire::NodeInfo info;                    // as the master sees the node
   std::optional<wire::NodeStatusReply> node;  // from the node itself; unset when unreachable
@@ -170,6 +186,11 @@ class Client {
   // in its log). Updates are grouped per node and sent in parallel; a redirect refreshes the
   // routing and resends that group. Files seen for the first time are placed by the master.
   // Not atomic across nodes: on error some groups may have been applied.
+  // Concurrent calls share requests (DESIGN §4): while kMaxAppliesInFlightPerNode Apply
+  // requests to a node are in flight, the groups other threads have for that node queue,
+  // and go together in the next Apply (at most 4,096 updates; a call's own group is never
+  // split). Each call still returns only once its own updates are acknowledged, with its own
+  // outcome (ClientUpdateStats counts what was shared).
   // A delete's record is gone from the index when this returns; telling the master to forget
   // the file's placement (which only steers placement and ACG sizes) is queued and sent in
   // batches by a background thread, conditional on the mapping's generation, so a late forget
@@ -213,6 +234,7 @@ class Client {
                                         int64_t timeout_ms = 600'000);
 
   const std::string& master_endpoint() const;
+  ClientUpdateStats update_stats();
 
  private:
   class Impl;
