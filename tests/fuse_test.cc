@@ -18,6 +18,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <random>
 #include <set>
@@ -693,6 +694,125 @@ TEST(FuseTest, UsersSeeOnlyWhatTheyCouldFindByWalkingTheTree) {
   // Root sees both.
   std::vector<std::string> all = List(home + "/?name=private.txt");
   EXPECT_EQ(all, (std::vector<std::string>{"alice%2Fprivate.txt", "bob%2Fprivate.txt"}));
+}
+
+// ---- set-user-ID and set-group-ID bits ----------------------------------------------------
+
+// Runs fn in a child with uid/gid (no supplementary groups); its return value (an errno, 0 for
+// success) is the result, 126 when the ids could not be set.
+int InChildAs(uid_t uid, gid_t gid, const std::function<int()>& fn) {
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    if (::setgroups(0, nullptr) != 0 || ::setresgid(gid, gid, gid) != 0 ||
+        ::setresuid(uid, uid, uid) != 0) {
+      ::_exit(126);
+    }
+    ::_exit(fn());
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+}
+
+int WriteAt(const std::string& path, int flags) {
+  const int fd = ::open(path.c_str(), flags);
+  if (fd < 0) return errno;
+  const int rc = ::write(fd, "x", 1) == 1 ? 0 : errno;
+  return ::close(fd) == 0 ? rc : errno;
+}
+
+// The mount negotiates FUSE_HANDLE_KILLPRIV_V2 (client/fuse/kernel_io.h), so the daemon, not the
+// kernel, drops set-user-ID and set-group-ID bits on write, truncate and chown. The plain
+// directory beside it is the oracle: after the same operation by the same user, the modes match.
+void SetIdBitsDropAsOnAPlainDirectory(const std::vector<std::string>& mount_flags) {
+  Mount m(mount_flags);
+  ASSERT_TRUE(m.Start());
+  const std::string plain = m.root() + "/plain";
+  const std::string mine = m.mnt() + "/s";
+  ASSERT_EQ(::mkdir(plain.c_str(), 0755), 0);
+  ASSERT_EQ(::mkdir(mine.c_str(), 0755), 0);
+  constexpr uid_t kUser = 12345;
+  struct Case {
+    const char* what;
+    mode_t mode;
+    uid_t owner;
+    uid_t by;
+    std::function<int(const std::string&)> op;
+  };
+  const std::vector<Case> cases = {
+      {"write by another user", 06777, 0, kUser, [](const std::string& p) {
+         return WriteAt(p, O_WRONLY);
+       }},
+      {"append by another user", 06777, 0, kUser, [](const std::string& p) {
+         return WriteAt(p, O_WRONLY | O_APPEND);
+       }},
+      {"write by the owner", 06777, kUser, kUser, [](const std::string& p) {
+         return WriteAt(p, O_WRONLY);
+       }},
+      {"write, set-group-ID without group execute", 02766, 0, kUser, [](const std::string& p) {
+         return WriteAt(p, O_WRONLY);
+       }},
+      {"write by the owner, set-group-ID without group execute", 02766, kUser, kUser,
+       [](const std::string& p) { return WriteAt(p, O_WRONLY); }},
+      {"truncate(2) by another user", 06777, 0, kUser, [](const std::string& p) {
+         return ::truncate(p.c_str(), 1) == 0 ? 0 : errno;
+       }},
+      {"ftruncate by another user", 06777, 0, kUser, [](const std::string& p) {
+         const int fd = ::open(p.c_str(), O_WRONLY);
+         if (fd < 0) return errno;
+         const int rc = ::ftruncate(fd, 0) == 0 ? 0 : errno;
+         ::close(fd);
+         return rc;
+       }},
+      {"open with O_TRUNC by another user", 06777, 0, kUser, [](const std::string& p) {
+         return WriteAt(p, O_WRONLY | O_TRUNC);
+       }},
+      {"write by root", 06777, 0, 0, [](const std::string& p) { return WriteAt(p, O_WRONLY); }},
+      {"truncate(2) by root", 06777, 0, 0, [](const std::string& p) {
+         return ::truncate(p.c_str(), 1) == 0 ? 0 : errno;
+       }},
+      {"chown by root", 06755, 0, 0, [](const std::string& p) {
+         return ::chown(p.c_str(), kUser, kUser) == 0 ? 0 : errno;
+       }},
+  };
+  int n = 0;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    mode_t modes[2];
+    int results[2];
+    for (int side = 0; side < 2; ++side) {
+      const std::string path = (side == 0 ? plain : mine) + "/f" + std::to_string(n);
+      {
+        std::ofstream(path) << "content";
+      }
+      ASSERT_EQ(::chown(path.c_str(), c.owner, c.owner), 0) << path;
+      // A first write while the file has no set-ID bit lets the kernel mark the inode as
+      // having nothing to kill (S_NOSEC); the chmod that follows must undo that.
+      ASSERT_EQ(::chmod(path.c_str(), c.mode & 0777), 0) << path;
+      ASSERT_EQ(InChildAs(c.by, c.by, [&] { return WriteAt(path, O_WRONLY | O_APPEND); }), 0);
+      ASSERT_EQ(::chmod(path.c_str(), c.mode), 0) << path;
+      results[side] = InChildAs(c.by, c.by, [&] { return c.op(path); });
+      struct stat st;
+      ASSERT_EQ(::stat(path.c_str(), &st), 0) << path;
+      modes[side] = st.st_mode & 07777;
+    }
+    EXPECT_EQ(results[1], results[0]);
+    EXPECT_EQ(modes[1], modes[0]) << std::oct << "plain 0" << modes[0] << ", mount 0" << modes[1];
+    ++n;
+  }
+  // The suid/sgid bits of the plain tree did change in the cases above (the oracle is not
+  // vacuous): a write by another user drops both.
+  struct stat st;
+  ASSERT_EQ(::stat((plain + "/f0").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0777u);
+}
+
+TEST(FuseTest, SetIdBitsDropOnWriteTruncateAndChownAsOnAPlainDirectory) {
+  SetIdBitsDropAsOnAPlainDirectory({});
+}
+
+TEST(FuseTest, SetIdBitsDropAsOnAPlainDirectoryWithTheWritebackCache) {
+  SetIdBitsDropAsOnAPlainDirectory({"--writeback", "--cache-timeout", "86400"});
 }
 
 // ---- query directories: behaviour and errors --------------------------------------------------

@@ -30,6 +30,11 @@
 // The record sent on create and on close is read from the open descriptor (fstat; the user.*
 // attributes only when the file has some).
 //
+// Set-ID bits: the mount negotiates FUSE_HANDLE_KILLPRIV_V2 (kernel_io.h), which libfuse 3.14
+// cannot ask for, through its own read and writev on /dev/fuse. The daemon then drops
+// set-user-ID and set-group-ID on write, truncate and chown as the VFS would, and the kernel
+// stops asking for security.capability before every write(2) (once per inode instead).
+//
 // Threading: FUSE callbacks run on libfuse's worker threads; no callback waits on the network
 // except for the acknowledged index update (and, for a query directory, its search), both
 // bounded by the client's timeout. ACG edges go out on the flusher thread.

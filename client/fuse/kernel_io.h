@@ -1,0 +1,64 @@
+// kernel_io: what the capture file system reads from and patches in the raw /dev/fuse traffic,
+// for the one protocol feature libfuse 3.14 cannot ask for: FUSE_HANDLE_KILLPRIV_V2.
+//
+// Why it matters: without it the kernel asks the daemon for `security.capability` before
+// every write(2) to a file (GETXATTR; the VFS must know whether the write has to remove file
+// capabilities), one extra round trip per write call. With it the kernel marks the super block
+// SB_NOSEC, remembers per inode that there is nothing to remove, and asks once per inode until
+// its attributes are next refreshed. In exchange the file system takes over killing the
+// set-user-ID and set-group-ID bits, which the kernel then flags on the requests concerned:
+//   WRITE    write_flags & FUSE_WRITE_KILL_SUIDGID   (writer lacks CAP_FSETID)
+//   OPEN     open_flags  & FUSE_OPEN_KILL_SUIDGID    (O_TRUNC by a caller lacking CAP_FSETID)
+//   CREATE   open_flags  & FUSE_OPEN_KILL_SUIDGID    (the same, for an existing file)
+//   SETATTR  valid & FATTR_KILL_SUIDGID              (truncate without CAP_FSETID; any chown)
+// libfuse 3.14 passes the SETATTR flag on (FUSE_SET_ATTR_KILL_SUID, same bit) but drops the
+// other two, so they are read here from the request as it comes off /dev/fuse, on the worker
+// thread that then runs the handler (libfuse's loop reads and dispatches on one thread).
+// File capabilities need nothing: the daemon's own write, truncate and chown on the backing
+// file make the backing kernel remove them.
+//
+// libfuse 3.14 lets a session read and write /dev/fuse through custom functions
+// (fuse_session_custom_io); capture_fs installs ones that call these.
+#ifndef PROPELLER_CLIENT_FUSE_KERNEL_IO_H_
+#define PROPELLER_CLIENT_FUSE_KERNEL_IO_H_
+
+#include <sys/uio.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+namespace propeller::fuse {
+
+class KillprivV2 {
+ public:
+  // Looks at one request just read from /dev/fuse (`len` bytes at `buf`): remembers the INIT
+  // request (its unique id and whether the kernel offers FUSE_HANDLE_KILLPRIV_V2) and sets
+  // KillRequested() for this thread's request.
+  void OnRequest(const void* buf, size_t len);
+
+  // Before a reply is written: adds FUSE_HANDLE_KILLPRIV_V2 to the INIT reply when the kernel
+  // offered it. Other replies are left alone.
+  void OnReply(struct iovec* iov, int count);
+
+  // Whether the kernel negotiated it (the INIT reply was patched).
+  bool enabled() const { return enabled_.load(std::memory_order_acquire); }
+
+  // Whether the request this thread read last asks the file system to kill suid/sgid
+  // (a WRITE, OPEN or CREATE flag; see above).
+  static bool KillRequested();
+
+ private:
+  std::atomic<uint64_t> init_unique_{0};  // 0: no INIT seen
+  std::atomic<bool> offered_{false};
+  std::atomic<bool> enabled_{false};
+};
+
+// The mode `mode` keeps after a kill of privileges the kernel asked for, as the Linux VFS
+// does it (setattr_should_drop_suidgid): set-user-ID goes; set-group-ID goes when group
+// execute is set, or when the caller is not in the file's group (nor root: CAP_FSETID).
+unsigned KilledMode(unsigned mode, bool caller_in_group);
+
+}  // namespace propeller::fuse
+
+#endif  // PROPELLER_CLIENT_FUSE_KERNEL_IO_H_
