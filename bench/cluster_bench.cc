@@ -85,6 +85,17 @@ uint64_t ParseCount(const std::string& s) {
   return static_cast<uint64_t>(v);
 }
 
+// "1,4,16" -> {1, 4, 16}.
+std::vector<int> ParseList(const char* v) {
+  std::vector<int> out;
+  for (const char* p = v; *p != '\0';) {
+    out.push_back(std::atoi(p));
+    while (*p != '\0' && *p != ',') ++p;
+    if (*p == ',') ++p;
+  }
+  return out;
+}
+
 const char* const kQueries[] = {"size>1g & mtime<1d", "size>16m"};
 
 // Median search latency (ms) of `search`, after two warm-up runs; also reports the hit count.
@@ -359,32 +370,28 @@ bool RunWriters(const Config& c, const Dataset& ds, std::vector<Row>* rows) {
     return false;
   }
   if (!Load(**client_or, ds, files, c.load_threads)) return false;
+  // Writes group t's files as they are: the client then knows their routes.
+  auto learn_group = [&](Client& client, int t) {
+    std::vector<FileUpdate> group;
+    for (uint64_t i = static_cast<uint64_t>(t) * 1000; i < static_cast<uint64_t>(t + 1) * 1000;
+         ++i) {
+      FileUpdate u;
+      u.record = ds.Record(i);
+      group.push_back(std::move(u));
+    }
+    return client.Update(group).ok();
+  };
   // One client per writer, each with the routes of its group cached (a client that has just
-  // written its files knows their routes); the shared mode uses the first.
+  // written its files knows their routes); the shared mode uses the first, which learns every
+  // group's routes.
   std::vector<std::unique_ptr<Client>> own;
   for (int t = 0; t < max_writers; ++t) {
     auto cl = Client::Connect(cluster.client_options(60'000));
-    if (!cl.ok()) return false;
-    std::vector<FileUpdate> group;
-    for (uint64_t i = static_cast<uint64_t>(t) * 1000; i < static_cast<uint64_t>(t + 1) * 1000;
-         ++i) {
-      FileUpdate u;
-      u.record = ds.Record(i);
-      group.push_back(std::move(u));
-    }
-    if (!(*cl)->Update(group).ok()) return false;
+    if (!cl.ok() || !learn_group(**cl, t)) return false;
     own.push_back(std::move(*cl));
   }
   for (int t = 1; t < max_writers; ++t) {
-    // The shared client (the first) learns every group's routes too.
-    std::vector<FileUpdate> group;
-    for (uint64_t i = static_cast<uint64_t>(t) * 1000; i < static_cast<uint64_t>(t + 1) * 1000;
-         ++i) {
-      FileUpdate u;
-      u.record = ds.Record(i);
-      group.push_back(std::move(u));
-    }
-    if (!own[0]->Update(group).ok()) return false;
+    if (!learn_group(*own[0], t)) return false;
   }
   std::vector<Client*> own_clients;
   for (auto& cl : own) own_clients.push_back(cl.get());
@@ -504,12 +511,7 @@ int main(int argc, char** argv) {
     if (const char* v = value("--files=")) {
       c.files = ParseCount(v);
     } else if (const char* v = value("--nodes=")) {
-      c.nodes.clear();
-      for (const char* p = v; *p != '\0';) {
-        c.nodes.push_back(std::atoi(p));
-        while (*p != '\0' && *p != ',') ++p;
-        if (*p == ',') ++p;
-      }
+      c.nodes = ParseList(v);
     } else if (const char* v = value("--runs=")) {
       c.search_runs = std::atoi(v);
     } else if (const char* v = value("--out=")) {
@@ -521,11 +523,7 @@ int main(int argc, char** argv) {
     } else if (const char* v = value("--moves=")) {
       c.moves = std::atoi(v);
     } else if (const char* v = value("--writers=")) {
-      for (const char* p = v; *p != '\0';) {
-        c.writers.push_back(std::atoi(p));
-        while (*p != '\0' && *p != ',') ++p;
-        if (*p == ',') ++p;
-      }
+      c.writers = ParseList(v);
     } else if (const char* v = value("--updates=")) {
       c.writer_updates = std::atoi(v);
     } else if (const char* v = value("--rounds=")) {
