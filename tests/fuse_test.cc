@@ -133,6 +133,12 @@ std::vector<std::string> List(const std::string& dir, int* err = nullptr) {
   return out;
 }
 
+// In a child just forked: becomes uid/gid with no supplementary groups.
+bool BecomeUser(uid_t uid, gid_t gid) {
+  return ::setgroups(0, nullptr) == 0 && ::setresgid(gid, gid, gid) == 0 &&
+         ::setresuid(uid, uid, uid) == 0;
+}
+
 // Runs argv as uid/gid (no supplementary groups) in a child; returns its exit status and
 // stdout.
 int RunAs(uid_t uid, gid_t gid, const std::vector<std::string>& argv, std::string* out) {
@@ -142,10 +148,7 @@ int RunAs(uid_t uid, gid_t gid, const std::vector<std::string>& argv, std::strin
   if (pid == 0) {
     ::dup2(pipefd[1], 1);
     ::close(pipefd[0]);
-    if (::setgroups(0, nullptr) != 0 || ::setresgid(gid, gid, gid) != 0 ||
-        ::setresuid(uid, uid, uid) != 0) {
-      ::_exit(126);
-    }
+    if (!BecomeUser(uid, gid)) ::_exit(126);
     ::setenv("HOME", "/tmp", 1);
     std::vector<char*> args;
     for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
@@ -703,10 +706,7 @@ TEST(FuseTest, UsersSeeOnlyWhatTheyCouldFindByWalkingTheTree) {
 int InChildAs(uid_t uid, gid_t gid, const std::function<int()>& fn) {
   pid_t pid = ::fork();
   if (pid == 0) {
-    if (::setgroups(0, nullptr) != 0 || ::setresgid(gid, gid, gid) != 0 ||
-        ::setresuid(uid, uid, uid) != 0) {
-      ::_exit(126);
-    }
+    if (!BecomeUser(uid, gid)) ::_exit(126);
     ::_exit(fn());
   }
   int status = 0;

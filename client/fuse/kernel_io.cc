@@ -56,20 +56,20 @@ void KillprivV2::OnRequest(const void* buf, size_t len) {
 }
 
 void KillprivV2::OnReply(struct iovec* iov, int count) {
+  if (init_replied_.load(std::memory_order_relaxed)) return;
   const uint64_t init = init_unique_.load(std::memory_order_acquire);
-  if (init == 0 || count < 2 || enabled_.load(std::memory_order_relaxed)) return;
-  if (iov[0].iov_len < sizeof(struct fuse_out_header)) return;
+  if (init == 0 || count < 1 || iov[0].iov_len < sizeof(struct fuse_out_header)) return;
   struct fuse_out_header out;
   std::memcpy(&out, iov[0].iov_base, sizeof(out));
-  if (out.unique != init || out.error != 0) return;
-  if (!offered_.load(std::memory_order_relaxed)) return;
+  if (out.unique != init) return;
+  init_replied_.store(true, std::memory_order_relaxed);
+  if (out.error != 0 || count < 2 || !offered_.load(std::memory_order_relaxed)) return;
   const size_t at = offsetof(struct fuse_init_out, flags);
   if (iov[1].iov_len < at + sizeof(uint32_t)) return;
   uint32_t flags;
   std::memcpy(&flags, static_cast<char*>(iov[1].iov_base) + at, sizeof(flags));
   flags |= FUSE_HANDLE_KILLPRIV_V2;
   std::memcpy(static_cast<char*>(iov[1].iov_base) + at, &flags, sizeof(flags));
-  enabled_.store(true, std::memory_order_release);
 }
 
 bool KillprivV2::KillRequested() { return t_kill_requested; }

@@ -38,11 +38,8 @@ class KillprivV2 {
   void OnRequest(const void* buf, size_t len);
 
   // Before a reply is written: adds FUSE_HANDLE_KILLPRIV_V2 to the INIT reply when the kernel
-  // offered it. Other replies are left alone.
+  // offered it. Other replies are left alone; after the INIT reply this returns at once.
   void OnReply(struct iovec* iov, int count);
-
-  // Whether the kernel negotiated it (the INIT reply was patched).
-  bool enabled() const { return enabled_.load(std::memory_order_acquire); }
 
   // Whether the request this thread read last asks the file system to kill suid/sgid
   // (a WRITE, OPEN or CREATE flag; see above).
@@ -51,7 +48,7 @@ class KillprivV2 {
  private:
   std::atomic<uint64_t> init_unique_{0};  // 0: no INIT seen
   std::atomic<bool> offered_{false};
-  std::atomic<bool> enabled_{false};
+  std::atomic<bool> init_replied_{false};  // the INIT reply went out (patched or not)
 };
 
 // The mode `mode` keeps after a kill of privileges the kernel asked for, as the Linux VFS
