@@ -240,6 +240,7 @@ void BM_PropellerBatchUpdate(benchmark::State& state, uint64_t files, Level leve
     Fail(state, "CommitAll before the run: " + s.ToString());
     return;
   }
+  const EngineStats start = engine->Stats();
   int64_t applied_ns = 0;
   for (auto _ : state) {
     const std::vector<Update>& batch = pool.NextBatch(kBatchSize);
@@ -268,7 +269,19 @@ void BM_PropellerBatchUpdate(benchmark::State& state, uint64_t files, Level leve
     Fail(state, "CommitAll after the run: " + s.ToString());
     return;
   }
+  const EngineStats after = engine->Stats();
   state.counters["cached_at_end"] = static_cast<double>(before.cached_updates);
+  // Updates per ACG commit during the run (background commits) and in the final CommitAll.
+  if (before.acg_commits > start.acg_commits) {
+    state.counters["run_updates_per_commit"] =
+        static_cast<double>(before.committed_updates - start.committed_updates) /
+        static_cast<double>(before.acg_commits - start.acg_commits);
+  }
+  if (after.acg_commits > before.acg_commits) {
+    state.counters["final_updates_per_commit"] =
+        static_cast<double>(after.committed_updates - before.committed_updates) /
+        static_cast<double>(after.acg_commits - before.acg_commits);
+  }
   state.counters["final_commit_s"] = static_cast<double>(commit_ns) / 1e9;
   if (applied_ns + commit_ns > 0) {
     state.counters["sustained_per_s"] =

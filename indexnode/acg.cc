@@ -10,6 +10,7 @@
 #include <set>
 
 #include "common/logging.h"
+#include "indexnode/index/kdtree_index.h"
 #include "schemas/keys.h"
 #include "schemas/record_format.h"
 
@@ -456,7 +457,13 @@ Status Acg::ReconcileIndexes(MDB_txn* raw, const std::vector<IndexSpec>& user_in
       if (inode_ != nullptr) {
         PROPELLER_RETURN_IF_ERROR(inode_->Reattach(raw));
       } else {
-        PROPELLER_ASSIGN_OR_RETURN(inode_, OpenIndex(raw, spec.type, spec.name, /*load=*/false));
+        KdTreeOptions options;
+        options.scan_points = [this](MDB_txn* txn, const std::function<void(uint64_t)>& reserve,
+                                     const std::function<Status(FileId, const KdPoint&)>& add) {
+          return ScanPoints(txn, reserve, add);
+        };
+        PROPELLER_ASSIGN_OR_RETURN(
+            inode_, OpenKdTreeIndex(raw, spec.name, options, /*load=*/false));
       }
       index = inode_.get();
     } else {
@@ -492,7 +499,8 @@ Status Acg::ReconcileIndexes(MDB_txn* raw, const std::vector<IndexSpec>& user_in
 
 Status Acg::BuildIndex(MDB_txn* txn, Index* index) {
   const std::string& name = index->name();
-  if (index->type() == IndexType::kKdTree && name != kInodeIndex) return Status::OK();
+  // `inode` reads the records when it loads (ScanPoints); other kdtree indexes are not fed.
+  if (index->type() == IndexType::kKdTree) return Status::OK();
   MDB_cursor* cur = nullptr;
   int rc = mdb_cursor_open(txn, files_dbi_, &cur);
   if (rc != 0) return LmdbStatus(rc, "mdb_cursor_open");
@@ -522,6 +530,30 @@ Status Acg::BuildIndex(MDB_txn* txn, Index* index) {
   }
   mdb_cursor_close(cur);
   if (!s.ok()) return s.WithContext("building index " + name);
+  if (rc != MDB_NOTFOUND) return LmdbStatus(rc, "scanning records");
+  return Status::OK();
+}
+
+Status Acg::ScanPoints(MDB_txn* txn, const std::function<void(uint64_t)>& reserve,
+                       const std::function<Status(FileId, const KdPoint&)>& add) {
+  MDB_stat st{};
+  int rc = mdb_stat(txn, files_dbi_, &st);
+  if (rc != 0) return LmdbStatus(rc, "mdb_stat");
+  reserve(st.ms_entries);
+  MDB_cursor* cur = nullptr;
+  rc = mdb_cursor_open(txn, files_dbi_, &cur);
+  if (rc != 0) return LmdbStatus(rc, "mdb_cursor_open");
+  MDB_val k, v;
+  Status s;
+  FileRecord rec;
+  for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == 0;
+       rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+    s = DecodeRecordHead(View(v), &rec);
+    if (s.ok()) s = add(rec.id, AcgSummary::PointOf(rec));
+    if (!s.ok()) break;
+  }
+  mdb_cursor_close(cur);
+  if (!s.ok()) return s.WithContext(AcgName(id_) + ": loading the inode K-D tree");
   if (rc != MDB_NOTFOUND) return LmdbStatus(rc, "scanning records");
   return Status::OK();
 }

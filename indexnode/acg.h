@@ -12,7 +12,10 @@
 //   moved       FileIdKey(id) -> u64 ACG: files split off, and where to (routes)
 //   bt.path     the built-in `path` B-tree (one entry per path of every record)
 //   hs.keyword  the built-in `keyword` hash (PathKeywords of every path)
-//   kd.inode    the built-in `inode` K-D tree (size, mtime, ctime, atime, uid, gid)
+//   (the built-in `inode` K-D tree over size, mtime, ctime, atime, uid and gid has no database:
+//   it loads its points from `files` (ScanPoints), so an attribute change writes one page, the
+//   record's, not a second copy of the point; data directories of older versions have a
+//   `kd.inode`, dropped at their first open)
 //   bt.<name> / hs.<name>   user-defined indexes, fed by the user attribute <name>
 // "applied_lsn" is committed in the same LMDB transaction as the updates it covers, so after
 // any crash an update is in the indexes iff its LSN <= applied_lsn: replay is exact.
@@ -347,6 +350,9 @@ class Acg {
   // malformed entry.
   Status ScanEdges(MDB_txn* txn, const std::function<void(FileId, FileId, uint64_t)>& fn);
   Status BuildIndex(MDB_txn* txn, Index* index);
+  // The `inode` K-D tree's source (KdTreeOptions::scan_points): the six axes of every record.
+  Status ScanPoints(MDB_txn* txn, const std::function<void(uint64_t)>& reserve,
+                    const std::function<Status(FileId, const KdPoint&)>& add);
   void RefreshOpenBytes();  // REQUIRES: rw_ held
   void CountReads(uint64_t n) { reads_.fetch_add(n, std::memory_order_relaxed); }
   // Maps every page of the data file now (MADV_POPULATE_READ), once per open: reading many

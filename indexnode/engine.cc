@@ -771,6 +771,8 @@ class Engine::Impl {
     size_t n = 0;
     Status s = acg->Commit(durable_lsn, &n);
     if (n > 0) {
+      acg_commits_.fetch_add(1, std::memory_order_relaxed);
+      committed_updates_.fetch_add(n, std::memory_order_relaxed);
       Subtract(&total_cached_, n);
       if (committed != nullptr) *committed += n;
     }
@@ -1143,6 +1145,8 @@ class Engine::Impl {
     }
     st.cache_bytes = total_cache_bytes_.load();
     st.acg_opens = acg_opens_.load();
+    st.acg_commits = acg_commits_.load();
+    st.committed_updates = committed_updates_.load();
     st.wal_bytes = wal_ ? wal_->bytes() : 0;
     st.disk_bytes += st.wal_bytes;
     st.next_lsn = wal_ ? wal_->next_lsn() : 0;
@@ -2058,6 +2062,8 @@ class Engine::Impl {
   std::atomic<uint64_t> total_cache_bytes_{0};
   std::atomic<uint64_t> use_clock_{0};
   std::atomic<uint64_t> acg_opens_{0};
+  std::atomic<uint64_t> acg_commits_{0};        // Stats
+  std::atomic<uint64_t> committed_updates_{0};
 
   // Lock order: catalogue_mu_ > commit_mu_ > acgs_mu_ > (Acg locks); lru_mu_ is a leaf, taken
   // with no Acg lock held (eviction try-locks ACGs after releasing it); specs_mu_ is a leaf

@@ -209,6 +209,11 @@ struct EngineStats {
   uint64_t acg_opens = 0;         // environments opened since Engine::Open (incl. reopens)
   uint64_t open_acg_bytes = 0;    // what max_open_acg_bytes counts
   uint64_t cache_bytes = 0;       // memory of cached updates (what max_cache_bytes bounds)
+  // Since Engine::Open: ACG commits that committed something, and the updates they took. Their
+  // ratio is what a commit's cost is spread over (each commit rewrites every B-tree page its
+  // updates touch).
+  uint64_t acg_commits = 0;
+  uint64_t committed_updates = 0;
 };
 
 class Engine {

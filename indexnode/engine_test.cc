@@ -3,8 +3,10 @@
 #include "indexnode/engine.h"
 
 #include <gtest/gtest.h>
+#include <lmdb.h>
 
 #include "indexnode/engine_test_util.h"
+#include "schemas/keys.h"
 
 namespace propeller {
 namespace {
@@ -200,6 +202,65 @@ TEST_F(EngineTest, ConditionalDeletesSpareANewFileOfTheSameNumber) {
   ASSERT_TRUE(e.ok()) << e.status().ToString();
   engine_ = std::move(e).value();
   EXPECT_TRUE(get(7).ok());
+}
+
+// EngineStats counts ACG commits and the updates they took (what a commit's cost is spread
+// over), whoever commits: CommitAll here, a search below.
+TEST_F(EngineTest, StatsCountCommitsAndTheirUpdates) {
+  EXPECT_EQ(engine_->Stats().acg_commits, 0u);
+  ASSERT_TRUE(engine_->CommitAll().ok());
+  EngineStats st = engine_->Stats();
+  EXPECT_EQ(st.acg_commits, 1u);
+  EXPECT_EQ(st.committed_updates, 1u);
+  std::vector<Update> batch = {Put(2, 2, {"/b/1"}), Put(2, 3, {"/b/2"}), Put(2, 4, {"/b/3"}),
+                               Put(1, 5, {"/a/5"}), Put(1, 1, {"/a/x.c"}, 20)};
+  ASSERT_TRUE(engine_->Apply(batch).ok());
+  EXPECT_EQ(Count("size>0"), 5u);  // commits both ACGs first
+  st = engine_->Stats();
+  EXPECT_EQ(st.acg_commits, 3u);
+  EXPECT_EQ(st.committed_updates, 6u);
+  ASSERT_TRUE(engine_->CommitAll().ok());  // nothing left: no commit counted
+  EXPECT_EQ(engine_->Stats().acg_commits, 3u);
+}
+
+// The `inode` K-D tree reads its points from the records (acg.h): data directories of older
+// versions kept a copy in a `kd.inode` database, which the first open drops. A planted copy
+// that disagrees with the records (file 1 at size 0, its record says 10) must neither hide the
+// file from a K-D query nor survive the open.
+TEST_F(EngineTest, InodeTreeReadsRecordsAndDropsAnOlderVersionsPoints) {
+  ASSERT_TRUE(engine_->CommitAll().ok());
+  engine_.reset();
+  const std::string acg_dir = dir_.path() + "/acg/1";
+  auto with_env = [&](const std::function<void(MDB_txn*)>& fn) {
+    MDB_env* env = nullptr;
+    ASSERT_EQ(mdb_env_create(&env), 0);
+    ASSERT_EQ(mdb_env_set_maxdbs(env, 128), 0);
+    ASSERT_EQ(mdb_env_open(env, acg_dir.c_str(), MDB_NOTLS, 0644), 0);
+    MDB_txn* txn = nullptr;
+    ASSERT_EQ(mdb_txn_begin(env, nullptr, 0, &txn), 0);
+    fn(txn);
+    EXPECT_EQ(mdb_txn_commit(txn), 0);
+    mdb_env_close(env);
+  };
+  with_env([](MDB_txn* txn) {
+    MDB_dbi dbi;
+    ASSERT_EQ(mdb_dbi_open(txn, "kd.inode", MDB_CREATE, &dbi), 0);
+    std::string key, point;
+    AppendFileIdKey(FileId{1, 1}, &key);
+    for (int axis = 0; axis < kNumInodeAxes; ++axis) AppendOrderedI64(0, &point);
+    MDB_val k{key.size(), key.data()}, v{point.size(), point.data()};
+    ASSERT_EQ(mdb_put(txn, dbi, &k, &v, 0), 0);
+  });
+  auto e = Engine::Open(options_);
+  ASSERT_TRUE(e.ok()) << e.status().ToString();
+  engine_ = std::move(e).value();
+  EXPECT_EQ(Count("size>5"), 1u);
+  EXPECT_EQ(Count("size<5"), 0u);
+  engine_.reset();
+  with_env([](MDB_txn* txn) {
+    MDB_dbi dbi;
+    EXPECT_EQ(mdb_dbi_open(txn, "kd.inode", 0, &dbi), MDB_NOTFOUND);
+  });
 }
 
 }  // namespace

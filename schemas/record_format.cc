@@ -305,7 +305,10 @@ void EncodeRecord(const FileRecord& record, std::string* out) {
 // an object per element, then a copy) cost ~3x this. It accepts exactly what the tree-based
 // DecodeRecordObject accepts and decodes it the same (record_format_test compares the two on
 // valid and corrupted encodings); records nested in wire messages still go through the tree.
-Status DecodeRecord(std::string_view bytes, FileRecord* record) {
+namespace {
+
+// DecodeRecord, or with whole = false DecodeRecordHead (record_format.h).
+Status DecodeRecordFields(std::string_view bytes, FileRecord* record, bool whole) {
   using msgpack_util::Bad;
   constexpr std::string_view kWhat = "record";
   constexpr size_t kRecordDepth = 1;  // the record array; its fields sit at depth 2
@@ -314,9 +317,14 @@ Status DecodeRecord(std::string_view bytes, FileRecord* record) {
   uint64_t fields;
   if (!in.ReadArray(&fields) || fields < msgpack_util::kRecordFields) {
     // Either malformed msgpack or another shape: the tree decoder words both.
-    return msgpack_util::ParseAndDecode(
+    Status s = msgpack_util::ParseAndDecode(
         kWhat, bytes, bytes.size(), msgpack_util::kMaxDepth,
         [record](const msgpack::object& o) { return msgpack_util::DecodeRecordObject(o, record); });
+    if (!whole) {
+      r.paths.clear();
+      r.attrs.clear();
+    }
+    return s;
   }
   uint64_t version;
   if (!in.ReadUint(&version)) return Bad(kWhat, "version", "is not an unsigned integer");
@@ -333,6 +341,7 @@ Status DecodeRecord(std::string_view bytes, FileRecord* record) {
   for (uint64_t i = 0; i < num_paths; ++i) {
     std::string_view path;
     if (!in.ReadStr(&path)) return Bad(kWhat, "paths", "has a non-string");
+    if (!whole) continue;
     if (kept < r.paths.size()) {
       r.paths[kept].assign(path);
     } else {
@@ -362,9 +371,10 @@ Status DecodeRecord(std::string_view bytes, FileRecord* record) {
   if (!in.ReadU32(&r.gid)) return Bad(kWhat, "gid", "is not a uint32");
   if (!in.ReadU32(&r.mode)) return Bad(kWhat, "mode", "is not a uint32");
   if (!in.ReadU32(&r.nlink)) return Bad(kWhat, "nlink", "is not a uint32");
+  r.attrs.clear();
+  if (!whole) return Status::OK();
   uint64_t num_attrs;
   if (!in.ReadArray(&num_attrs)) return Bad(kWhat, "attrs", "is not an array");
-  r.attrs.clear();
   for (uint64_t i = 0; i < num_attrs; ++i) {
     uint64_t pair_size;
     if (!in.ReadArray(&pair_size) || pair_size < 2) {
@@ -406,6 +416,16 @@ Status DecodeRecord(std::string_view bytes, FileRecord* record) {
     return Status::Corruption("record: " + std::to_string(in.remaining()) + " trailing bytes");
   }
   return Status::OK();
+}
+
+}  // namespace
+
+Status DecodeRecord(std::string_view bytes, FileRecord* record) {
+  return DecodeRecordFields(bytes, record, /*whole=*/true);
+}
+
+Status DecodeRecordHead(std::string_view bytes, FileRecord* record) {
+  return DecodeRecordFields(bytes, record, /*whole=*/false);
 }
 
 void EncodeUpdateBatch(std::span<const Update> updates, std::string* out) {

@@ -6,8 +6,9 @@
 //            FileIdKey(id) ‖ AppendIndexValue(value) -> "" and rebuilt from it on open.
 //            Answers kEqual only.
 //   kdtree — an in-memory K-D tree (nanoflann) over kNumInodeAxes numeric axes, persisted in
-//            LMDB "kd.<name>" as FileIdKey(id) -> 6 ordered int64 and rebuilt from it on open.
-//            Answers kBox (an axis-aligned box; each axis optionally bounded).
+//            LMDB "kd.<name>" as FileIdKey(id) -> 6 ordered int64 and rebuilt from it on open,
+//            or (KdTreeOptions::scan_points, the ACG's `inode` tree) read from the caller's
+//            records. Answers kBox (an axis-aligned box; each axis optionally bounded).
 //
 // Every Search returns a SUPERSET of the exact answer is allowed only where documented
 // (truncated long strings in btree keys, double rounding in the K-D tree); callers verify each
@@ -95,7 +96,8 @@ class Index {
   // committed, does not pay for in-memory structures it does not search) ----
   // Whether the in-memory contents are loaded. btree indexes have none and are always loaded.
   // An index that is not loaded still takes Insert/Remove/InsertPoint/RemovePoint — they change
-  // only LMDB, which is authoritative — and Load() later reads the result. Search on an index
+  // only LMDB, which is authoritative (a kdtree reading scan_points changes nothing: its source
+  // is) — and Load() later reads the result. Search on an index
   // that is not loaded returns Internal (a caller bug).
   virtual bool loaded() const = 0;
   // Reads the in-memory contents from LMDB through `txn` (read-only or write); OK and no-op when

@@ -226,6 +226,11 @@ class KdTreeIndex final : public Index {
 
  private:
   Status LoadPoints(MDB_txn* txn);
+  // LoadPoints' steps: room for n points; one point (ids come once each).
+  void ReserveLoad(uint64_t n);
+  Status AddLoaded(FileId id, const KdPoint& point);
+  // Whether points live in this index's own database (dbi_) rather than behind scan_points.
+  bool own_db() const { return !options_.scan_points; }
   // Everything a rebuild replaces, so a rebuild can construct the new one aside and swap it in
   // (a failed rebuild leaves the old one intact).
   struct Store {
@@ -417,6 +422,7 @@ void KdTreeIndex::AfterMutation() {
 }
 
 Status KdTreeIndex::PutPoint(MDB_txn* txn, FileId id, const KdPoint& point) {
+  if (!own_db()) return Status::OK();  // the caller's records hold it
   key_buf_.clear();
   AppendFileIdKey(id, &key_buf_);
   value_buf_.clear();
@@ -474,12 +480,14 @@ Status KdTreeIndex::InsertPoint(MDB_txn* txn, const KdPoint& point, FileId id) {
 }
 
 Status KdTreeIndex::RemovePoint(MDB_txn* txn, FileId id) {
-  key_buf_.clear();
-  AppendFileIdKey(id, &key_buf_);
-  MDB_val key{key_buf_.size(), key_buf_.data()};
-  const int rc = mdb_del(txn, dbi_, &key, nullptr);
-  if (rc != MDB_SUCCESS && rc != MDB_NOTFOUND) {
-    return LmdbStatus(rc, "kdtree index " + name_ + ": delete");
+  if (own_db()) {
+    key_buf_.clear();
+    AppendFileIdKey(id, &key_buf_);
+    MDB_val key{key_buf_.size(), key_buf_.data()};
+    const int rc = mdb_del(txn, dbi_, &key, nullptr);
+    if (rc != MDB_SUCCESS && rc != MDB_NOTFOUND) {
+      return LmdbStatus(rc, "kdtree index " + name_ + ": delete");
+    }
   }
   if (!loaded_) return Status::OK();
   const int64_t pos = store_.FindBucket(id, HashId(id));
@@ -593,6 +601,9 @@ void KdTreeIndex::Unload() {
 }
 
 Status KdTreeIndex::Reattach(MDB_txn* txn) {
+  // Drops an older version's database again in case the transaction that opened this index
+  // (and dropped it) was aborted; normally a lookup that finds nothing.
+  if (!own_db()) return DropKdTreeIndexData(txn, name_);
   const std::string db = DbName(name_);
   const int rc = mdb_dbi_open(txn, db.c_str(), MDB_CREATE, &dbi_);
   if (rc != MDB_SUCCESS) return LmdbStatus(rc, "reopen " + db);
@@ -607,22 +618,47 @@ Status KdTreeIndex::Rebalance() {
   return s;
 }
 
-Status KdTreeIndex::LoadPoints(MDB_txn* txn) {
-  MDB_stat stat;
-  int rc = mdb_stat(txn, dbi_, &stat);
-  if (rc != MDB_SUCCESS) return LmdbStatus(rc, "kdtree index " + name_ + ": stat");
-  if (stat.ms_entries > kMaxKdTreeSlots) {
+void KdTreeIndex::ReserveLoad(uint64_t n) {
+  n = std::min<uint64_t>(n, kMaxKdTreeSlots);
+  store_.points.reserve(n);
+  store_.inos.reserve(n);
+  store_.volumes.reserve(n);
+  store_.dead.reserve(n);
+}
+
+Status KdTreeIndex::AddLoaded(FileId id, const KdPoint& point) {
+  if (store_.slots() >= kMaxKdTreeSlots) {
     return Status::ResourceExhausted("kdtree index " + name_ + ": too many points");
   }
-  MDB_cursor* cursor = nullptr;
-  rc = mdb_cursor_open(txn, dbi_, &cursor);
-  if (rc != MDB_SUCCESS) return LmdbStatus(rc, "kdtree index " + name_ + ": cursor");
-  std::unique_ptr<MDB_cursor, void (*)(MDB_cursor*)> closer(cursor, mdb_cursor_close);
+  // Each id comes once (unique keys), so the table needs no lookup; Rebuild fills it.
+  store_.points.push_back(CodeOf(point));
+  store_.inos.push_back(id.ino);
+  store_.volumes.push_back(id.volume);
+  store_.dead.push_back(false);
+  ++live_;
+  return Status::OK();
+}
+
+Status KdTreeIndex::LoadPoints(MDB_txn* txn) {
   try {
-    store_.points.reserve(stat.ms_entries);
-    store_.inos.reserve(stat.ms_entries);
-    store_.volumes.reserve(stat.ms_entries);
-    store_.dead.reserve(stat.ms_entries);
+    if (!own_db()) {
+      PROPELLER_RETURN_IF_ERROR(options_.scan_points(
+          txn, [this](uint64_t n) { ReserveLoad(n); },
+          [this](FileId id, const KdPoint& point) { return AddLoaded(id, point); }));
+      // Rebuild compacts (nothing is dead), builds the tree and fills the id table.
+      return Rebuild();
+    }
+    MDB_stat stat;
+    int rc = mdb_stat(txn, dbi_, &stat);
+    if (rc != MDB_SUCCESS) return LmdbStatus(rc, "kdtree index " + name_ + ": stat");
+    if (stat.ms_entries > kMaxKdTreeSlots) {
+      return Status::ResourceExhausted("kdtree index " + name_ + ": too many points");
+    }
+    MDB_cursor* cursor = nullptr;
+    rc = mdb_cursor_open(txn, dbi_, &cursor);
+    if (rc != MDB_SUCCESS) return LmdbStatus(rc, "kdtree index " + name_ + ": cursor");
+    std::unique_ptr<MDB_cursor, void (*)(MDB_cursor*)> closer(cursor, mdb_cursor_close);
+    ReserveLoad(stat.ms_entries);
     MDB_val key;
     MDB_val value;
     for (rc = mdb_cursor_get(cursor, &key, &value, MDB_FIRST); rc == MDB_SUCCESS;
@@ -636,24 +672,15 @@ Status KdTreeIndex::LoadPoints(MDB_txn* txn) {
         return Status::Corruption("kdtree index " + name_ + ": point value of " +
                                   std::to_string(value.mv_size) + " bytes, want 48");
       }
-      if (store_.slots() >= kMaxKdTreeSlots) {
-        return Status::ResourceExhausted("kdtree index " + name_ + ": too many points");
-      }
       KdPoint point;
       const char* bytes = static_cast<const char*>(value.mv_data);
       for (int a = 0; a < kDims; ++a) point[a] = DecodeOrderedI64(std::string_view(bytes + 8 * a, 8));
-      // Keys are unique in LMDB, so no id repeats; the table needs no lookup.
-      store_.points.push_back(CodeOf(point));
-      store_.inos.push_back(id.ino);
-      store_.volumes.push_back(id.volume);
-      store_.dead.push_back(false);
-      ++live_;
+      PROPELLER_RETURN_IF_ERROR(AddLoaded(id, point));
     }
+    if (rc != MDB_NOTFOUND) return LmdbStatus(rc, "kdtree index " + name_ + ": scan");
   } catch (const std::bad_alloc&) {
     return Status::ResourceExhausted("kdtree index " + name_ + ": out of memory in load");
   }
-  if (rc != MDB_NOTFOUND) return LmdbStatus(rc, "kdtree index " + name_ + ": scan");
-  // Rebuild compacts (nothing is dead), builds the tree and fills the id table.
   return Rebuild();
 }
 
@@ -666,10 +693,14 @@ Result<std::unique_ptr<Index>> OpenKdTreeIndex(MDB_txn* txn, const std::string& 
 
 Result<std::unique_ptr<Index>> OpenKdTreeIndex(MDB_txn* txn, const std::string& name,
                                                const KdTreeOptions& options, bool load) {
-  MDB_dbi dbi;
-  const std::string db = DbName(name);
-  const int rc = mdb_dbi_open(txn, db.c_str(), MDB_CREATE, &dbi);
-  if (rc != MDB_SUCCESS) return LmdbStatus(rc, "open " + db);
+  MDB_dbi dbi = 0;
+  if (options.scan_points) {
+    PROPELLER_RETURN_IF_ERROR(DropKdTreeIndexData(txn, name));  // an older version's copy
+  } else {
+    const std::string db = DbName(name);
+    const int rc = mdb_dbi_open(txn, db.c_str(), MDB_CREATE, &dbi);
+    if (rc != MDB_SUCCESS) return LmdbStatus(rc, "open " + db);
+  }
   auto index = std::make_unique<KdTreeIndex>(name, options, dbi);
   if (load) PROPELLER_RETURN_IF_ERROR(index->Load(txn));
   return std::unique_ptr<Index>(std::move(index));

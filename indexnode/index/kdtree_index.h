@@ -1,9 +1,17 @@
 // The `kdtree` index structure (index.h, DESIGN §3/§6): multi-attribute range search over the
 // kNumInodeAxes int64 axes (size, mtime, ctime, atime, uid, gid) of the files of one ACG.
 //
-// Persistence: LMDB database "kd.<name>", key = FileIdKey(id) (12 bytes), value = 6 ordered
-// int64 (48 bytes, AppendOrderedI64 in axis order) — schemas/keys.h. Every InsertPoint puts,
-// every RemovePoint deletes; opening scans the database and builds the tree.
+// Persistence, one of two kinds (KdTreeOptions::scan_points):
+//   - its own LMDB database "kd.<name>", key = FileIdKey(id) (12 bytes), value = 6 ordered int64
+//     (48 bytes, AppendOrderedI64 in axis order) — schemas/keys.h. Every InsertPoint puts,
+//     every RemovePoint deletes; Load scans the database and builds the tree.
+//   - none: the points are read from where the caller keeps them anyway (an ACG's `files`
+//     records hold the six axes), through scan_points. InsertPoint/RemovePoint then change only
+//     memory (nothing at all while not loaded), so an update to a file writes its record's page
+//     and not a second page of points as well: at 10 M files, 1,000 random updates per
+//     10,000-file ACG commit dirtied ~330 record pages and ~175 point pages. The caller must
+//     make the source say what the index was told (the ACG writes the record in the same
+//     transaction as it calls InsertPoint).
 //
 // In memory (kdtree_index.cc explains the layout and the numbers):
 //   - one slot per point version: the point's float codes (each int64 coordinate rounded to
@@ -37,6 +45,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -53,6 +62,13 @@ struct KdTreeOptions {
   // Slots outside the tree (or tombstoned) tolerated on top of the size-proportional thresholds:
   // scanning a few hundred points linearly costs well under a microsecond.
   uint32_t rebuild_slack = 256;
+  // Set: the index keeps no database of its own (above). Load calls it with a transaction to
+  // read through, a `reserve` to call first with the number of points when known, and `add` to
+  // call once per file (an error from `add` must be returned). Opening such an index drops a
+  // "kd.<name>" database left by an older version.
+  std::function<Status(MDB_txn* txn, const std::function<void(uint64_t)>& reserve,
+                       const std::function<Status(FileId, const KdPoint&)>& add)>
+      scan_points;
 };
 
 // The most points (live plus tombstoned) one kdtree index holds in memory; InsertPoint beyond it
@@ -61,7 +77,8 @@ inline constexpr uint32_t kMaxKdTreeSlots = (1u << 26) - 2;
 
 // Opens (creating if missing) the LMDB database "kd.<name>" in the environment of `txn` (a write
 // transaction that the caller commits; the database handle is valid only once it commits) and
-// loads every point into a freshly built tree.
+// loads every point into a freshly built tree. With options.scan_points, drops that database
+// instead if it exists and loads through scan_points.
 // Errors: LMDB failures (LmdbStatus), Corruption for a key that is not 12 bytes or a value that
 // is not 48 bytes, ResourceExhausted when allocation fails or there are more than
 // kMaxKdTreeSlots points.

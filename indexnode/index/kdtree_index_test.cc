@@ -169,9 +169,20 @@ class PointGen {
 // A model plus the index under test, in one LMDB environment.
 class Harness {
  public:
+  // scan: the index keeps no database and loads the model (KdTreeOptions::scan_points), as an
+  // ACG's records are the source of its `inode` tree.
   explicit Harness(uint64_t seed, Profile profile = Profile::kMixed,
-                   KdTreeOptions options = KdTreeOptions{})
+                   KdTreeOptions options = KdTreeOptions{}, bool scan = false)
       : rng_(seed), gen_(profile, &rng_), options_(options) {
+    if (scan) {
+      options_.scan_points = [this](MDB_txn*, const std::function<void(uint64_t)>& reserve,
+                                    const std::function<Status(FileId, const KdPoint&)>& add) {
+        ++scans_;
+        reserve(model_.size());
+        for (const auto& [id, point] : model_) PROPELLER_RETURN_IF_ERROR(add(id, point));
+        return Status::OK();
+      };
+    }
     Reopen();
   }
   ~Harness() {
@@ -294,6 +305,7 @@ class Harness {
   MDB_env* env() { return env_.env(); }
   const std::map<FileId, KdPoint>& model() const { return model_; }
   PointGen& gen() { return gen_; }
+  int scans() const { return scans_; }
 
  private:
   TempEnv env_;
@@ -305,6 +317,7 @@ class Harness {
   std::map<FileId, KdPoint> model_;
   FlatModel flat_;  // model_ flattened for the oracle, refreshed when flat_dirty_
   bool flat_dirty_ = true;
+  int scans_ = 0;  // calls of scan_points
 };
 
 TEST(KdTreeIndexTest, InterfaceBasics) {
@@ -336,6 +349,7 @@ struct StreamCase {
   int query_every;  // in the stream; each such query re-flattens the model for the oracle
   int queries;      // before the stream, after it, and after reopening
   Profile profile;
+  bool scan = false;  // points from scan_points instead of the index's own database
 };
 
 class KdTreeStreamTest : public ::testing::TestWithParam<StreamCase> {};
@@ -344,7 +358,7 @@ TEST_P(KdTreeStreamTest, MatchesBruteForceAndSurvivesReopen) {
   const StreamCase& c = GetParam();
   const uint64_t seed = TestSeed() + c.initial * 7 + static_cast<uint64_t>(c.profile);
   SCOPED_TRACE("seed=" + std::to_string(seed));
-  Harness h(seed, c.profile);
+  Harness h(seed, c.profile, KdTreeOptions{}, c.scan);
   const uint64_t id_pool = static_cast<uint64_t>(c.initial) * 5 / 4 + 4;
   while (h.model().size() < static_cast<size_t>(c.initial)) {
     h.Insert(h.RandomId(id_pool), h.gen().Point());
@@ -356,6 +370,14 @@ TEST_P(KdTreeStreamTest, MatchesBruteForceAndSurvivesReopen) {
   h.CheckAll(c.queries);
   h.Reopen();
   h.CheckAll(c.queries);
+  if (c.scan) {
+    EXPECT_EQ(h.scans(), 2);  // one load per open
+    MDB_txn* txn = nullptr;
+    ASSERT_EQ(mdb_txn_begin(h.env(), nullptr, MDB_RDONLY, &txn), 0);
+    MDB_dbi dbi;
+    EXPECT_EQ(mdb_dbi_open(txn, "kd.inode", 0, &dbi), MDB_NOTFOUND);  // nothing written
+    mdb_txn_abort(txn);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -369,7 +391,10 @@ INSTANTIATE_TEST_SUITE_P(
                       StreamCase{1000, 3000, 10, 300, Profile::kExtreme},
                       StreamCase{1000, 3000, 10, 300, Profile::kMixed},
                       StreamCase{50000, 5000, 250, 150, Profile::kRealistic},
-                      StreamCase{50000, 5000, 250, 150, Profile::kMixed}));
+                      StreamCase{50000, 5000, 250, 150, Profile::kMixed},
+                      StreamCase{0, 0, 1, 20, Profile::kMixed, true},
+                      StreamCase{1000, 3000, 10, 300, Profile::kExtreme, true},
+                      StreamCase{50000, 5000, 250, 150, Profile::kMixed, true}));
 
 // Not loaded (the ACG cache, index.h): changes reach only LMDB, searching is a caller bug,
 // Load reads exactly what LMDB holds, Unload frees the memory, Reattach after the environment
@@ -661,6 +686,50 @@ TEST(KdTreeIndexTest, DropDeletesData) {
   ASSERT_TRUE(reopened.ok()) << reopened.status().ToString();
   EXPECT_EQ((*reopened)->Size(), 0u);
   EXPECT_TRUE(Collect(**reopened, txn, BoxQuery()).empty());
+}
+
+// With scan_points: opening drops a "kd.<name>" database an older version wrote (the points
+// come from the source now), a source's error fails Load and leaves the index unloaded, and a
+// later Load succeeds.
+TEST(KdTreeIndexTest, ScanPointsDropsTheOldDatabaseAndReportsErrors) {
+  TempEnv env;
+  {
+    MDB_txn* txn = BeginWrite(env.env());
+    auto own = OpenKdTreeIndex(txn, "inode");
+    ASSERT_TRUE(own.ok()) << own.status().ToString();
+    ASSERT_TRUE((*own)->InsertPoint(txn, KdPoint{5, 0, 0, 0, 0, 0}, FileId{1, 1}).ok());
+    Commit(txn);
+  }
+  std::map<FileId, KdPoint> points = {{FileId{1, 2}, KdPoint{7, 1, 1, 1, 1, 1}},
+                                      {FileId{1, 3}, KdPoint{9, 2, 2, 2, 2, 2}}};
+  bool fail = true;
+  KdTreeOptions options;
+  options.scan_points = [&](MDB_txn*, const std::function<void(uint64_t)>& reserve,
+                            const std::function<Status(FileId, const KdPoint&)>& add) {
+    reserve(points.size());
+    for (const auto& [id, point] : points) PROPELLER_RETURN_IF_ERROR(add(id, point));
+    return fail ? Status::Corruption("bad record") : Status::OK();
+  };
+  MDB_txn* txn = BeginWrite(env.env());
+  auto opened = OpenKdTreeIndex(txn, "inode", options, /*load=*/false);
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  Index& index = **opened;
+  MDB_dbi dbi;
+  EXPECT_EQ(mdb_dbi_open(txn, "kd.inode", 0, &dbi), MDB_NOTFOUND);
+  EXPECT_EQ(index.Load(txn).code(), StatusCode::kCorruption);
+  EXPECT_FALSE(index.loaded());
+  EXPECT_EQ(index.Size(), 0u);
+  // Not loaded: a change touches nothing (the source holds it).
+  ASSERT_TRUE(index.InsertPoint(txn, KdPoint{1, 1, 1, 1, 1, 1}, FileId{1, 9}).ok());
+  ASSERT_TRUE(index.RemovePoint(txn, FileId{1, 2}).ok());
+  EXPECT_EQ(mdb_dbi_open(txn, "kd.inode", 0, &dbi), MDB_NOTFOUND);
+  fail = false;
+  ASSERT_TRUE(index.Load(txn).ok());
+  EXPECT_EQ(Collect(index, txn, BoxQuery()), (std::vector<FileId>{FileId{1, 2}, FileId{1, 3}}));
+  IndexQuery q = BoxQuery();
+  q.box_lo[0] = 8;
+  EXPECT_EQ(Collect(index, txn, q), (std::vector<FileId>{FileId{1, 3}}));
+  Commit(txn);
 }
 
 // Searches from several threads right after changes: the first one rebuilds lazily while the
