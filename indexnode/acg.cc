@@ -458,10 +458,7 @@ Status Acg::ReconcileIndexes(MDB_txn* raw, const std::vector<IndexSpec>& user_in
         PROPELLER_RETURN_IF_ERROR(inode_->Reattach(raw));
       } else {
         KdTreeOptions options;
-        options.scan_points = [this](MDB_txn* txn, const std::function<void(uint64_t)>& reserve,
-                                     const std::function<Status(FileId, const KdPoint&)>& add) {
-          return ScanPoints(txn, reserve, add);
-        };
+        options.scan_points = std::bind_front(&Acg::ScanPoints, this);
         PROPELLER_ASSIGN_OR_RETURN(
             inode_, OpenKdTreeIndex(raw, spec.name, options, /*load=*/false));
       }
@@ -534,8 +531,7 @@ Status Acg::BuildIndex(MDB_txn* txn, Index* index) {
   return Status::OK();
 }
 
-Status Acg::ScanPoints(MDB_txn* txn, const std::function<void(uint64_t)>& reserve,
-                       const std::function<Status(FileId, const KdPoint&)>& add) {
+Status Acg::ScanPoints(MDB_txn* txn, const KdReserve& reserve, const KdAddPoint& add) {
   MDB_stat st{};
   int rc = mdb_stat(txn, files_dbi_, &st);
   if (rc != 0) return LmdbStatus(rc, "mdb_stat");

@@ -67,6 +67,7 @@
 #include "common/record.h"
 #include "common/status.h"
 #include "indexnode/index/index.h"
+#include "indexnode/index/kdtree_index.h"
 #include "indexnode/summary.h"
 
 namespace propeller {
@@ -351,8 +352,7 @@ class Acg {
   Status ScanEdges(MDB_txn* txn, const std::function<void(FileId, FileId, uint64_t)>& fn);
   Status BuildIndex(MDB_txn* txn, Index* index);
   // The `inode` K-D tree's source (KdTreeOptions::scan_points): the six axes of every record.
-  Status ScanPoints(MDB_txn* txn, const std::function<void(uint64_t)>& reserve,
-                    const std::function<Status(FileId, const KdPoint&)>& add);
+  Status ScanPoints(MDB_txn* txn, const KdReserve& reserve, const KdAddPoint& add);
   void RefreshOpenBytes();  // REQUIRES: rw_ held
   void CountReads(uint64_t n) { reads_.fetch_add(n, std::memory_order_relaxed); }
   // Maps every page of the data file now (MADV_POPULATE_READ), once per open: reading many

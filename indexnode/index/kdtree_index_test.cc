@@ -175,8 +175,7 @@ class Harness {
                    KdTreeOptions options = KdTreeOptions{}, bool scan = false)
       : rng_(seed), gen_(profile, &rng_), options_(options) {
     if (scan) {
-      options_.scan_points = [this](MDB_txn*, const std::function<void(uint64_t)>& reserve,
-                                    const std::function<Status(FileId, const KdPoint&)>& add) {
+      options_.scan_points = [this](MDB_txn*, const KdReserve& reserve, const KdAddPoint& add) {
         ++scans_;
         reserve(model_.size());
         for (const auto& [id, point] : model_) PROPELLER_RETURN_IF_ERROR(add(id, point));
@@ -704,8 +703,7 @@ TEST(KdTreeIndexTest, ScanPointsDropsTheOldDatabaseAndReportsErrors) {
                                       {FileId{1, 3}, KdPoint{9, 2, 2, 2, 2, 2}}};
   bool fail = true;
   KdTreeOptions options;
-  options.scan_points = [&](MDB_txn*, const std::function<void(uint64_t)>& reserve,
-                            const std::function<Status(FileId, const KdPoint&)>& add) {
+  options.scan_points = [&](MDB_txn*, const KdReserve& reserve, const KdAddPoint& add) {
     reserve(points.size());
     for (const auto& [id, point] : points) PROPELLER_RETURN_IF_ERROR(add(id, point));
     return fail ? Status::Corruption("bad record") : Status::OK();
