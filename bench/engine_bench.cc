@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "bench/bench_common.h"
+#include "bench/proc_status.h"
 #include "bench/suites.h"
 #include "indexnode/engine.h"
 
@@ -162,6 +163,7 @@ void BM_PropellerSearch(benchmark::State& state, uint64_t files, SearchKind kind
   }
   SearchStats stats;
   uint64_t hits = 0;
+  const EngineStats before = engine->Stats();
   for (auto _ : state) {
     stats = SearchStats();
     Result<std::vector<SearchHit>> result = engine->SearchAll(request, &stats);
@@ -174,6 +176,16 @@ void BM_PropellerSearch(benchmark::State& state, uint64_t files, SearchKind kind
     benchmark::DoNotOptimize(result->data());
   }
   state.counters["hits"] = static_cast<double>(hits);
+  {
+    const EngineStats after = engine->Stats();
+    const double n = static_cast<double>(state.iterations());
+    state.counters["acg_opens_per_search"] = static_cast<double>(after.acg_opens - before.acg_opens) / n;
+    state.counters["acg_trims_per_search"] = static_cast<double>(after.acg_trims - before.acg_trims) / n;
+    // What the cache of open ACGs estimates its maps hold, and what the kernel says is mapped
+    // (RssFile also counts the binary and libraries, ~10 MB).
+    state.counters["open_acg_mb"] = static_cast<double>(after.open_acg_bytes) / 1e6;
+    state.counters["rss_file_mb"] = static_cast<double>(ReadProcStatus()["RssFile"]) / 1e6;
+  }
   state.counters["candidates"] = static_cast<double>(stats.candidates);
   state.counters["acgs"] = static_cast<double>(stats.acgs_total);
   state.counters["acgs_skipped"] = static_cast<double>(stats.acgs_skipped);

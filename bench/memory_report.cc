@@ -23,7 +23,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <memory>
 #include <string>
@@ -33,26 +32,11 @@
 #include <vector>
 
 #include "bench/dataset.h"
+#include "bench/proc_status.h"
 #include "indexnode/engine.h"
 
 namespace propeller::bench {
 namespace {
-
-// The "<key>: <n> kB" lines of /proc/self/status we report, in bytes.
-std::map<std::string, uint64_t> ReadProcStatus() {
-  std::map<std::string, uint64_t> out;
-  std::ifstream in("/proc/self/status");
-  std::string line;
-  while (std::getline(in, line)) {
-    for (const char* key : {"VmRSS", "RssAnon", "RssFile", "VmHWM"}) {
-      std::string prefix = std::string(key) + ":";
-      if (line.starts_with(prefix)) {
-        out[key] = std::strtoull(line.c_str() + prefix.size(), nullptr, 10) * 1024;
-      }
-    }
-  }
-  return out;
-}
 
 // (allocated bytes like du, apparent bytes like du --apparent-size) below `path`.
 std::pair<uint64_t, uint64_t> DiskUsage(const std::string& path) {

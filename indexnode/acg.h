@@ -77,8 +77,9 @@ class Acg;
 // An operation that finds its ACG closed again after opening it (a large commit closes the ACG
 // it committed; see acg.cc) reopens it, at most this many times before reporting Unavailable.
 inline constexpr int kMaxOpenAttempts = 1000;
-// A search that will read at least this many records of an ACG (or scan it) prefaults its map.
-inline constexpr size_t kPrefaultCandidates = 32;
+// A commit of at least this many updates counts the whole data file as mapped
+// (mapped_bytes): each update reads its old record.
+inline constexpr size_t kWholeFileReads = 32;
 
 struct IndexSpec {
   std::string name;
@@ -290,13 +291,26 @@ class Acg {
   bool pinned() const { return pins_.load(std::memory_order_relaxed) > 0; }  // a hint
   uint64_t last_used() const { return last_used_.load(std::memory_order_relaxed); }
   // What closing this ACG would release, estimated from above: its loaded hash tables plus
-  // the data pages its map may hold — the whole data file once it was prefaulted or scanned,
-  // else 64 KiB (the kernel's fault-around window) per record read since it opened, plus a
-  // little for the B-tree's upper levels. 0 when closed.
+  // mapped_bytes(). 0 when closed.
   uint64_t open_bytes() const;
+  // The data pages the map may hold in this process: the whole data file once it was
+  // prefaulted or scanned since the last open or trim; else every 64 KiB window of the file
+  // (the kernel's fault-around unit) a search read a record from, plus 64 KiB per record
+  // another path read (B-tree probes, commits, Get), plus a little for the B-tree's upper
+  // levels. 0 when closed.
+  uint64_t mapped_bytes() const;
+  // Bytes of loaded hash tables (what only closing releases). 0 when closed.
+  uint64_t hash_bytes() const { return is_open() ? hash_bytes_.load(std::memory_order_relaxed) : 0; }
   // Closes the environment and drops hash tables if the ACG is open, idle (not pinned) and its
   // lock is free right now; never blocks. True when it closed it.
   bool TryClose();
+  // Unmaps the map's pages from this process (MADV_DONTNEED; the page cache keeps them, so
+  // the next read maps them again with a minor fault) and restarts mapped_bytes() from the
+  // upper levels, if the ACG is open, idle and its lock is free right now; never blocks. True
+  // when it trimmed. Much cheaper than TryClose followed by a reopen (no munmap/mmap of the
+  // map, no environment open, no index reconcile): the engine trims to keep mapped memory
+  // within its bound and closes only for the count bound and for hash tables.
+  bool TryTrim();
 
  private:
   // Marks the ACG in use for its lifetime (TryClose leaves it open) and stamps its last use.
@@ -355,9 +369,19 @@ class Acg {
   Status ScanPoints(MDB_txn* txn, const KdReserve& reserve, const KdAddPoint& add);
   void RefreshOpenBytes();  // REQUIRES: rw_ held
   void CountReads(uint64_t n) { reads_.fetch_add(n, std::memory_order_relaxed); }
-  // Maps every page of the data file now (MADV_POPULATE_READ), once per open: reading many
-  // records of a freshly opened environment otherwise costs one page fault (~3 us with the
-  // kernel's fault-around) per record. REQUIRES: rw_ held, open.
+  // Notes that [p, p + n) of the map was read, for mapped_bytes(): marks its 64 KiB windows.
+  // Pointers outside the bitmap (the file grew since RefreshOpenBytes) count as one read.
+  // REQUIRES: rw_ held (shared is enough), open.
+  void NoteMapped(const void* p, size_t n);
+  // Restarts the accounting of mapped pages (open, trim). REQUIRES: rw_ exclusive.
+  void ResetMapped();
+  // The start of the environment's map, or null when it cannot be found. REQUIRES: rw_
+  // exclusive, the environment open.
+  const char* LocateMap();
+  // Maps every page of the data file now (MADV_POPULATE_READ), once per open or trim: a
+  // search that reads most records of an ACG otherwise takes a page fault per 64 KiB window.
+  // Does nothing (but the accounting) when the map's address is unknown. REQUIRES: rw_ held,
+  // open.
   void Prefault();
   // Runs `fn` in a read transaction, opening the environment if needed.
   // REQUIRES: the lock of LockExclusive held.
@@ -381,8 +405,16 @@ class Acg {
   // For open_bytes(); reset when the ACG opens.
   std::atomic<uint64_t> data_file_bytes_{0};
   std::atomic<uint64_t> hash_bytes_{0};
-  std::atomic<uint64_t> reads_{0};          // records read since the last open
-  std::atomic<bool> prefaulted_{false};     // whole file mapped since the last open
+  std::atomic<uint64_t> reads_{0};          // records read since the last open or trim
+  std::atomic<bool> prefaulted_{false};     // whole file mapped since the last open or trim
+  // One bit per 64 KiB window of the data file (as long as it was at RefreshOpenBytes) that a
+  // search's record read mapped since the last open or trim; touched_windows_ counts the set
+  // bits. Bits are set under rw_ shared (fetch_or); the array is replaced under rw_ exclusive.
+  std::unique_ptr<std::atomic<uint64_t>[]> touched_;
+  size_t touched_words_ = 0;                // Under rw_.
+  std::atomic<uint64_t> touched_windows_{0};
+  std::atomic<bool> trimmed_{false};        // trimmed since the last open
+  const char* map_addr_ = nullptr;          // Under rw_; the map's start while open
   std::atomic<uint64_t> files_{0};
   std::atomic<uint64_t> edges_{0};
   std::atomic<uint64_t> applied_lsn_{0};  // written under rw_ exclusive

@@ -433,12 +433,20 @@ class Engine::Impl {
   // above its bounds; close the least recently used idle ones now.
   void EnforceOpenBounds() { Evict(nullptr); }
 
-  // Closes the least recently used idle ACGs other than `keep` until the bounds hold (or none
-  // is idle). The victims are chosen under lru_mu_ but closed after it is released: closing
-  // unmaps up to a whole data file (~0.15 ms for 7 MB), and other threads opening ACGs meanwhile
-  // must not queue behind that.
+  // Releases the least recently used idle ACGs other than `keep` until the bounds hold (or none
+  // is idle): beyond max_open_acgs, or holding hash tables, an ACG is closed; otherwise, for
+  // the bytes bound, its map is trimmed (Acg::TryTrim) and it stays open. Trimming instead of
+  // closing halved `size>16m` over 10 M files (1,000 ACGs that do not all fit in the bound):
+  // every search reopened most ACGs, and opening, unmapping and mapping again cost more than
+  // the search itself (bench/results/search-trim-*/). The victims are chosen under lru_mu_ but
+  // released after it is: unmapping pages takes a TLB shootdown, and other threads opening
+  // ACGs meanwhile must not queue behind that.
   void Evict(Acg* keep) {
-    std::vector<Acg*> victims;
+    struct Victim {
+      Acg* acg;
+      bool close;  // else trim
+    };
+    std::vector<Victim> victims;
     {
       std::lock_guard<std::mutex> lock(lru_mu_);
       if (keep != nullptr &&
@@ -465,18 +473,31 @@ class Engine::Impl {
       std::sort(by_age.begin(), by_age.end());
       for (const auto& [stamp, v] : by_age) {
         if (!over()) break;
-        victims.push_back(v);
-        std::erase(open_set_, v);
-        --count;
-        bytes -= std::min(bytes, v->open_bytes());
+        const bool close = (max_count != 0 && count > max_count) || v->hash_bytes() > 0;
+        if (close) {
+          std::erase(open_set_, v);
+          --count;
+          bytes -= std::min(bytes, v->open_bytes());
+        } else {
+          const uint64_t mapped = v->mapped_bytes();
+          if (mapped == 0) continue;  // trimmed already, nothing read since
+          bytes -= std::min(bytes, mapped);
+        }
+        victims.push_back(Victim{v, close});
       }
     }
-    for (Acg* v : victims) {
-      if (v->TryClose()) continue;
+    for (const Victim& v : victims) {
+      if (!v.close) {
+        // In use after all: it stays mapped and accounted (the bound is soft).
+        if (v.acg->TryTrim()) acg_trims_.fetch_add(1, std::memory_order_relaxed);
+        continue;
+      }
+      if (v.acg->TryClose()) continue;
       // In use after all (pinned since): it stays open and accounted (the bound is soft).
       std::lock_guard<std::mutex> lock(lru_mu_);
-      if (v->is_open() && std::find(open_set_.begin(), open_set_.end(), v) == open_set_.end()) {
-        open_set_.push_back(v);
+      if (v.acg->is_open() &&
+          std::find(open_set_.begin(), open_set_.end(), v.acg) == open_set_.end()) {
+        open_set_.push_back(v.acg);
       }
     }
   }
@@ -923,9 +944,17 @@ class Engine::Impl {
         ++stats.acgs_skipped;
       }
     }
-    // Open ACGs first: a search touching more ACGs than the cache holds would otherwise evict
-    // the open ones (least recently used) before it reaches them, and reopen every ACG.
-    std::stable_partition(todo.begin(), todo.end(), [](Acg* a) { return a->is_open(); });
+    // ACGs whose pages are mapped first, then open ones, then closed ones: a search touching
+    // more than the cache holds would otherwise trim or close those (least recently used)
+    // before it reaches them — a cyclic scan defeats LRU — and map or open every ACG again.
+    // This way a repeated search finds what the bound lets stay resident still resident.
+    auto rank = [](Acg* a) { return a->mapped_bytes() > 0 ? 0 : a->is_open() ? 1 : 2; };
+    std::vector<std::pair<int, Acg*>> ranked;
+    ranked.reserve(todo.size());
+    for (Acg* a : todo) ranked.emplace_back(rank(a), a);
+    std::stable_sort(ranked.begin(), ranked.end(),
+                     [](const auto& x, const auto& y) { return x.first < y.first; });
+    for (size_t i = 0; i < todo.size(); ++i) todo[i] = ranked[i].second;
 
     const bool sorted = !req.sort_by.empty();
     std::mutex out_mu;
@@ -946,6 +975,33 @@ class Engine::Impl {
         }
         committed.fetch_add(1);
       }
+      // This ACG's matches go out in batches, one lock per batch: with a lock per match, the
+      // threads of a search returning 100k matches spent 14% of its time waking each other
+      // (futex) on out_mu. Returns false when the search must stop.
+      std::vector<SearchHit> batch;
+      auto deliver = [&]() -> bool {
+        std::lock_guard<std::mutex> lock(out_mu);
+        if (stop.load()) {
+          batch.clear();
+          return false;
+        }
+        for (SearchHit& hit : batch) {
+          if (sorted) {
+            collected.push_back(std::move(hit));
+            continue;
+          }
+          ++delivered;
+          if (!on_hit(hit) || (req.limit != 0 && delivered >= req.limit)) {
+            stop.store(true);
+            batch.clear();
+            return false;
+          }
+        }
+        batch.clear();
+        return true;
+      };
+      const size_t batch_size =
+          req.limit != 0 && !sorted ? std::min<size_t>(kHitBatch, req.limit) : kHitBatch;
       AcgSearchRequest ar;
       ar.query = &query;
       ar.scope = req.scope;
@@ -953,22 +1009,12 @@ class Engine::Impl {
       ar.stop = &stop;
       ar.on_match = [&](const std::string& path, FileRecord& rec) {
         if (req.creds && !dir_table_.Visible(rec.id.volume, path, *req.creds)) return true;
-        std::lock_guard<std::mutex> lock(out_mu);
-        if (stop.load()) return false;
-        SearchHit hit{path, std::move(rec), acg->id()};
-        if (sorted) {
-          collected.push_back(std::move(hit));
-          return true;
-        }
-        ++delivered;
-        if (!on_hit(hit) || (req.limit != 0 && delivered >= req.limit)) {
-          stop.store(true);
-          return false;
-        }
-        return true;
+        batch.push_back(SearchHit{path, std::move(rec), acg->id()});
+        return batch.size() < batch_size || deliver();
       };
       AcgSearchStats as;
       errors[i] = acg->Search(ar, &as);
+      if (!batch.empty() && errors[i].ok()) deliver();
       candidates.fetch_add(as.candidates);
       if (as.answered_closed) closed.fetch_add(1);
     });
@@ -990,6 +1036,9 @@ class Engine::Impl {
     if (stats_out) *stats_out = stats;
     return Status::OK();
   }
+
+  // Matches of one ACG handed to the caller under one lock (Search).
+  static constexpr size_t kHitBatch = 64;
 
   // REQUIRES: acgs_mu_ held exclusively.
   void PruneRecentMovesLocked() {
@@ -1106,6 +1155,7 @@ class Engine::Impl {
       Status s = acg->SyncIndexes();
       if (!s.ok() && first_error.ok()) first_error = s;
     }
+    EnforceOpenBounds();  // building an index in an open (perhaps trimmed) ACG maps its pages
     return first_error;
   }
 
@@ -1145,6 +1195,7 @@ class Engine::Impl {
     }
     st.cache_bytes = total_cache_bytes_.load();
     st.acg_opens = acg_opens_.load();
+    st.acg_trims = acg_trims_.load();
     st.acg_commits = acg_commits_.load();
     st.committed_updates = committed_updates_.load();
     st.wal_bytes = wal_ ? wal_->bytes() : 0;
@@ -2062,6 +2113,7 @@ class Engine::Impl {
   std::atomic<uint64_t> total_cache_bytes_{0};
   std::atomic<uint64_t> use_clock_{0};
   std::atomic<uint64_t> acg_opens_{0};
+  std::atomic<uint64_t> acg_trims_{0};
   std::atomic<uint64_t> acg_commits_{0};        // Stats
   std::atomic<uint64_t> committed_updates_{0};
 

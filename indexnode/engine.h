@@ -207,6 +207,7 @@ struct EngineStats {
   uint64_t next_lsn = 0;
   uint64_t open_acgs = 0;         // ACGs with their LMDB environment open now
   uint64_t acg_opens = 0;         // environments opened since Engine::Open (incl. reopens)
+  uint64_t acg_trims = 0;         // maps trimmed for max_open_acg_bytes (Acg::TryTrim)
   uint64_t open_acg_bytes = 0;    // what max_open_acg_bytes counts
   uint64_t cache_bytes = 0;       // memory of cached updates (what max_cache_bytes bounds)
   // Since Engine::Open: ACG commits that committed something, and the updates they took. Their
