@@ -33,6 +33,13 @@ class WritableFile {
   virtual Status Close() = 0; // flushes; does not sync. Idempotent.
   // Bytes appended so far, including the file's size when it was opened.
   virtual uint64_t Size() const = 0;
+  // Reserves the file's first `size` bytes on the device (fallocate): a shorter file grows to
+  // `size` with zeros, and later appends overwrite those zeros in place instead of growing the
+  // file, so syncing them commits no size change (on this machine's ext4 an fdatasync after
+  // an append that grew the file also commits the journal: median 125 vs 85 us). Size() is
+  // unchanged; appends continue at Size(). NotSupported for files opened for append (they
+  // write at the end of the file) and where the file system cannot reserve space.
+  virtual Status Preallocate(uint64_t size) = 0;
 };
 
 // A file read from the start to the end.
@@ -52,7 +59,7 @@ class Env {
 
   // Creates or truncates `path`.
   virtual Result<std::unique_ptr<WritableFile>> NewWritableFile(const std::string& path) = 0;
-  // Opens `path` for appending, creating it if missing.
+  // Opens `path` for appending, creating it if missing. Appends go to the end of the file.
   virtual Result<std::unique_ptr<WritableFile>> NewAppendableFile(const std::string& path) = 0;
   // NotFound when `path` does not exist.
   virtual Result<std::unique_ptr<SequentialFile>> NewSequentialFile(const std::string& path) = 0;

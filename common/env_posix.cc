@@ -51,8 +51,8 @@ Status WriteFully(int fd, const char* data, size_t n, const std::string& path) {
 
 class PosixWritableFile final : public WritableFile {
  public:
-  PosixWritableFile(std::string path, int fd, uint64_t initial_size)
-      : path_(std::move(path)), fd_(fd), size_(initial_size) {
+  PosixWritableFile(std::string path, int fd, uint64_t initial_size, bool append_mode)
+      : path_(std::move(path)), fd_(fd), size_(initial_size), append_mode_(append_mode) {
     buffer_.reserve(kWriteBufferSize);
   }
   ~PosixWritableFile() override { (void)Close(); }
@@ -95,6 +95,18 @@ class PosixWritableFile final : public WritableFile {
 
   uint64_t Size() const override { return size_; }
 
+  Status Preallocate(uint64_t size) override {
+    if (fd_ < 0) return Status::IOError("preallocate on closed file " + path_);
+    if (append_mode_) return Status::NotSupported("preallocating " + path_ + " opened for append");
+    // Mode 0 extends the file size; the descriptor's offset (where appends go) stays.
+    while (::fallocate(fd_, 0, 0, static_cast<off_t>(size)) != 0) {
+      if (errno == EINTR) continue;
+      if (errno == EOPNOTSUPP) return Status::NotSupported("fallocate on " + path_);
+      return PosixError("fallocate", path_, errno);
+    }
+    return Status::OK();
+  }
+
  private:
   Status FlushBuffer() {
     if (buffer_.empty()) return Status::OK();
@@ -108,6 +120,7 @@ class PosixWritableFile final : public WritableFile {
   const std::string path_;
   int fd_;  // -1 once closed.
   uint64_t size_;
+  const bool append_mode_;  // opened with O_APPEND
   std::string buffer_;
 };
 
@@ -141,7 +154,7 @@ class PosixEnv final : public Env {
   Result<std::unique_ptr<WritableFile>> NewWritableFile(const std::string& path) override {
     const int fd = OpenRetry(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC);
     if (fd < 0) return PosixError("create", path, errno);
-    return std::unique_ptr<WritableFile>(new PosixWritableFile(path, fd, 0));
+    return std::unique_ptr<WritableFile>(new PosixWritableFile(path, fd, 0, /*append_mode=*/false));
   }
 
   Result<std::unique_ptr<WritableFile>> NewAppendableFile(const std::string& path) override {
@@ -154,7 +167,7 @@ class PosixEnv final : public Env {
       return PosixError("fstat", path, err);
     }
     return std::unique_ptr<WritableFile>(
-        new PosixWritableFile(path, fd, static_cast<uint64_t>(st.st_size)));
+        new PosixWritableFile(path, fd, static_cast<uint64_t>(st.st_size), /*append_mode=*/true));
   }
 
   Result<std::unique_ptr<SequentialFile>> NewSequentialFile(const std::string& path) override {

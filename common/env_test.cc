@@ -282,6 +282,28 @@ TEST_P(EnvTest, TruncateShrinksAndGrowsWithZeros) {
   EXPECT_EQ(*env_->GetFileSize(P("f")), 0u);
 }
 
+// Preallocate reserves zeros; appends overwrite them from Size() on; the file keeps its
+// reserved size. A file opened for append cannot be preallocated (it writes at the end).
+TEST_P(EnvTest, PreallocatedFileIsOverwrittenInPlace) {
+  auto file = env_->NewWritableFile(P("f"));
+  ASSERT_TRUE(file.ok());
+  ASSERT_TRUE((*file)->Append("head").ok());
+  ASSERT_TRUE((*file)->Preallocate(64).ok());
+  EXPECT_EQ((*file)->Size(), 4u);
+  EXPECT_EQ(*env_->GetFileSize(P("f")), 64u);
+  ASSERT_TRUE((*file)->Append("+tail").ok());
+  ASSERT_TRUE((*file)->Sync().ok());
+  EXPECT_EQ((*file)->Size(), 9u);
+  EXPECT_EQ(ReadAll(env_, P("f")), "head+tail" + std::string(55, '\0'));
+  ASSERT_TRUE((*file)->Preallocate(8).ok());  // never shrinks
+  ASSERT_TRUE((*file)->Append(std::string(70, 'x')).ok());  // past the reservation: grows
+  ASSERT_TRUE((*file)->Close().ok());
+  EXPECT_EQ(ReadAll(env_, P("f")), "head+tail" + std::string(70, 'x'));
+  auto appendable = env_->NewAppendableFile(P("f"));
+  ASSERT_TRUE(appendable.ok());
+  EXPECT_EQ((*appendable)->Preallocate(200).code(), StatusCode::kNotSupported);
+}
+
 TEST_P(EnvTest, ChildrenListsOnlyDirectEntries) {
   EXPECT_TRUE(env_->GetChildren(root_)->empty());
   WriteString(env_, P("x"), "");
@@ -508,6 +530,29 @@ TEST_P(FaultEnvTest, DropUnsyncedDataKeepsExactlyTheSyncedPrefix) {
   ASSERT_TRUE(env_->DropUnsyncedData().ok());
   EXPECT_EQ(BaseRead(P("a")), "synced-");
   EXPECT_EQ(BaseRead(P("b")), "");
+}
+
+// A preallocated file is synced up to the data written into it, not up to its size: a power
+// loss turns what came after the last sync back into zeros and keeps the reservation, also
+// when the sync goes through a second handle (as the WAL's does).
+TEST_P(FaultEnvTest, DropUnsyncedDataZeroesThePreallocatedTail) {
+  auto w = env_->NewWritableFile(P("seg"));
+  ASSERT_TRUE(w.ok());
+  ASSERT_TRUE((*w)->Append("hdr|").ok());
+  ASSERT_TRUE((*w)->Sync().ok());
+  ASSERT_TRUE((*w)->Preallocate(32).ok());
+  auto syncer = env_->NewAppendableFile(P("seg"));
+  ASSERT_TRUE(syncer.ok());
+  ASSERT_TRUE((*w)->Append("one|").ok());
+  ASSERT_TRUE((*w)->Flush().ok());
+  ASSERT_TRUE((*syncer)->Sync().ok());
+  ASSERT_TRUE((*w)->Append("two|").ok());
+  ASSERT_TRUE((*w)->Flush().ok());
+  ASSERT_TRUE((*w)->Close().ok());
+  ASSERT_TRUE((*syncer)->Close().ok());
+  EXPECT_EQ(BaseRead(P("seg")), "hdr|one|two|" + std::string(20, '\0'));
+  ASSERT_TRUE(env_->DropUnsyncedData().ok());
+  EXPECT_EQ(BaseRead(P("seg")), "hdr|one|" + std::string(24, '\0'));
 }
 
 TEST_P(FaultEnvTest, AppendableFileStartsSyncedAtItsExistingSize) {

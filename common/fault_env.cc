@@ -1,7 +1,8 @@
 // FaultInjectionEnv (fault_env.h).
 //
 // What counts as a mutation (each is counted, and refused once the SetFailAfter budget is
-// spent): WritableFile Append, Flush, Sync and Close; NewWritableFile and NewAppendableFile;
+// spent): WritableFile Append, Flush, Sync, Close and Preallocate; NewWritableFile and
+// NewAppendableFile;
 // RemoveFile, RenameFile, TruncateFile, CreateDirs, RemoveRecursively and SyncDir. Reads
 // (NewSequentialFile, FileExists, GetChildren, GetFileSize) and the clock are never refused.
 //
@@ -24,6 +25,7 @@
 // crashed (refused); a live writer that flushes afterwards would write past the cut.
 #include "common/fault_env.h"
 
+#include <algorithm>
 #include <iterator>
 #include <utility>
 #include <vector>
@@ -70,10 +72,18 @@ class FaultWritableFile final : public WritableFile {
     PROPELLER_RETURN_IF_ERROR(PassThrough());
     // fsync on any descriptor makes everything the OS holds for the file durable, including
     // bytes written through other handles (the WAL syncs through a second handle). So the
-    // synced length is the file's size in the base env, read before the sync (conservative).
-    Result<uint64_t> on_os = env_->GetFileSize(path_);
+    // synced length is where the file's data ends, read before the sync (conservative).
+    const uint64_t end = env_->DataEnd(path_);
     PROPELLER_RETURN_IF_ERROR(base_->Sync());
-    env_->RecordSynced(path_, on_os.ok() ? *on_os : base_->Size());
+    env_->RecordSynced(path_, end);
+    return Status::OK();
+  }
+
+  Status Preallocate(uint64_t size) override {
+    if (closed_) return Status::IOError("preallocate on closed file " + path_);
+    PROPELLER_RETURN_IF_ERROR(env_->CheckMutation("preallocate"));
+    PROPELLER_RETURN_IF_ERROR(base_->Preallocate(size));
+    env_->RecordPreallocated(path_, size);
     return Status::OK();
   }
 
@@ -100,7 +110,9 @@ class FaultWritableFile final : public WritableFile {
     Status s = base_->Append(buffer_);
     buffer_.clear();
     if (!s.ok()) return s;
-    return base_->Flush();
+    s = base_->Flush();
+    if (s.ok()) env_->RecordWritten(path_, base_->Size());
+    return s;
   }
 
   FaultInjectionEnv* const env_;
@@ -133,16 +145,20 @@ int64_t FaultInjectionEnv::MutationCount() const {
 
 // Not a mutation: this is the simulated power loss itself, run by the test after the crash.
 Status FaultInjectionEnv::DropUnsyncedData() {
-  std::map<std::string, uint64_t> synced;
+  std::map<std::string, Tracked> files;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    synced = synced_;
+    files = files_;
   }
-  for (const auto& [path, length] : synced) {
+  for (const auto& [path, f] : files) {
     if (!base_->FileExists(path)) continue;
     Result<uint64_t> size = base_->GetFileSize(path);
     if (!size.ok()) return size.status();
-    if (*size > length) PROPELLER_RETURN_IF_ERROR(base_->TruncateFile(path, length));
+    if (*size > f.synced) PROPELLER_RETURN_IF_ERROR(base_->TruncateFile(path, f.synced));
+    // The reservation survives; what was written into it after the sync is zeros again.
+    if (f.preallocated > f.synced && *size > f.synced) {
+      PROPELLER_RETURN_IF_ERROR(base_->TruncateFile(path, std::max(*size, f.preallocated)));
+    }
   }
   return Status::OK();
 }
@@ -152,7 +168,7 @@ void FaultInjectionEnv::ResetState() {
   fail_after_ = -1;
   failed_ = false;
   mutations_ = 0;
-  synced_.clear();
+  files_.clear();
 }
 
 Status FaultInjectionEnv::CheckMutation(const char* what) {
@@ -168,7 +184,29 @@ Status FaultInjectionEnv::CheckMutation(const char* what) {
 
 void FaultInjectionEnv::RecordSynced(const std::string& path, uint64_t size) {
   std::lock_guard<std::mutex> lock(mu_);
-  synced_[path] = size;
+  files_[path].synced = size;
+}
+
+void FaultInjectionEnv::RecordWritten(const std::string& path, uint64_t end) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Tracked& f = files_[path];
+  f.written = std::max(f.written, end);
+}
+
+void FaultInjectionEnv::RecordPreallocated(const std::string& path, uint64_t size) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Tracked& f = files_[path];
+  f.preallocated = std::max(f.preallocated, size);
+}
+
+uint64_t FaultInjectionEnv::DataEnd(const std::string& path) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = files_.find(path);
+    if (it != files_.end() && it->second.preallocated != 0) return it->second.written;
+  }
+  Result<uint64_t> size = base_->GetFileSize(path);
+  return size.ok() ? *size : 0;
 }
 
 Result<std::unique_ptr<WritableFile>> FaultInjectionEnv::NewWritableFile(const std::string& path) {
@@ -176,7 +214,7 @@ Result<std::unique_ptr<WritableFile>> FaultInjectionEnv::NewWritableFile(const s
   PROPELLER_ASSIGN_OR_RETURN(std::unique_ptr<WritableFile> file, base_->NewWritableFile(path));
   {
     std::lock_guard<std::mutex> lock(mu_);
-    synced_[path] = 0;  // truncated; nothing of the new contents is durable yet
+    files_[path] = Tracked{};  // truncated; nothing of the new contents is durable yet
   }
   return std::unique_ptr<WritableFile>(new FaultWritableFile(this, path, std::move(file)));
 }
@@ -190,7 +228,7 @@ Result<std::unique_ptr<WritableFile>> FaultInjectionEnv::NewAppendableFile(
     // A file this env has not written since the last ResetState is taken as durable (it came
     // from before the simulated reboot). One it did write keeps its recorded synced length:
     // reopening a file does not sync it.
-    synced_.try_emplace(path, file->Size());
+    files_.try_emplace(path, Tracked{file->Size(), file->Size(), 0});
   }
   return std::unique_ptr<WritableFile>(new FaultWritableFile(this, path, std::move(file)));
 }
@@ -214,7 +252,7 @@ Status FaultInjectionEnv::RemoveFile(const std::string& path) {
   PROPELLER_RETURN_IF_ERROR(CheckMutation("remove"));
   PROPELLER_RETURN_IF_ERROR(base_->RemoveFile(path));
   std::lock_guard<std::mutex> lock(mu_);
-  synced_.erase(path);
+  files_.erase(path);
   return Status::OK();
 }
 
@@ -224,21 +262,21 @@ Status FaultInjectionEnv::RenameFile(const std::string& from, const std::string&
   if (from == to) return Status::OK();
   std::lock_guard<std::mutex> lock(mu_);
   // Whatever `to` was is gone: a replaced file, or an empty directory.
-  for (auto it = synced_.begin(); it != synced_.end();) {
-    it = IsSameOrBelow(it->first, to) ? synced_.erase(it) : std::next(it);
+  for (auto it = files_.begin(); it != files_.end();) {
+    it = IsSameOrBelow(it->first, to) ? files_.erase(it) : std::next(it);
   }
   // `from` and, for a directory, everything below it move under `to`. An untracked `from`
   // leaves `to` untracked: it is durable as far as this env knows.
-  std::vector<std::pair<std::string, uint64_t>> moved;
-  for (auto it = synced_.begin(); it != synced_.end();) {
+  std::vector<std::pair<std::string, Tracked>> moved;
+  for (auto it = files_.begin(); it != files_.end();) {
     if (IsSameOrBelow(it->first, from)) {
       moved.emplace_back(to + it->first.substr(from.size()), it->second);
-      it = synced_.erase(it);
+      it = files_.erase(it);
     } else {
       ++it;
     }
   }
-  for (auto& [path, length] : moved) synced_[path] = length;
+  for (auto& [path, f] : moved) files_[path] = f;
   return Status::OK();
 }
 
@@ -246,8 +284,12 @@ Status FaultInjectionEnv::TruncateFile(const std::string& path, uint64_t size) {
   PROPELLER_RETURN_IF_ERROR(CheckMutation("truncate"));
   PROPELLER_RETURN_IF_ERROR(base_->TruncateFile(path, size));
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = synced_.find(path);
-  if (it != synced_.end() && it->second > size) it->second = size;
+  auto it = files_.find(path);
+  if (it != files_.end()) {
+    it->second.synced = std::min(it->second.synced, size);
+    it->second.written = std::min(it->second.written, size);
+    it->second.preallocated = std::min(it->second.preallocated, size);
+  }
   return Status::OK();
 }
 
@@ -260,8 +302,8 @@ Status FaultInjectionEnv::RemoveRecursively(const std::string& path) {
   PROPELLER_RETURN_IF_ERROR(CheckMutation("remove recursively"));
   PROPELLER_RETURN_IF_ERROR(base_->RemoveRecursively(path));
   std::lock_guard<std::mutex> lock(mu_);
-  for (auto it = synced_.begin(); it != synced_.end();) {
-    it = IsSameOrBelow(it->first, path) ? synced_.erase(it) : std::next(it);
+  for (auto it = files_.begin(); it != files_.end();) {
+    it = IsSameOrBelow(it->first, path) ? files_.erase(it) : std::next(it);
   }
   return Status::OK();
 }

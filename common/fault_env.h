@@ -6,7 +6,9 @@
 //    rename, remove, truncate) succeed, every later one fails with IOError, as if the process
 //    had died right there. n = -1 (the default) never fails.
 //  - DropUnsyncedData(): truncates every tracked file to its synced length, as a power loss
-//    would. Files created but never synced become empty.
+//    would. Files created but never synced become empty. A preallocated file keeps its
+//    reserved size, the bytes past its synced length read as zeros again (the reservation is
+//    taken as durable at once, like directory entries: the harder case for recovery).
 //  - ResetState(): forget the fault plan and the sync bookkeeping (after a simulated reboot).
 // Thread-safe.
 #ifndef PROPELLER_COMMON_FAULT_ENV_H_
@@ -53,15 +55,26 @@ class FaultInjectionEnv : public Env {
 
   // Internal, used by the file wrappers: counts a mutation; returns IOError when it must fail.
   Status CheckMutation(const char* what);
+  // A writer handed bytes up to `end` of `path` to the base file.
+  void RecordWritten(const std::string& path, uint64_t end);
+  void RecordPreallocated(const std::string& path, uint64_t size);
+  // Where the data of `path` ends, for a sync about to start: the end written through this
+  // env for a preallocated file (its size says nothing), else the base file's size.
+  uint64_t DataEnd(const std::string& path);
   void RecordSynced(const std::string& path, uint64_t size);
 
  private:
+  struct Tracked {
+    uint64_t synced = 0;        // length known durable
+    uint64_t written = 0;       // end of the bytes written through this env
+    uint64_t preallocated = 0;  // reserved size (0: never preallocated)
+  };
   Env* const base_;
   mutable std::mutex mu_;
   int64_t fail_after_ = -1;          // Under mu_. Remaining allowed mutations; -1 = unlimited.
   bool failed_ = false;              // Under mu_.
   int64_t mutations_ = 0;            // Under mu_.
-  std::map<std::string, uint64_t> synced_;  // Under mu_. path -> synced length.
+  std::map<std::string, Tracked> files_;  // Under mu_. By path.
 };
 
 }  // namespace propeller

@@ -42,14 +42,28 @@ struct FileState {
 
 class MemWritableFile final : public WritableFile {
  public:
-  MemWritableFile(std::string path, std::shared_ptr<FileState> file, uint64_t initial_size)
-      : path_(std::move(path)), file_(std::move(file)), size_(initial_size) {}
+  MemWritableFile(std::string path, std::shared_ptr<FileState> file, uint64_t initial_size,
+                  bool append_mode)
+      : path_(std::move(path)), file_(std::move(file)), size_(initial_size),
+        append_mode_(append_mode) {}
 
+  // Like write(2): at the end of the file in append mode, else at this handle's offset
+  // (Size()), overwriting what is there (the zeros of Preallocate).
   Status Append(std::string_view data) override {
     if (closed_) return Status::IOError("append to closed file " + path_);
     std::lock_guard<std::mutex> lock(file_->mu);
-    file_->data.append(data);
+    std::string& contents = file_->data;
+    const size_t at = append_mode_ ? contents.size() : static_cast<size_t>(size_);
+    if (contents.size() < at + data.size()) contents.resize(at + data.size(), '\0');
+    contents.replace(at, data.size(), data);
     size_ += data.size();
+    return Status::OK();
+  }
+  Status Preallocate(uint64_t size) override {
+    if (closed_) return Status::IOError("preallocate on closed file " + path_);
+    if (append_mode_) return Status::NotSupported("preallocating " + path_ + " opened for append");
+    std::lock_guard<std::mutex> lock(file_->mu);
+    if (file_->data.size() < size) file_->data.resize(static_cast<size_t>(size), '\0');
     return Status::OK();
   }
   Status Flush() override {
@@ -69,7 +83,8 @@ class MemWritableFile final : public WritableFile {
  private:
   const std::string path_;
   const std::shared_ptr<FileState> file_;
-  uint64_t size_;
+  uint64_t size_;  // bytes appended, plus the size at open: the offset of the next write
+  const bool append_mode_;
   bool closed_ = false;
 };
 
@@ -278,7 +293,8 @@ class MemEnv final : public Env {
       if (truncate) file->data.clear();
       size = file->data.size();
     }
-    return std::unique_ptr<WritableFile>(new MemWritableFile(p, file, size));
+    return std::unique_ptr<WritableFile>(
+        new MemWritableFile(p, file, size, /*append_mode=*/!truncate));
   }
 
   // REQUIRES: mu_ held. True for "/" and every created directory. The current directory ""

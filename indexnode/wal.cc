@@ -8,6 +8,14 @@
 
 namespace propeller {
 
+namespace {
+
+bool AllZero(std::string_view bytes) {
+  return std::all_of(bytes.begin(), bytes.end(), [](char c) { return c == '\0'; });
+}
+
+}  // namespace
+
 Wal::Wal(const Options& options) : options_(options) {}
 
 Result<std::unique_ptr<Wal>> Wal::Open(const Options& options, uint64_t min_next_lsn,
@@ -43,7 +51,8 @@ Status Wal::Recover(uint64_t min_next_lsn, const ReplayFn& replay) {
     const bool is_last = (i + 1 == found.size());
     std::string data;
     PROPELLER_RETURN_IF_ERROR(ReadFileToString(env, seg.path, &data));
-    if (data.size() < kWalHeaderSize && is_last) {
+    if (is_last && (data.size() < kWalHeaderSize ||
+                    AllZero(std::string_view(data).substr(0, kWalHeaderSize)))) {
       // A crash while the segment was being created: it holds no record.
       Log(LogLevel::kWarning, "log: removing incomplete segment %s (%zu bytes)", seg.path.c_str(),
           data.size());
@@ -64,8 +73,12 @@ Status Wal::Recover(uint64_t min_next_lsn, const ReplayFn& replay) {
           return Status::Corruption("log segment " + seg.path + " is damaged at offset " +
                                     std::to_string(off) + " (not at the end of the log)");
         }
-        Log(LogLevel::kWarning, "log: truncating torn tail of %s at offset %zu (%zu bytes)",
-            seg.path.c_str(), off, data.size() - off);
+        // Zeros to the end are the segment's unused preallocated space (a crash, or power
+        // loss before its records were synced); anything else is a write torn by a crash.
+        if (!AllZero(std::string_view(data).substr(off))) {
+          Log(LogLevel::kWarning, "log: truncating torn tail of %s at offset %zu (%zu bytes)",
+              seg.path.c_str(), off, data.size() - off);
+        }
         PROPELLER_RETURN_IF_ERROR(env->TruncateFile(seg.path, off));
         data.resize(off);
         break;
@@ -97,6 +110,8 @@ Status Wal::Recover(uint64_t min_next_lsn, const ReplayFn& replay) {
 Status Wal::StartSegmentLocked() {
   Env* env = options_.env;
   if (file_) {
+    // No unused space to cut: a segment is rolled once its records reach segment_bytes, the
+    // size it was preallocated to, so only the last segment can end in zeros.
     PROPELLER_RETURN_IF_ERROR(file_->Sync());
     PROPELLER_RETURN_IF_ERROR(file_->Close());
     synced_lsn_ = written_lsn_;
@@ -113,6 +128,17 @@ Status Wal::StartSegmentLocked() {
   PROPELLER_RETURN_IF_ERROR(file_->Append(header));
   PROPELLER_RETURN_IF_ERROR(file_->Sync());
   PROPELLER_RETURN_IF_ERROR(env->SyncDir(options_.dir));
+  // Reserve the segment (after the header is durable, so a segment is never zeros from its
+  // start): records then overwrite zeros instead of growing the file, and the fsync that
+  // acknowledges them in kSync has no size change to commit (env.h: Preallocate). Best effort.
+  if (options_.segment_bytes > header.size()) {
+    Status ps = file_->Preallocate(options_.segment_bytes);
+    if (!ps.ok() && !preallocate_warned_) {
+      preallocate_warned_ = true;
+      Log(LogLevel::kWarning, "log: cannot preallocate segments (%s); appending instead",
+          ps.ToString().c_str());
+    }
+  }
   PROPELLER_ASSIGN_OR_RETURN(sync_file_, env->NewAppendableFile(seg.path));
   seg.size = header.size();
   segments_.push_back(seg);
@@ -275,7 +301,11 @@ Wal::~Wal() {
   if (t.joinable()) t.join();
   std::lock_guard<std::mutex> lock(mu_);
   if (file_) {
+    // A clean close leaves no unused space behind (the next open starts a new segment).
     Status s = file_->Close();
+    if (s.ok() && sticky_error_.ok()) {
+      s = options_.env->TruncateFile(segments_.back().path, segments_.back().size);
+    }
     if (!s.ok()) Log(LogLevel::kError, "log: close failed: %s", s.ToString().c_str());
   }
   sync_file_.reset();

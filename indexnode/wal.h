@@ -2,6 +2,10 @@
 // commit (DESIGN §6, §10). Format: schemas/wal_format.h.
 //
 // Append() writes a record and hands it to the OS before returning (it survives kill -9).
+// Each segment is preallocated (segment_bytes) so that appends overwrite reserved zeros and a
+// sync commits no size change. A segment is rolled once its records fill that size, and a
+// clean close cuts the last one to its records, so only the last segment can end in zeros
+// (after a crash), which recovery reads as the end of the log.
 // kDefault: a background thread fsyncs at least every group_commit_interval_ns.
 // kSync:    Append() returns only after an fsync covering its record; concurrent appenders
 //           share one fsync (the first waiter syncs for everyone queued behind it).
@@ -103,6 +107,7 @@ class Wal {
   Status sticky_error_;                      // Under mu_.
   bool stopping_ = false;                    // Under mu_.
   bool crashed_ = false;                     // Under mu_.
+  bool preallocate_warned_ = false;          // Under mu_.
   std::string scratch_;                      // Under mu_. Record encoding buffer.
   std::thread sync_thread_;                  // kDefault only
 };

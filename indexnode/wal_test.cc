@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <map>
 #include <thread>
 
 #include "common/fault_env.h"
@@ -220,6 +222,112 @@ TEST(WalTest, FailedWriteIsStickyAndNothingIsAcknowledged) {
   EXPECT_FALSE(called) << "on_logged must not run for a record that failed to be written";
   env.SetFailAfter(-1);
   EXPECT_FALSE(wal->Append("after", nullptr).ok()) << "errors are sticky";
+}
+
+// Zeros (a preallocated segment's unused space) never parse as a record, whatever their
+// length: a zero length needs the CRC of eight zero bytes, which is not zero.
+TEST(WalTest, ZerosAreNeverARecord) {
+  for (size_t n : {size_t{0}, size_t{15}, size_t{16}, size_t{17}, size_t{4096}}) {
+    const std::string zeros(n, '\0');
+    uint64_t lsn = 0;
+    std::string_view payload;
+    size_t consumed = 0;
+    EXPECT_NE(ParseWalRecord(zeros, &lsn, &payload, &consumed), WalParse::kOk) << n;
+  }
+}
+
+// On a real file system: the current segment is preallocated to segment_bytes, earlier
+// ones hold records only, a clean close cuts the last one to its records, and a crash (which
+// leaves the zeros) loses nothing; every restart replays every record once.
+TEST(WalTest, SegmentsArePreallocatedAndCutToTheirRecords) {
+  const char* base = getenv("TMPDIR");
+  std::string root = std::string(base ? base : "/tmp") + "/propeller-wal-XXXXXX";
+  ASSERT_NE(mkdtemp(root.data()), nullptr);
+  Env* env = Env::Default();
+  Wal::Options o = Opts(env, Durability::kSync, /*segment=*/4096);
+  o.dir = root + "/wal";
+  auto sizes = [&] {
+    std::map<std::string, uint64_t> out;
+    Result<std::vector<std::string>> names = env->GetChildren(o.dir);
+    EXPECT_TRUE(names.ok());
+    if (!names.ok()) return out;
+    for (const std::string& n : names.value()) {
+      Result<uint64_t> size = env->GetFileSize(o.dir + "/" + n);
+      if (size.ok()) out[n] = size.value();
+    }
+    return out;
+  };
+  std::vector<std::string> expected;
+  for (int round = 0; round < 3; ++round) {
+    Replayed r;
+    auto w = Wal::Open(o, 1, r.fn());
+    ASSERT_TRUE(w.ok()) << w.status().ToString();
+    std::unique_ptr<Wal> wal = std::move(w).value();
+    ASSERT_EQ(r.records.size(), expected.size());
+    for (size_t i = 0; i < expected.size(); ++i) EXPECT_EQ(r.records[i].second, expected[i]);
+    for (int i = 0; i < 100; ++i) {  // ~10 KB: three segments
+      expected.push_back(std::string(80, static_cast<char>('a' + i % 26)) + std::to_string(i));
+      ASSERT_TRUE(wal->Append(expected.back(), nullptr).ok());
+    }
+    std::map<std::string, uint64_t> on_disk = sizes();
+    ASSERT_GE(on_disk.size(), 3u);
+    uint64_t total = 0;
+    for (const auto& [name, size] : on_disk) total += size;
+    const uint64_t current = on_disk.rbegin()->second;
+    EXPECT_EQ(current, 4096u) << "the current segment is preallocated";
+    EXPECT_LT(wal->bytes(), total) << "bytes() counts records, not the reserved zeros";
+    for (auto it = on_disk.begin(); std::next(it) != on_disk.end(); ++it) {
+      // An earlier segment holds its records and nothing else: it parses to its end.
+      std::string data;
+      ASSERT_TRUE(ReadFileToString(env, o.dir + "/" + it->first, &data).ok());
+      size_t off = kWalHeaderSize;
+      while (off < data.size()) {
+        uint64_t lsn = 0;
+        std::string_view payload;
+        size_t consumed = 0;
+        ASSERT_EQ(ParseWalRecord(std::string_view(data).substr(off), &lsn, &payload, &consumed),
+                  WalParse::kOk)
+            << it->first << " at " << off;
+        off += consumed;
+      }
+    }
+    if (round == 1) {
+      wal->Crash();  // the zeros stay; the next open must read them as the end
+    } else {
+      wal.reset();
+      EXPECT_LT(sizes().rbegin()->second, 4096u) << "a clean close cuts the last segment";
+    }
+  }
+  std::error_code ec;
+  std::filesystem::remove_all(root, ec);
+}
+
+// Power loss in the default mode with preallocated segments: what the group commit synced
+// survives, what came after reads as zeros and is not replayed, and nothing is half there.
+TEST(WalTest, PowerLossInDefaultModeKeepsTheSyncedPrefix) {
+  auto base = NewMemEnv();
+  FaultInjectionEnv env(base.get());
+  Wal::Options o = Opts(&env, Durability::kDefault);
+  Replayed r;
+  auto wal = OpenOrDie(o, 1, &r);
+  for (int i = 0; i < 10; ++i) ASSERT_TRUE(wal->Append("s" + std::to_string(i), nullptr).ok());
+  ASSERT_TRUE(wal->Sync().ok());
+  wal->Crash();
+  wal.reset();
+  o.group_commit_interval_ns = 3'600'000'000'000;  // no group commit in this run
+  wal = OpenOrDie(o, 1, &r);
+  for (int i = 0; i < 10; ++i) ASSERT_TRUE(wal->Append("u" + std::to_string(i), nullptr).ok());
+  wal->Crash();
+  wal.reset();
+  ASSERT_TRUE(env.DropUnsyncedData().ok());
+  env.ResetState();
+  Replayed r2;
+  wal = OpenOrDie(o, 1, &r2);
+  ASSERT_EQ(r2.records.size(), 10u);
+  for (int i = 0; i < 10; ++i) EXPECT_EQ(r2.records[i].second, "s" + std::to_string(i));
+  auto lsn = wal->Append("next", nullptr);
+  ASSERT_TRUE(lsn.ok());
+  EXPECT_EQ(*lsn, 11u);
 }
 
 }  // namespace

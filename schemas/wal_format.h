@@ -15,10 +15,16 @@
 //   8      8    LSN, u64 little-endian; strictly increasing across the whole log
 //   16     N    payload: EncodeUpdateBatch (schemas/record_format.h)
 //
+// A segment is preallocated: after its last record the file may hold zeros up to its reserved
+// size (a zero length with a zero CRC never checks, so zeros cannot pass for a record).
+// Writers roll a segment only once its records fill the reserved size, and cut the last one
+// to its records at a clean close.
 // Recovery rule: a record that is short or fails its CRC at the END of the last segment is a
-// write torn by a crash; the log is truncated there and the record was never acknowledged
-// (an acknowledgement requires the complete record to have been written). A bad record
-// anywhere else is Corruption and the node refuses to start, naming the file and offset.
+// write torn by a crash, or the start of the unused zeros; the log is truncated there and the
+// record was never acknowledged (an acknowledgement requires the complete record to have been
+// written). A last segment whose header is all zeros was never completed and is removed. A
+// bad record anywhere else is Corruption and the node refuses to start, naming the file and
+// offset. Version 1 readers that predate preallocation read the same files the same way.
 // Compatibility rule: a reader accepts segment versions <= its own; payload versions follow
 // record_format.h.
 #ifndef PROPELLER_SCHEMAS_WAL_FORMAT_H_
