@@ -344,34 +344,38 @@ void Acg::CloseLocked() {
 // environments; it is null otherwise. We find it from a value LMDB hands back: values point
 // into the map, the map starts on a page boundary, and every page (leaf or overflow) starts
 // with its own page number (MDB_page.mp_pgno, a size_t at offset 0: LMDB's file format). So
-// map = page - pgno * page size. Checked against the data file's extent; null when anything
-// does not fit, and then mapped pages are estimated per read and never trimmed or prefaulted.
+// map = page - pgno * page size. Two values (the first and last of the meta database) must
+// give the same address, within the data file's extent; null otherwise, and then mapped
+// pages are estimated per read and the map is never trimmed or prefaulted.
 const char* Acg::LocateMap() {
   MDB_envinfo info{};
   MDB_stat st{};
   if (mdb_env_info(env_, &info) != 0 || mdb_env_stat(env_, &st) != 0) return nullptr;
   if (info.me_mapaddr != nullptr) return static_cast<const char*>(info.me_mapaddr);
+  // Pages are OS pages (LMDB's default) so that the map is aligned to them.
   const size_t psize = st.ms_psize;
-  if (psize == 0 || (psize & (psize - 1)) != 0) return nullptr;
+  if (psize == 0 || psize != static_cast<size_t>(sysconf(_SC_PAGESIZE))) return nullptr;
   MDB_txn* txn = nullptr;
   if (mdb_txn_begin(env_, nullptr, MDB_RDONLY, &txn) != 0) return nullptr;
-  const char* base = nullptr;
   MDB_cursor* cur = nullptr;
-  MDB_val k, v;
-  if (mdb_cursor_open(txn, meta_dbi_, &cur) == 0) {
-    if (mdb_cursor_get(cur, &k, &v, MDB_FIRST) == 0 && v.mv_data != nullptr) {
-      const uintptr_t p = reinterpret_cast<uintptr_t>(v.mv_data);
-      const uintptr_t page = p & ~(uintptr_t{psize} - 1);
-      size_t pgno = 0;
-      std::memcpy(&pgno, reinterpret_cast<const void*>(page), sizeof(pgno));
-      if (pgno <= info.me_last_pgno && page >= pgno * psize) {
-        base = reinterpret_cast<const char*>(page - pgno * psize);
-      }
-    }
-    mdb_cursor_close(cur);
+  if (mdb_cursor_open(txn, meta_dbi_, &cur) != 0) {
+    mdb_txn_abort(txn);
+    return nullptr;
   }
+  auto base_of = [&](MDB_cursor_op op) -> uintptr_t {  // 0 when it does not fit
+    MDB_val k, v;
+    if (mdb_cursor_get(cur, &k, &v, op) != 0 || v.mv_data == nullptr) return 0;
+    const uintptr_t page = reinterpret_cast<uintptr_t>(v.mv_data) & ~(uintptr_t{psize} - 1);
+    size_t pgno = 0;
+    std::memcpy(&pgno, reinterpret_cast<const void*>(page), sizeof(pgno));
+    if (pgno == 0 || pgno > info.me_last_pgno || page < pgno * psize) return 0;
+    return page - pgno * psize;
+  };
+  const uintptr_t first = base_of(MDB_FIRST);
+  const uintptr_t last = base_of(MDB_LAST);
+  mdb_cursor_close(cur);
   mdb_txn_abort(txn);
-  return base;
+  return first != 0 && first == last ? reinterpret_cast<const char*>(first) : nullptr;
 }
 
 bool Acg::TryTrim() {
