@@ -25,9 +25,9 @@
 // by credentials, and runs ACGs in parallel on a thread pool.
 //
 // Open ACGs are cached (DESIGN §6): at most `max_open_acgs` ACGs, holding at most
-// `max_open_acg_bytes`, keep their LMDB environment (and loaded hash tables) open; the least
-// recently used idle ones are closed beyond that, and reopened on demand by a commit, a search
-// their summary and K-D tree cannot rule out, Get or ListEdges. A closed ACG keeps its summary,
+// `max_open_acg_bytes`, keep their LMDB environment (and loaded hash tables) open; beyond that
+// the least recently used idle ones have their maps trimmed or are closed, and are reopened on
+// demand by a commit, a search their summary and K-D tree cannot rule out, Get or ListEdges. A closed ACG keeps its summary,
 // counts, write cache and K-D tree in memory (indexnode/acg.h, indexnode/README.md).
 //
 // Thread-safety: every public method may be called from any number of threads concurrently.
@@ -86,12 +86,13 @@ struct EngineOptions {
   // (1,000-file partitions) open, so a query that touches all of them does not reopen them
   // (~0.15 ms each: map, faults, unmap); max_open_acg_bytes bounds the memory.
   size_t max_open_acgs = 1024;
-  // Bytes of the open ACGs (Acg::open_bytes): their loaded hash tables plus what their maps may
-  // hold — the whole data file once a search or commit read many records (the kernel maps 64 KiB
-  // around every page fault, so a scattered read of ~100 records maps most of a 7 MB file),
-  // else 64 KiB per record read. 1 GiB = 107 B/file at 10 M files, which with the K-D trees
-  // (~57 B/file, always resident) keeps the node under DESIGN's 200 B/file by construction;
-  // scans over more data than this reopen ACGs (~0.3 ms each for a 10k-file ACG).
+  // Bytes of the open ACGs (Acg::open_bytes): their loaded hash tables plus what their maps
+  // hold — every 64 KiB window a search read a record from (the kernel maps 64 KiB around each
+  // page fault), the whole data file once a search read most of its records or a large commit
+  // ran. 1 GiB = 107 B/file at 10 M files, which with the K-D trees (~57 B/file, always
+  // resident) keeps the node under DESIGN's 200 B/file by construction. Beyond it, maps are
+  // trimmed (their pages unmapped; the environment stays open) and ACGs holding hash tables
+  // are closed; scans over more data than this map pages again (minor faults).
   uint64_t max_open_acg_bytes = 1ull << 30;
   // Hard bound on the memory of cached (acknowledged, uncommitted) updates, ~180 B each: an
   // Apply that finds the caches above it commits the largest ones itself before returning —
