@@ -80,6 +80,12 @@ Status Wal::Recover(uint64_t min_next_lsn, const ReplayFn& replay) {
               seg.path.c_str(), off, data.size() - off);
         }
         PROPELLER_RETURN_IF_ERROR(env->TruncateFile(seg.path, off));
+        // Durable before a newer segment exists: were the cut lost to a power loss, the tail
+        // would reappear in a segment that is no longer the last, where it reads as damage.
+        PROPELLER_ASSIGN_OR_RETURN(std::unique_ptr<WritableFile> cut,
+                                   env->NewAppendableFile(seg.path));
+        PROPELLER_RETURN_IF_ERROR(cut->Sync());
+        PROPELLER_RETURN_IF_ERROR(cut->Close());
         data.resize(off);
         break;
       }
