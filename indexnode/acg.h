@@ -300,13 +300,15 @@ class Acg {
   // levels. 0 when closed.
   uint64_t mapped_bytes() const;
   // Bytes of loaded hash tables (what only closing releases). 0 when closed.
-  uint64_t hash_bytes() const { return is_open() ? hash_bytes_.load(std::memory_order_relaxed) : 0; }
+  uint64_t hash_bytes() const {
+    return is_open() ? hash_bytes_.load(std::memory_order_relaxed) : 0;
+  }
   // Closes the environment and drops hash tables if the ACG is open, idle (not pinned) and its
   // lock is free right now; never blocks. True when it closed it.
   bool TryClose();
   // Unmaps the map's pages from this process (MADV_DONTNEED; the page cache keeps them, so
-  // the next read maps them again with a minor fault) and restarts mapped_bytes() from the
-  // upper levels, if the ACG is open, idle and its lock is free right now; never blocks. True
+  // the next read maps them again with a minor fault) and restarts mapped_bytes() at 0, if
+  // the ACG is open, idle and its lock is free right now; never blocks. True
   // when it trimmed. Much cheaper than TryClose followed by a reopen (no munmap/mmap of the
   // map, no environment open, no index reconcile): the engine trims to keep mapped memory
   // within its bound and closes only for the count bound and for hash tables.
@@ -367,7 +369,7 @@ class Acg {
   Status BuildIndex(MDB_txn* txn, Index* index);
   // The `inode` K-D tree's source (KdTreeOptions::scan_points): the six axes of every record.
   Status ScanPoints(MDB_txn* txn, const KdReserve& reserve, const KdAddPoint& add);
-  void RefreshOpenBytes();  // REQUIRES: rw_ held
+  void RefreshOpenBytes();  // REQUIRES: rw_ held exclusively (it may regrow touched_)
   void CountReads(uint64_t n) { reads_.fetch_add(n, std::memory_order_relaxed); }
   // Notes that [p, p + n) of the map was read, for mapped_bytes(): marks its 64 KiB windows.
   // Pointers outside the bitmap (the file grew since RefreshOpenBytes) count as one read.
