@@ -178,9 +178,11 @@ void BM_PropellerSearch(benchmark::State& state, uint64_t files, SearchKind kind
   state.counters["hits"] = static_cast<double>(hits);
   {
     const EngineStats after = engine->Stats();
-    const double n = static_cast<double>(state.iterations());
-    state.counters["acg_opens_per_search"] = static_cast<double>(after.acg_opens - before.acg_opens) / n;
-    state.counters["acg_trims_per_search"] = static_cast<double>(after.acg_trims - before.acg_trims) / n;
+    auto per_search = [&](uint64_t count) {
+      return static_cast<double>(count) / static_cast<double>(state.iterations());
+    };
+    state.counters["acg_opens_per_search"] = per_search(after.acg_opens - before.acg_opens);
+    state.counters["acg_trims_per_search"] = per_search(after.acg_trims - before.acg_trims);
     // What the cache of open ACGs estimates its maps hold, and what the kernel says is mapped
     // (RssFile also counts the binary and libraries, ~10 MB).
     state.counters["open_acg_mb"] = static_cast<double>(after.open_acg_bytes) / 1e6;

@@ -2,9 +2,9 @@
 //
 // What counts as a mutation (each is counted, and refused once the SetFailAfter budget is
 // spent): WritableFile Append, Flush, Sync, Close and Preallocate; NewWritableFile and
-// NewAppendableFile;
-// RemoveFile, RenameFile, TruncateFile, CreateDirs, RemoveRecursively and SyncDir. Reads
-// (NewSequentialFile, FileExists, GetChildren, GetFileSize) and the clock are never refused.
+// NewAppendableFile; RemoveFile, RenameFile, TruncateFile, CreateDirs, RemoveRecursively and
+// SyncDir. Reads (NewSequentialFile, FileExists, GetChildren, GetFileSize) and the clock are
+// never refused.
 //
 // Crash model. The wrapper file keeps appended bytes in its own buffer and hands them to the
 // base file only at Flush, Sync or Close (or when the buffer reaches kPassThroughBytes), each

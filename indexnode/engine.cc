@@ -948,6 +948,8 @@ class Engine::Impl {
     // more than the cache holds would otherwise trim or close those (least recently used)
     // before it reaches them — a cyclic scan defeats LRU — and map or open every ACG again.
     // This way a repeated search finds what the bound lets stay resident still resident.
+    // Ranked once (a snapshot): other threads change the ranks under us, and a comparator
+    // that reads them live would be inconsistent (undefined behaviour in a sort).
     auto rank = [](Acg* a) { return a->mapped_bytes() > 0 ? 0 : a->is_open() ? 1 : 2; };
     std::vector<std::pair<int, Acg*>> ranked;
     ranked.reserve(todo.size());

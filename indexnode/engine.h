@@ -27,8 +27,9 @@
 // Open ACGs are cached (DESIGN §6): at most `max_open_acgs` ACGs, holding at most
 // `max_open_acg_bytes`, keep their LMDB environment (and loaded hash tables) open; beyond that
 // the least recently used idle ones have their maps trimmed or are closed, and are reopened on
-// demand by a commit, a search their summary and K-D tree cannot rule out, Get or ListEdges. A closed ACG keeps its summary,
-// counts, write cache and K-D tree in memory (indexnode/acg.h, indexnode/README.md).
+// demand by a commit, a search their summary and K-D tree cannot rule out, Get or ListEdges.
+// A closed ACG keeps its summary, counts, write cache and K-D tree in memory (indexnode/acg.h,
+// indexnode/README.md).
 //
 // Thread-safety: every public method may be called from any number of threads concurrently.
 #ifndef PROPELLER_INDEXNODE_ENGINE_H_
