@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <sys/xattr.h>
@@ -25,6 +26,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "client/lib/propeller.h"
@@ -50,6 +52,17 @@ void WriteFile(const std::string& path, const std::string& data) {
   std::ofstream out(path, std::ios::trunc | std::ios::binary);
   out << data;
 }
+
+// An open descriptor, closed at scope exit: a failed assertion must not leave a file open on
+// the mount, or the unmount cannot end the daemon.
+struct ScopedFd {
+  explicit ScopedFd(int f) : fd(f) {}
+  ~ScopedFd() {
+    if (fd >= 0) ::close(fd);
+  }
+  int Close() { return ::close(std::exchange(fd, -1)); }
+  int fd;
+};
 
 // A `propeller mount` of a fresh backing directory, stopped (unmounted) at destruction.
 class Mount {
@@ -800,6 +813,28 @@ void SetIdBitsDropAsOnAPlainDirectory(const std::vector<std::string>& mount_flag
     EXPECT_EQ(modes[1], modes[0]) << std::oct << "plain 0" << modes[0] << ", mount 0" << modes[1];
     ++n;
   }
+  // A file already open when it gains its set-ID bits (with kernel passthrough the new
+  // open must join the open file's passthrough mode, so the mount drops the bits at open),
+  // then written by another user through a second descriptor.
+  {
+    mode_t modes[2];
+    for (int side = 0; side < 2; ++side) {
+      const std::string path = (side == 0 ? plain : mine) + "/held";
+      {
+        std::ofstream(path) << "content";
+      }
+      ASSERT_EQ(::chmod(path.c_str(), 0777), 0);
+      ScopedFd holder(::open(path.c_str(), O_RDONLY));
+      ASSERT_GE(holder.fd, 0) << std::strerror(errno);
+      ASSERT_EQ(::chmod(path.c_str(), 06777), 0);
+      ASSERT_EQ(InChildAs(kUser, kUser, [&] { return WriteAt(path, O_WRONLY); }), 0);
+      struct stat st;
+      ASSERT_EQ(::stat(path.c_str(), &st), 0);
+      modes[side] = st.st_mode & 07777;
+      ASSERT_EQ(holder.Close(), 0);
+    }
+    EXPECT_EQ(modes[1], modes[0]) << std::oct << "plain 0" << modes[0] << ", mount 0" << modes[1];
+  }
   // The suid/sgid bits of the plain tree did change in the cases above (the oracle is not
   // vacuous): a write by another user drops both.
   struct stat st;
@@ -813,6 +848,111 @@ TEST(FuseTest, SetIdBitsDropOnWriteTruncateAndChownAsOnAPlainDirectory) {
 
 TEST(FuseTest, SetIdBitsDropAsOnAPlainDirectoryWithTheWritebackCache) {
   SetIdBitsDropAsOnAPlainDirectory({"--writeback", "--cache-timeout", "86400"});
+}
+
+// ---- kernel passthrough ------------------------------------------------------------------------
+
+// Counts the requests of one opcode in a --debug mount log ("opcode: WRITE (16)").
+int CountRequests(const std::string& log, const std::string& opcode) {
+  int n = 0;
+  const std::string key = "opcode: " + opcode + " (";
+  for (size_t at = log.find(key); at != std::string::npos; at = log.find(key, at + 1)) ++n;
+  return n;
+}
+
+// File I/O that stresses passthrough's rules (one backing id per inode while any handle is
+// open; ids dropped and registered again; mmap; O_APPEND; truncate of an open file), checked
+// against the backing files, the mount's own attributes and the index. With passthrough the
+// daemon must see no READ or WRITE request at all; without it, it must see them (so the
+// check can fail).
+void FileIoMatchesTheBackingFiles(bool passthrough) {
+  std::vector<std::string> flags = {"--debug"};
+  if (!passthrough) flags.push_back("--no-passthrough");
+  Mount m(flags);
+  ASSERT_TRUE(m.Start());
+  const std::string dir = m.mnt() + "/io", back = m.backing() + "/io";
+  ASSERT_EQ(::mkdir(dir.c_str(), 0755), 0);
+  // Two handles of one file at once (a writer and a reader), then more opens and closes of
+  // the same inode than one id would survive if ids were not shared and dropped correctly.
+  const std::string a = dir + "/a";
+  ScopedFd w(::open(a.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644));
+  ASSERT_GE(w.fd, 0) << std::strerror(errno);
+  ASSERT_EQ(::write(w.fd, "first ", 6), 6);
+  ScopedFd r(::open(a.c_str(), O_RDONLY));
+  ASSERT_GE(r.fd, 0) << std::strerror(errno);
+  ASSERT_EQ(::write(w.fd, "second", 6), 6);
+  char buf[64] = {};
+  ASSERT_EQ(::pread(r.fd, buf, sizeof(buf), 0), 12);
+  EXPECT_EQ(std::string(buf, 12), "first second");
+  ASSERT_EQ(r.Close(), 0);
+  ASSERT_EQ(w.Close(), 0);
+  std::string expect = "first second";
+  for (int i = 0; i < 50; ++i) {
+    ScopedFd fd(::open(a.c_str(), (i % 2 ? O_RDONLY : O_WRONLY | O_APPEND)));
+    ASSERT_GE(fd.fd, 0) << "open " << i << ": " << std::strerror(errno);
+    if (i % 2 == 0) {
+      ASSERT_EQ(::write(fd.fd, "+", 1), 1);
+      expect += "+";
+    }
+    ASSERT_EQ(fd.Close(), 0);
+  }
+  EXPECT_EQ(ReadAll(back + "/a"), expect);
+  // mmap: a shared writable map through the mount lands in the backing file.
+  const std::string b = dir + "/b";
+  WriteFile(b, std::string(8192, 'b'));
+  {
+    ScopedFd fd(::open(b.c_str(), O_RDWR));
+    ASSERT_GE(fd.fd, 0) << std::strerror(errno);
+    void* p = ::mmap(nullptr, 8192, PROT_READ | PROT_WRITE, MAP_SHARED, fd.fd, 0);
+    ASSERT_NE(p, MAP_FAILED) << std::strerror(errno);
+    std::memcpy(static_cast<char*>(p) + 4096, "mapped", 6);
+    ASSERT_EQ(::msync(p, 8192, MS_SYNC), 0);
+    ASSERT_EQ(::munmap(p, 8192), 0);
+    // Truncate the open file, then grow it by a write past the end.
+    ASSERT_EQ(::ftruncate(fd.fd, 4102), 0);
+    ASSERT_EQ(::pwrite(fd.fd, "z", 1, 5000), 1);
+    ASSERT_EQ(fd.Close(), 0);
+  }
+  std::string want_b = std::string(4096, 'b') + "mapped" + std::string(898, '\0') + "z";
+  EXPECT_EQ(ReadAll(back + "/b"), want_b);
+  EXPECT_EQ(ReadAll(b), want_b);
+  // The mount's attributes and the index follow every close.
+  struct stat st_a, st_b;
+  ASSERT_EQ(::stat(a.c_str(), &st_a), 0);
+  ASSERT_EQ(::stat(b.c_str(), &st_b), 0);
+  EXPECT_EQ(static_cast<size_t>(st_a.st_size), expect.size());
+  EXPECT_EQ(static_cast<size_t>(st_b.st_size), want_b.size());
+  auto client = LocalClient();
+  ASSERT_NE(client, nullptr);
+  ClientSearchOptions so;
+  so.scope = dir;
+  auto hits = client->SearchAll("size>=0", so);
+  ASSERT_TRUE(hits.ok()) << hits.status().ToString();
+  std::map<std::string, uint64_t> sizes;
+  for (const ClientHit& h : *hits) {
+    if (h.record.type == FileType::kRegular) sizes[h.path] = h.record.size;
+  }
+  EXPECT_EQ(sizes, (std::map<std::string, uint64_t>{{a, expect.size()}, {b, want_b.size()}}));
+  const std::string log = ReadAll(m.log());
+  const int io = CountRequests(log, "WRITE") + CountRequests(log, "READ");
+  if (passthrough) {
+    EXPECT_NE(log.find("kernel passthrough on"), std::string::npos)
+        << "this kernel did not offer FUSE_PASSTHROUGH (Linux 6.9+, CONFIG_FUSE_PASSTHROUGH)";
+    EXPECT_EQ(io, 0) << "reads or writes reached the daemon";
+    EXPECT_EQ(log.find("passthrough refused"), std::string::npos) << log;
+  } else {
+    EXPECT_EQ(log.find("kernel passthrough on"), std::string::npos);
+    EXPECT_GT(io, 0);
+  }
+  EXPECT_GT(CountRequests(log, "FLUSH"), 50);  // every close still reaches the daemon
+}
+
+TEST(FuseTest, KernelPassthroughServesFileIoWithoutTheDaemonAndKeepsTheIndexExact) {
+  FileIoMatchesTheBackingFiles(/*passthrough=*/true);
+}
+
+TEST(FuseTest, WithoutPassthroughTheDaemonServesFileIoAndKeepsTheIndexExact) {
+  FileIoMatchesTheBackingFiles(/*passthrough=*/false);
 }
 
 // ---- query directories: behaviour and errors --------------------------------------------------

@@ -46,8 +46,11 @@ Options:
                       else ~/.local/share/propeller/mount). Must be outside BACKING and
                       MOUNTPOINT.
   --durability LEVEL  embedded mode: default (log fsynced every 10 ms) or sync
-  --writeback         use the kernel's writeback cache (faster writes; the kernel owns size
-                      and mtime until close)
+  --writeback         use the kernel's writeback cache (the kernel owns size and mtime until
+                      close); turns kernel passthrough off
+  --no-passthrough    serve reads and writes of open files through this process (default:
+                      the kernel passes them straight to the backing files, Linux 6.9+;
+                      opens, closes and all name changes still come here)
   --cache-timeout S   seconds the kernel may cache names and attributes (default 1)
   --threads N         FUSE worker threads (default 10)
   --no-import         do not index the files already in BACKING on the first mount
@@ -95,8 +98,8 @@ int RunMount(const GlobalOptions& global, const std::vector<std::string>& argv) 
   auto args = Args::Parse(argv,
                           {"--data", "--durability", "--cache-timeout", "--threads",
                            "--ready-file", "--log-level"},
-                          {"--help", "-h", "--writeback", "--no-import", "--no-allow-other",
-                           "--no-capture", "--debug"});
+                          {"--help", "-h", "--writeback", "--no-passthrough", "--no-import",
+                           "--no-allow-other", "--no-capture", "--debug"});
   if (!args.ok()) return ReportError(args.status(), /*usage=*/true);
   if (args->Has("--help") || args->Has("-h")) {
     std::fputs(kMountHelp, stdout);
@@ -237,6 +240,7 @@ int RunMount(const GlobalOptions& global, const std::vector<std::string>& argv) 
   fo.volume = *volume;
   fo.client = client->get();
   fo.writeback = args->Has("--writeback");
+  fo.passthrough = !args->Has("--no-passthrough");
   fo.entry_timeout_s = cache_timeout;
   fo.attr_timeout_s = cache_timeout;
   fo.allow_other = !args->Has("--no-allow-other");

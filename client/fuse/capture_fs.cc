@@ -151,12 +151,18 @@ class CaptureFs::Impl {
     std::mutex qmu;
     std::vector<QueryEntry> entries;  // kQueryDir: the last listing. Under qmu.
     QueryEntry entry;                 // kQueryEntry. Under qmu.
+    // Kernel passthrough (KernelPassthrough): the backing id every open of this inode names
+    // while `backing_opens` handles use it (the kernel requires one id per inode). Under
+    // Impl::backing_mu_.
+    int32_t backing_id = 0;
+    uint32_t backing_opens = 0;
   };
 
   // An open file or directory.
   struct Handle {
     int fd = -1;
     bool write = false;
+    bool passthrough = false;  // holds one of inode->backing_opens
     bool has_owner = false;
     ProcessInfo owner;
     uint64_t open_mark = 0;  // ProcessTable::OnOpen's mark of this open
@@ -170,7 +176,9 @@ class CaptureFs::Impl {
   };
 
   explicit Impl(const CaptureFsOptions& o)
-      : options_(o), processes_("/proc", o.edge_flush_interval_ms * 1'000'000) {}
+      : options_(o),
+        processes_("/proc", o.edge_flush_interval_ms * 1'000'000),
+        passthrough_(o.passthrough && !o.writeback) {}
 
   ~Impl() {
     StopFlusher();
@@ -216,12 +224,14 @@ class CaptureFs::Impl {
                              "allow_other; see stderr)");
     }
     mounted_ = true;
-    // Our read and writev on /dev/fuse, for FUSE_HANDLE_KILLPRIV_V2 (kernel_io.h). Without
-    // them the mount works the same, with a GETXATTR round trip before every write.
+    dev_fd_ = fuse_session_fd(session_);
+    // Our read and writev on /dev/fuse, for FUSE_HANDLE_KILLPRIV_V2 and kernel passthrough
+    // (kernel_io.h). Without them the mount works the same, with a GETXATTR round trip
+    // before every write and every read and write going through the daemon.
     static const fuse_custom_io io = {.writev = &DevWritev, .read = &DevRead};
-    if (fuse_session_custom_io(session_, &io, fuse_session_fd(session_)) != 0) {
+    if (fuse_session_custom_io(session_, &io, dev_fd_) != 0) {
       Log(LogLevel::kWarning, "fuse: custom /dev/fuse I/O refused; writes take an extra round "
-                              "trip each (security.capability)");
+                              "trip each (security.capability) and no kernel passthrough");
     }
     flusher_ = std::thread([this] { FlusherMain(); });
     return Status::OK();
@@ -229,13 +239,86 @@ class CaptureFs::Impl {
 
   static ssize_t DevRead(int fd, void* buf, size_t len, void* userdata) {
     const ssize_t n = ::read(fd, buf, len);
-    if (n > 0) static_cast<Impl*>(userdata)->killpriv_.OnRequest(buf, static_cast<size_t>(n));
+    if (n > 0) {
+      Impl* self = static_cast<Impl*>(userdata);
+      self->killpriv_.OnRequest(buf, static_cast<size_t>(n));
+      self->passthrough_.OnRequest(buf, static_cast<size_t>(n));
+    }
     return n;
   }
 
   static ssize_t DevWritev(int fd, struct iovec* iov, int count, void* userdata) {
-    static_cast<Impl*>(userdata)->killpriv_.OnReply(iov, count);
+    Impl* self = static_cast<Impl*>(userdata);
+    self->killpriv_.OnReply(iov, count);
+    if (self->passthrough_.OnReply(iov, count)) {
+      Log(LogLevel::kInfo, "fuse: kernel passthrough on: reads and writes of open files go to "
+                           "the backing files without the daemon");
+    }
     return ::writev(fd, iov, count);
+  }
+
+  // Kernel passthrough for the open `h` of a regular file (descriptor h->fd, mode `mode`)
+  // by the caller of `req`: the reply to the OPEN or CREATE being served will name the
+  // inode's backing id, registered now unless other handles use one already. Without
+  // passthrough (not negotiated, --writeback, or registration failed once: the backing file
+  // system is stacked, or the kernel refused it at INIT) the handle is served through the
+  // daemon as before. 0, or an errno for the open.
+  //
+  // Set-ID files stay with the daemon. With KILLPRIV_V2 the kernel leaves dropping set-user-ID
+  // and set-group-ID on write to the daemon (the WRITE request's flag), and a passthrough
+  // write sends no WRITE: the bits would stay (Linux 6.18 drops the kernel's own attempt).
+  // An inode already open in passthrough mode cannot be opened otherwise (the kernel fails
+  // the open with EIO), so a write-open of a set-ID file that must join one drops the bits
+  // now, by the rule a write would apply: earlier than the VFS (at open, not at the first
+  // write), never more.
+  int AttachBacking(fuse_req_t req, Handle* h, mode_t mode) {
+    if (!passthrough_.enabled()) return 0;
+    const bool set_id = (mode & (S_ISUID | S_ISGID)) != 0;
+    std::lock_guard<std::mutex> lock(backing_mu_);
+    Inode* inode = h->inode;
+    if (inode->backing_opens == 0) {
+      // An inode without open handles may still be in passthrough mode in the kernel until
+      // the RELEASE of its last handle; that release made backing_opens 0, so a new id is
+      // fine: the kernel dropped the old one from the inode before sending RELEASE.
+      if (set_id || passthrough_failed_) return 0;
+      const int32_t id = KernelPassthrough::OpenBacking(dev_fd_, h->fd);
+      if (id < 0) {
+        passthrough_failed_ = true;
+        Log(LogLevel::kWarning, "fuse: kernel passthrough refused (%s); this mount now serves "
+                                "reads and writes through the daemon",
+            std::strerror(-id));
+        return 0;
+      }
+      inode->backing_id = id;
+    } else if (set_id && h->write && fuse_req_ctx(req)->uid != 0) {
+      if (const int err = KillPrivileges(req, h->fd, ""); err != 0) return err;
+    }
+    ++inode->backing_opens;
+    h->passthrough = true;
+    KernelPassthrough::SetReplyBacking(inode->backing_id);
+    ++passthrough_opens_;
+    return 0;
+  }
+
+  // Gives up the handle's share of its inode's backing id (the last one drops the id).
+  void DetachBacking(Handle* h) {
+    if (!h->passthrough) return;
+    h->passthrough = false;
+    std::lock_guard<std::mutex> lock(backing_mu_);
+    Inode* inode = h->inode;
+    if (--inode->backing_opens > 0) return;
+    if (int rc = KernelPassthrough::CloseBacking(dev_fd_, inode->backing_id); rc != 0) {
+      Log(LogLevel::kWarning, "fuse: dropping backing id %d: %s", inode->backing_id,
+          std::strerror(-rc));
+    }
+    inode->backing_id = 0;
+  }
+
+  // Closes an open file's handle (RELEASE, or an OPEN or CREATE reply the kernel never got).
+  void CloseHandle(Handle* h) {
+    DetachBacking(h);
+    ::close(h->fd);
+    delete h;
   }
 
   // Drops set-user-ID and set-group-ID from the regular file open as `fd` (or at `abs` when
@@ -299,6 +382,7 @@ class CaptureFs::Impl {
     s.edge_errors = edge_errors_.load();
     s.query_dirs = query_dirs_.load();
     s.processes = processes_.processes();
+    s.passthrough_opens = passthrough_opens_.load();
     return s;
   }
 
@@ -1339,9 +1423,19 @@ class CaptureFs::Impl {
         return (void)fuse_reply_err(req, err);
       }
     }
-    fi->fh = reinterpret_cast<uint64_t>(h.release());
+    if (const int err = AttachBacking(req, h.get(), e.attr.st_mode); err != 0) {
+      ::close(fd);
+      Forget(inode, 1);
+      return (void)fuse_reply_err(req, err);
+    }
+    Handle* handle = h.release();
+    fi->fh = reinterpret_cast<uint64_t>(handle);
     if (options_.writeback) fi->keep_cache = 1;
-    fuse_reply_create(req, &e, fi);
+    if (fuse_reply_create(req, &e, fi) != 0) {
+      // The creating call was interrupted: the kernel holds neither the entry nor the open.
+      CloseHandle(handle);
+      Forget(inode, 1);
+    }
   }
 
   void OnOpen(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* fi) {
@@ -1363,10 +1457,19 @@ class CaptureFs::Impl {
     h->inode = inode;
     h->write = (fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC);
     Capture(req, inode, h.get(), fi->flags, /*created=*/false, nullptr);
-    fi->fh = reinterpret_cast<uint64_t>(h.release());
+    if (passthrough_.enabled()) {
+      struct stat st;
+      const int err = ::fstat(fd, &st) != 0 ? errno : AttachBacking(req, h.get(), st.st_mode);
+      if (err != 0) {
+        ::close(fd);
+        return (void)fuse_reply_err(req, err);
+      }
+    }
+    Handle* handle = h.release();
+    fi->fh = reinterpret_cast<uint64_t>(handle);
     // Data stays in the page cache across opens when the kernel's cache is trusted.
     if (options_.writeback) fi->keep_cache = 1;
-    fuse_reply_open(req, fi);
+    if (fuse_reply_open(req, fi) != 0) CloseHandle(handle);  // the open was interrupted
   }
 
   void OnRead(fuse_req_t req, size_t size, off_t off, struct fuse_file_info* fi) {
@@ -1412,9 +1515,7 @@ class CaptureFs::Impl {
   }
 
   void OnRelease(fuse_req_t req, struct fuse_file_info* fi) {
-    Handle* h = HandleOf(fi);
-    ::close(h->fd);
-    delete h;
+    CloseHandle(HandleOf(fi));
     fuse_reply_err(req, 0);
   }
 
@@ -1611,6 +1712,10 @@ class CaptureFs::Impl {
   struct fuse_session* session_ = nullptr;
   bool mounted_ = false;
   KillprivV2 killpriv_;
+  KernelPassthrough passthrough_;
+  int dev_fd_ = -1;  // /dev/fuse of the session
+  std::mutex backing_mu_;
+  bool passthrough_failed_ = false;  // Under backing_mu_.
   std::atomic<bool> stopping_{false};
 
   std::thread flusher_;
@@ -1619,7 +1724,7 @@ class CaptureFs::Impl {
   bool flusher_stop_ = false;  // Under flusher_mu_.
 
   std::atomic<uint64_t> updates_{0}, update_errors_{0}, edges_sent_{0}, edge_errors_{0},
-      query_dirs_{0};
+      query_dirs_{0}, passthrough_opens_{0};
 };
 
 fuse_lowlevel_ops CaptureFs::Impl::MakeOps() {

@@ -35,6 +35,12 @@
 // set-user-ID and set-group-ID on write, truncate and chown as the VFS would, and the kernel
 // stops asking for security.capability before every write(2) (once per inode instead).
 //
+// Kernel passthrough: the mount also asks for FUSE_PASSTHROUGH the same way, and answers opens
+// of regular files with the backing file registered with the kernel, so reads, writes and
+// mmap skip the daemon (not with --writeback, which the kernel does not combine with it).
+// Opens, closes (FLUSH: the inline index update) and every namespace operation still come
+// to the daemon, so capture and indexing are unchanged.
+//
 // Threading: FUSE callbacks run on libfuse's worker threads; no callback waits on the network
 // except for the acknowledged index update (and, for a query directory, its search), both
 // bounded by the client's timeout. ACG edges go out on the flusher thread.
@@ -57,6 +63,10 @@ struct CaptureFsOptions {
   Client* client = nullptr;  // REQUIRED; not owned; outlives the CaptureFs
   // Kernel caching (PITFALLS: writeback cache makes the kernel own size and mtime).
   bool writeback = false;
+  // Kernel passthrough of open files' reads, writes and mmap to the backing files
+  // (kernel_io.h; Linux 6.9+, root). The kernel refuses it with the writeback cache; without
+  // it, or where it is refused, the daemon serves the I/O itself.
+  bool passthrough = true;
   double entry_timeout_s = 1.0;
   double attr_timeout_s = 1.0;
   // allow_other + default_permissions (DESIGN §10); needs root (or user_allow_other).
@@ -76,6 +86,7 @@ struct CaptureFsStats {
   uint64_t edge_errors = 0;     // edges dropped (weakly consistent)
   uint64_t query_dirs = 0;      // query-directory listings computed
   uint64_t processes = 0;       // processes tracked now
+  uint64_t passthrough_opens = 0;  // opens answered in kernel passthrough mode
 };
 
 class CaptureFs {

@@ -1,5 +1,6 @@
 // kernel_io: what the capture file system reads from and patches in the raw /dev/fuse traffic,
-// for the one protocol feature libfuse 3.14 cannot ask for: FUSE_HANDLE_KILLPRIV_V2.
+// for two protocol features libfuse 3.14 cannot ask for: FUSE_HANDLE_KILLPRIV_V2 and kernel
+// passthrough (KernelPassthrough, below).
 //
 // Why it matters: without it the kernel asks the daemon for `security.capability` before
 // every write(2) to a file (GETXATTR; the VFS must know whether the write has to remove file
@@ -49,6 +50,60 @@ class KillprivV2 {
   std::atomic<uint64_t> init_unique_{0};  // 0: no INIT seen
   std::atomic<bool> offered_{false};
   std::atomic<bool> init_replied_{false};  // the INIT reply went out (patched or not)
+};
+
+// Kernel passthrough (FUSE_PASSTHROUGH, Linux 6.9+): reads, writes and mmap of an open regular
+// file go from the kernel straight to the backing file, without a round trip to the daemon.
+// libfuse 3.14 cannot ask for it (it arrived in 3.17), so, as for KILLPRIV_V2, the INIT reply
+// is patched on its way out: FUSE_PASSTHROUGH in flags2 and max_stack_depth = 1 (the backing
+// file system must not itself be stacked, e.g. overlayfs; its files then fail to register and
+// the mount falls back to serving I/O itself).
+//
+// Protocol, as the kernel enforces it (fs/fuse/iomode.c, backing.c):
+//   - the daemon registers an open descriptor of the backing file with
+//     ioctl(/dev/fuse, FUSE_DEV_IOC_BACKING_OPEN) and gets a backing id (needs CAP_SYS_ADMIN);
+//   - an OPEN or CREATE reply with FOPEN_PASSTHROUGH names that id in fuse_open_out (the
+//     field libfuse 3.14 calls padding and zeroes); FOPEN_KEEP_CACHE must then be clear;
+//   - all opens of one inode that are open at the same time must name the same id, and an
+//     inode open in passthrough mode cannot also be open through the page cache (EIO);
+//   - the id is dropped with FUSE_DEV_IOC_BACKING_CLOSE; files already open keep working.
+// The kernel refuses passthrough together with the writeback cache, and still sends FLUSH on
+// every close (the inline index update of a written file is unchanged).
+class KernelPassthrough {
+ public:
+  // want: ask the kernel for passthrough at INIT if it offers it.
+  explicit KernelPassthrough(bool want) : want_(want) {}
+
+  // Looks at one request just read from /dev/fuse: the INIT offer, and which request this
+  // thread now serves (for SetReplyBacking).
+  void OnRequest(const void* buf, size_t len);
+
+  // Before a reply is written: asks for passthrough in the INIT reply (when wanted, offered
+  // and the reply does not turn the writeback cache on); turns the OPEN or CREATE reply of
+  // this thread's request into a passthrough open when SetReplyBacking named an id. Returns
+  // true for the INIT reply that asked for passthrough.
+  bool OnReply(struct iovec* iov, int count);
+
+  // Whether the INIT reply asked for passthrough (the kernel may still refuse: then
+  // OpenBacking fails).
+  bool enabled() const { return enabled_.load(std::memory_order_acquire); }
+
+  // The OPEN or CREATE request this thread serves is answered in passthrough mode to
+  // `backing_id` (> 0), if its reply succeeds.
+  static void SetReplyBacking(int32_t backing_id);
+
+  // Registers `fd` with the connection of `dev_fd` (/dev/fuse): the backing id (> 0), or
+  // -errno.
+  static int32_t OpenBacking(int dev_fd, int fd);
+  // Drops a backing id. 0 or -errno.
+  static int CloseBacking(int dev_fd, int32_t backing_id);
+
+ private:
+  const bool want_;
+  std::atomic<uint64_t> init_unique_{0};
+  std::atomic<bool> offered_{false};
+  std::atomic<bool> init_replied_{false};
+  std::atomic<bool> enabled_{false};
 };
 
 // The mode `mode` keeps after a kill of privileges the kernel asked for, as the Linux VFS
