@@ -362,7 +362,8 @@ class Report:
         cfg = doc.get("config", {})
         self.w("bench/fuse/postmark.sh: %s files, %s subdirectories, %s transactions, %s run(s) "
                "per system, interleaved; passthrough_ll with `-o writeback -o cache=always`, the "
-               "Propeller mount with `--writeback --cache-timeout 86400`. The full run uses 18,000 "
+               "Propeller mount with `--cache-timeout 86400` (kernel passthrough, its default). "
+               "The full run uses 18,000 "
                "files (not the paper's 50,000): the largest PostMark size passthrough_ll survives "
                "under this machine's 20,000 hard fd limit (it keeps an O_PATH fd per known inode; "
                "bench/fuse/README.md); --quick uses 5,000. PostMark's clock counts whole seconds. "
