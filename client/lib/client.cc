@@ -109,12 +109,17 @@ class Forgetter {
   Forgetter& operator=(const Forgetter&) = delete;
 
   void Add(FileId file, uint64_t generation) {
+    bool wake;
     {
       std::lock_guard<std::mutex> lock(mu_);
       queued_[file] = generation;
       if (!thread_.joinable() && !stop_) thread_ = std::thread([this] { Run(); });
+      // Only what Run() waits for: a first forget, or a full batch. Waking it for every
+      // forget of a burst (it then goes back to gathering) cost a futex wake and a context
+      // switch per delete, on the deleting caller's thread.
+      wake = queued_.size() == 1 || queued_.size() == kForgetBatch;
     }
-    work_cv_.notify_one();
+    if (wake) work_cv_.notify_one();
   }
 
   // Call before asking the master about `file`: drops its queued forget; with `wait`, also
