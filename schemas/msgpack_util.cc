@@ -17,6 +17,21 @@ void PackFloat64(std::string* out, double d) {
   out->append(buf, sizeof(buf));
 }
 
+namespace {
+thread_local msgpack::zone t_zone;
+thread_local bool t_zone_held = false;
+}  // namespace
+
+ThreadZone::ThreadZone() : zone_(t_zone_held ? nullptr : &t_zone) {
+  if (zone_ != nullptr) t_zone_held = true;
+}
+
+ThreadZone::~ThreadZone() {
+  if (zone_ == nullptr) return;
+  zone_->clear();  // keeps the first chunk for the next parse, frees the rest
+  t_zone_held = false;
+}
+
 Status Bad(std::string_view what, std::string_view field, std::string_view problem) {
   std::string msg(what);
   msg += ": field '";
