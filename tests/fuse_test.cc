@@ -110,6 +110,24 @@ class Mount {
     return false;
   }
 
+  // Unmounts and waits for the daemon to end by itself (what an unmount must do). false
+  // (with the log printed) when it did not end within 30 s.
+  bool Stop() {
+    std::string cmd = "fusermount3 -u " + mnt_;
+    if (std::system(cmd.c_str()) != 0) {
+      ADD_FAILURE() << "fusermount3 -u failed";
+      return false;
+    }
+    mounted_ = false;
+    const auto deadline = std::chrono::steady_clock::now() + 30s;
+    while (std::chrono::steady_clock::now() < deadline) {
+      if (child_->Exited()) return true;
+      std::this_thread::sleep_for(20ms);
+    }
+    ADD_FAILURE() << "the daemon did not end after the unmount; log:\n" << ReadAll(log());
+    return false;
+  }
+
   std::string log() const { return root_ + "/mount.log"; }
   const std::string& backing() const { return backing_; }
   const std::string& mnt() const { return mnt_; }
@@ -953,6 +971,80 @@ TEST(FuseTest, KernelPassthroughServesFileIoWithoutTheDaemonAndKeepsTheIndexExac
 
 TEST(FuseTest, WithoutPassthroughTheDaemonServesFileIoAndKeepsTheIndexExact) {
   FileIoMatchesTheBackingFiles(/*passthrough=*/false);
+}
+
+// ---- the polling reader ------------------------------------------------------------------
+
+// The number in the daemon's closing line "..., N requests served by the polling reader";
+// -1 when the line is missing.
+long long PolledRequests(const std::string& log) {
+  const std::string tail = " requests served by the polling reader";
+  const size_t end = log.rfind(tail);
+  if (end == std::string::npos) return -1;
+  const size_t start = log.rfind(' ', end - 1);
+  return std::stoll(log.substr(start + 1, end - start - 1));
+}
+
+// Calls issued back to back (create, write, close, stat, rename, unlink; as cp, tar or make
+// do) are partly served by the poller, which reads and answers through its own clone of the
+// device; the results are those of the backing directory and the index stays exact. With
+// --poll-us 0 there is no poller and the same work gives the same results.
+void BackToBackCalls(bool poll) {
+  std::vector<std::string> flags;
+  if (!poll) flags = {"--poll-us", "0"};
+  Mount m(flags);
+  ASSERT_TRUE(m.Start());
+  const std::string dir = m.mnt() + "/b2b";
+  ASSERT_EQ(::mkdir(dir.c_str(), 0755), 0);
+  constexpr int kFiles = 300;
+  for (int i = 0; i < kFiles; ++i) {
+    const std::string p = dir + "/f" + std::to_string(i);
+    ScopedFd fd(::open(p.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0644));
+    ASSERT_GE(fd.fd, 0) << p << ": " << std::strerror(errno);
+    const std::string data(static_cast<size_t>(i + 1), 'x');
+    ASSERT_EQ(::write(fd.fd, data.data(), data.size()), static_cast<ssize_t>(data.size()));
+    ASSERT_EQ(fd.Close(), 0);
+    struct stat st;
+    ASSERT_EQ(::stat(p.c_str(), &st), 0);
+    ASSERT_EQ(st.st_size, i + 1);
+    if (i % 3 == 0) {
+      ASSERT_EQ(::rename(p.c_str(), (p + ".r").c_str()), 0);
+    } else if (i % 3 == 1) {
+      ASSERT_EQ(::unlink(p.c_str()), 0);
+    }
+  }
+  // The oracle: the backing directory, read directly.
+  std::map<std::string, uint64_t> want;
+  for (const auto& e : fs::directory_iterator(m.backing() + "/b2b")) {
+    want[dir + "/" + e.path().filename().string()] = fs::file_size(e.path());
+  }
+  ASSERT_EQ(want.size(), static_cast<size_t>(kFiles - kFiles / 3));
+  std::vector<std::string> names = List(dir);
+  ASSERT_EQ(names.size(), want.size());
+  auto client = LocalClient();
+  ASSERT_NE(client, nullptr);
+  ClientSearchOptions so;
+  so.scope = dir;
+  auto hits = client->SearchAll("type=f", so);
+  ASSERT_TRUE(hits.ok()) << hits.status().ToString();
+  std::map<std::string, uint64_t> indexed;
+  for (const ClientHit& h : *hits) indexed[h.path] = h.record.size;
+  EXPECT_EQ(indexed, want);
+  ASSERT_TRUE(m.Stop());
+  const long long polled = PolledRequests(ReadAll(m.log()));
+  if (poll) {
+    EXPECT_GT(polled, 0) << ReadAll(m.log());
+  } else {
+    EXPECT_EQ(polled, 0) << ReadAll(m.log());
+  }
+}
+
+TEST(FuseTest, APollingReaderServesBackToBackCallsAndTheResultsStayExact) {
+  BackToBackCalls(/*poll=*/true);
+}
+
+TEST(FuseTest, WithoutThePollingReaderTheSameCallsGiveTheSameResults) {
+  BackToBackCalls(/*poll=*/false);
 }
 
 // ---- query directories: behaviour and errors --------------------------------------------------

@@ -72,6 +72,11 @@ struct CaptureFsOptions {
   // allow_other + default_permissions (DESIGN §10); needs root (or user_allow_other).
   bool allow_other = true;
   int max_threads = 10;               // libfuse worker threads
+  // After each request it served, one more thread (the poller) keeps reading /dev/fuse this
+  // many microseconds without sleeping, so back-to-back calls skip a thread wake-up each
+  // (capture_fs.cc, "the polling reader"). 0 = no poller. Costs CPU only while calls keep
+  // coming: at most one spinning thread, for this long after the last request.
+  int64_t poll_us = 50;
   int64_t edge_flush_interval_ms = 3000;  // live processes' edges go out this often
   // false: no ACG edges are captured (indexing stays exact; new files are still placed by
   // their process's application).
@@ -87,6 +92,7 @@ struct CaptureFsStats {
   uint64_t query_dirs = 0;      // query-directory listings computed
   uint64_t processes = 0;       // processes tracked now
   uint64_t passthrough_opens = 0;  // opens answered in kernel passthrough mode
+  uint64_t polled_requests = 0;    // requests served by the polling reader
 };
 
 class CaptureFs {
