@@ -110,6 +110,7 @@ class ChildProcess {
   // SIGTERM and wait: a clean stop. Returns the exit status (-1 if not running).
   int Terminate() { return Signal(SIGTERM); }
   bool running() const { return pid_ > 0; }
+  pid_t pid() const { return pid_; }
   // True once the process has ended by itself (reaped here; Kill is then a no-op).
   bool Exited() {
     if (pid_ <= 0) return true;

@@ -128,6 +128,20 @@ class Mount {
     return false;
   }
 
+  // Sends `sig` to the daemon and waits up to 30 s for it to end. false when it did not.
+  bool SignalAndWait(int sig) {
+    if (::kill(child_->pid(), sig) != 0) return false;
+    const auto deadline = std::chrono::steady_clock::now() + 30s;
+    while (std::chrono::steady_clock::now() < deadline) {
+      if (child_->Exited()) {
+        mounted_ = false;
+        return true;
+      }
+      std::this_thread::sleep_for(20ms);
+    }
+    return false;
+  }
+
   std::string log() const { return root_ + "/mount.log"; }
   const std::string& backing() const { return backing_; }
   const std::string& mnt() const { return mnt_; }
@@ -1045,6 +1059,29 @@ TEST(FuseTest, APollingReaderServesBackToBackCallsAndTheResultsStayExact) {
 
 TEST(FuseTest, WithoutThePollingReaderTheSameCallsGiveTheSameResults) {
   BackToBackCalls(/*poll=*/false);
+}
+
+// ---- stopping ----------------------------------------------------------------------------
+
+// SIGTERM ends the daemon even while a file is open on the mount (a lazy unmount alone would
+// keep the connection, and the daemon, alive until it is closed): calls on the open file that
+// need the daemon then fail with ENOTCONN, and the mount point is free again.
+TEST(FuseTest, SigtermEndsTheDaemonEvenWithAFileOpenOnTheMount) {
+  Mount m;
+  ASSERT_TRUE(m.Start());
+  const std::string path = m.mnt() + "/held";
+  WriteFile(path, "data");
+  ScopedFd fd(::open(path.c_str(), O_RDONLY));
+  ASSERT_GE(fd.fd, 0) << std::strerror(errno);
+  ASSERT_TRUE(m.SignalAndWait(SIGTERM)) << "the daemon did not end; log:\n" << ReadAll(m.log());
+  // A call that needs the daemon (passthrough reads would not: they go to the backing file).
+  errno = 0;
+  EXPECT_EQ(::fchmod(fd.fd, 0600), -1);
+  EXPECT_EQ(errno, ENOTCONN);
+  std::string cmd = "mountpoint -q " + m.mnt();
+  EXPECT_NE(std::system(cmd.c_str()), 0) << m.mnt() << " is still a mount point";
+  EXPECT_NE(ReadAll(m.log()).find("aborting the connection"), std::string::npos);
+  EXPECT_EQ(ReadAll(m.backing() + "/held"), "data");
 }
 
 // ---- query directories: behaviour and errors --------------------------------------------------

@@ -442,9 +442,20 @@ class CaptureFs::Impl {
     stopping_ = true;
     if (session_ == nullptr) return;
     fuse_session_exit(session_);
-    // Wake the workers blocked reading /dev/fuse: a lazy unmount ends the connection (reads
-    // then fail with ENODEV and the loop returns). The destructor's unmount is then a no-op.
-    if (::umount2(options_.mountpoint.c_str(), MNT_DETACH) != 0) {
+    // Wake the workers blocked reading /dev/fuse: ending the connection makes their reads fail
+    // with ENODEV and the loop return. The destructor's unmount is then a no-op.
+    const char* mnt = options_.mountpoint.c_str();
+    if (::umount2(mnt, 0) == 0) return;
+    if (errno == EBUSY) {
+      // A file is still open on the mount (or a process works in it). A lazy unmount alone
+      // would keep the connection, and this process, alive until the last one closes: abort
+      // the connection (MNT_FORCE does that for FUSE), so those files fail with ENOTCONN from
+      // now on, as when any FUSE daemon ends.
+      Log(LogLevel::kWarning, "fuse: files are still open on %s; aborting the connection "
+                              "(their next calls fail with ENOTCONN)", mnt);
+      (void)::umount2(mnt, MNT_FORCE);
+    }
+    if (::umount2(mnt, MNT_DETACH) != 0) {
       std::string cmd = "fusermount3 -u -z '" + options_.mountpoint + "' 2>/dev/null";
       (void)std::system(cmd.c_str());
     }
