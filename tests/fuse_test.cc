@@ -163,6 +163,26 @@ std::unique_ptr<Client> LocalClient() {
   return c.ok() ? std::move(*c) : nullptr;
 }
 
+// The matches of `query` under `scope` (a directory through a mount), as the mount's query
+// engine answers them.
+void SearchMount(const std::string& query, const std::string& scope,
+                 std::vector<ClientHit>* hits) {
+  auto client = LocalClient();
+  ASSERT_NE(client, nullptr);
+  ClientSearchOptions so;
+  so.scope = scope;
+  auto found = client->SearchAll(query, so);
+  ASSERT_TRUE(found.ok()) << found.status().ToString();
+  *hits = std::move(*found);
+}
+
+// Path -> size of every regular file the mount's index finds under `scope`.
+void IndexedFileSizes(const std::string& scope, std::map<std::string, uint64_t>* sizes) {
+  std::vector<ClientHit> hits;
+  ASSERT_NO_FATAL_FAILURE(SearchMount("type=f", scope, &hits));
+  for (const ClientHit& h : hits) (*sizes)[h.path] = h.record.size;
+}
+
 // The names in a directory (no . and ..); empty with *err set on failure.
 std::vector<std::string> List(const std::string& dir, int* err = nullptr) {
   std::vector<std::string> out;
@@ -630,15 +650,11 @@ void RandomOperationsMatchAPlainDirectory(const std::vector<std::string>& mount_
     EXPECT_EQ(e.mtime, it->second.mtime) << path;
   }
   // The index holds exactly the tree: every path with its size and type.
-  auto client = LocalClient();
-  ASSERT_NE(client, nullptr);
-  ClientSearchOptions so;
-  so.scope = mine;
-  auto hits = client->SearchAll("size>=0", so);
-  ASSERT_TRUE(hits.ok()) << hits.status().ToString();
+  std::vector<ClientHit> hits;
+  ASSERT_NO_FATAL_FAILURE(SearchMount("size>=0", mine, &hits));
   std::map<std::string, std::pair<char, uint64_t>> indexed;
   std::map<std::string, std::string> record_of;  // for failure messages
-  for (const ClientHit& h : *hits) {
+  for (const ClientHit& h : hits) {
     std::string all;
     for (const std::string& p : h.record.paths) all += p + " ";
     all += "ino " + std::to_string(h.record.id.ino) + " nlink " + std::to_string(h.record.nlink);
@@ -954,16 +970,8 @@ void FileIoMatchesTheBackingFiles(bool passthrough) {
   ASSERT_EQ(::stat(b.c_str(), &st_b), 0);
   EXPECT_EQ(static_cast<size_t>(st_a.st_size), expect.size());
   EXPECT_EQ(static_cast<size_t>(st_b.st_size), want_b.size());
-  auto client = LocalClient();
-  ASSERT_NE(client, nullptr);
-  ClientSearchOptions so;
-  so.scope = dir;
-  auto hits = client->SearchAll("size>=0", so);
-  ASSERT_TRUE(hits.ok()) << hits.status().ToString();
   std::map<std::string, uint64_t> sizes;
-  for (const ClientHit& h : *hits) {
-    if (h.record.type == FileType::kRegular) sizes[h.path] = h.record.size;
-  }
+  ASSERT_NO_FATAL_FAILURE(IndexedFileSizes(dir, &sizes));
   EXPECT_EQ(sizes, (std::map<std::string, uint64_t>{{a, expect.size()}, {b, want_b.size()}}));
   const std::string log = ReadAll(m.log());
   const int io = CountRequests(log, "WRITE") + CountRequests(log, "READ");
@@ -1035,14 +1043,8 @@ void BackToBackCalls(bool poll) {
   ASSERT_EQ(want.size(), static_cast<size_t>(kFiles - kFiles / 3));
   std::vector<std::string> names = List(dir);
   ASSERT_EQ(names.size(), want.size());
-  auto client = LocalClient();
-  ASSERT_NE(client, nullptr);
-  ClientSearchOptions so;
-  so.scope = dir;
-  auto hits = client->SearchAll("type=f", so);
-  ASSERT_TRUE(hits.ok()) << hits.status().ToString();
   std::map<std::string, uint64_t> indexed;
-  for (const ClientHit& h : *hits) indexed[h.path] = h.record.size;
+  ASSERT_NO_FATAL_FAILURE(IndexedFileSizes(dir, &indexed));
   EXPECT_EQ(indexed, want);
   ASSERT_TRUE(m.Stop());
   const long long polled = PolledRequests(ReadAll(m.log()));
