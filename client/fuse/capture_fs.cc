@@ -264,8 +264,9 @@ class CaptureFs::Impl {
   //
   // Each FUSE request is two hand-offs between threads: the caller's wakes a daemon thread,
   // the reply wakes the caller. Where waking an idle CPU is slow (virtual machines: a halted
-  // vCPU waits for its host), those wake-ups are most of a round trip; a file system on one
-  // CPU answers twice as fast as the same one spread over two. One thread, the poller, keeps
+  // vCPU waits for its host), those wake-ups are most of a round trip: on the 2-vCPU machine
+  // of bench/results/postmark-poll-20261126/, a serial create loop on libfuse's passthrough_ll
+  // ran 1.6-2.8x faster with it and its caller pinned to one CPU. One thread, the poller, keeps
   // reading the device without sleeping for options_.poll_us after each request it served, so
   // a caller that issues calls back to back (cp, tar, make, PostMark) finds it awake and the
   // first hand-off costs no wake-up. Past that window it sleeps in poll(2); the libfuse
