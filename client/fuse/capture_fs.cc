@@ -229,8 +229,10 @@ class CaptureFs::Impl {
     mounted_ = true;
     dev_fd_ = fuse_session_fd(session_);
     // Our read and writev on /dev/fuse, for FUSE_HANDLE_KILLPRIV_V2 and kernel passthrough
-    // (kernel_io.h). Without them the mount works the same, with a GETXATTR round trip
-    // before every write and every read and write going through the daemon.
+    // (kernel_io.h), and for the polling reader, whose requests and replies go through its
+    // own clone of the device (t_dev_fd). Without them the mount works the same, with a
+    // GETXATTR round trip before every write, every read and write going through the daemon,
+    // and the poller reading the session's device like one more worker.
     static const fuse_custom_io io = {.writev = &DevWritev, .read = &DevRead};
     if (fuse_session_custom_io(session_, &io, dev_fd_) != 0) {
       Log(LogLevel::kWarning, "fuse: custom /dev/fuse I/O refused; writes take an extra round "
