@@ -435,8 +435,39 @@ Status Master::MoveAcg(const wire::MoveAcgRequest& req) {
   return Status::OK();
 }
 
+namespace {
+
+// Whether two node tables give the same NodeInfos (every field NodeInfos reads).
+bool SameForInfos(const std::vector<NodeState>& a, const std::vector<NodeState>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    const NodeState& x = a[i];
+    const NodeState& y = b[i];
+    // `acgs` is replaced whole by each heartbeat, never changed in place: the pointer names
+    // its content.
+    if (x.node_id != y.node_id || x.endpoint != y.endpoint || x.up != y.up ||
+        x.acgs != y.acgs || x.free_disk_bytes != y.free_disk_bytes || x.load != y.load ||
+        x.last_heartbeat_wall_ns != y.last_heartbeat_wall_ns) {
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
 std::vector<wire::NodeInfo> Master::NodeInfos() {
   const std::vector<NodeState> nodes = membership_->Nodes();
+  {
+    // The pass below visits every ACG (~150 µs at 1,000 ACGs, in the search's critical path):
+    // reuse the last answer while neither the node table nor the ACG table changed. A commit
+    // racing with this check is no different from one that lands just after the call.
+    std::lock_guard<std::mutex> lock(infos_mu_);
+    if (infos_cache_.valid && infos_cache_.store_version == store_->mirror_version() &&
+        SameForInfos(infos_cache_.nodes, nodes)) {
+      return infos_cache_.infos;
+    }
+  }
   PlacementContext ctx;
   for (const NodeState& n : nodes) {
     ctx.up_nodes.insert(n.node_id);  // loads of every node, up or down, for display
@@ -445,9 +476,10 @@ std::vector<wire::NodeInfo> Master::NodeInfos() {
   // The committed tables suffice for display; a pass inside Update would wait for writers.
   // Every search asks for this (Client::Search's targets): one pass, nothing copied.
   std::map<uint32_t, uint64_t> acg_counts;
+  uint64_t store_version = 0;
   std::map<uint32_t, uint64_t> loads = NodeLoads(
       [&](const AcgVisitor& fn) {
-        store_->ForEachAcg([&](uint64_t acg, const AcgRecord& rec) {
+        store_version = store_->ForEachAcg([&](uint64_t acg, const AcgRecord& rec) {
           ++acg_counts[rec.node_id];
           fn(acg, rec);
         });
@@ -467,6 +499,11 @@ std::vector<wire::NodeInfo> Master::NodeInfos() {
     info.last_heartbeat_ns = n.last_heartbeat_wall_ns;
     out.push_back(std::move(info));
   }
+  std::lock_guard<std::mutex> lock(infos_mu_);
+  infos_cache_.valid = true;
+  infos_cache_.store_version = store_version;
+  infos_cache_.nodes = nodes;
+  infos_cache_.infos = out;
   return out;
 }
 

@@ -132,6 +132,8 @@ class Master {
 
  private:
   explicit Master(const MasterConfig& config);
+  // Every node with its ACG count and load. Memoised: the answer is a function of the node
+  // table (membership) and the committed ACG table, and every search asks for it (ListNodes).
   std::vector<wire::NodeInfo> NodeInfos();
   // The merges to ask of the node sending `req` (MasterConfig::merge_after_ms), and at most
   // one move of a small ACG to the node holding the other small ACG of its app.
@@ -157,6 +159,15 @@ class Master {
   };
   std::mutex halves_mu_;
   std::map<uint64_t, Half> halves_;
+  // NodeInfos' last answer and what it was computed from. Under infos_mu_ (a leaf).
+  struct InfosCache {
+    bool valid = false;
+    uint64_t store_version = 0;  // MasterStore::mirror_version() of the ACG pass
+    std::vector<NodeState> nodes;
+    std::vector<wire::NodeInfo> infos;
+  };
+  std::mutex infos_mu_;
+  InfosCache infos_cache_;
 };
 
 }  // namespace propeller::master

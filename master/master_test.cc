@@ -272,6 +272,68 @@ TEST_F(MasterTest, LookupLocateAndStatus) {
   EXPECT_EQ(st.files, 1u);
 }
 
+// ListNodes is memoised (Master::NodeInfos): each change of what it is computed from — the
+// ACG table, a heartbeat, a node's timeout, a registration — must show in the next answer.
+TEST_F(MasterTest, ListNodesFollowsEveryChangeOfItsInputs) {
+  wire::VolumeInfo v;
+  ASSERT_TRUE(master_->RegisterVolume({"/v"}, &v).ok());
+  const uint32_t n1 = *Register(0, "tcp://127.0.0.1:7471");
+  const uint32_t n2 = *Register(0, "tcp://127.0.0.1:7472");
+  struct Row {
+    uint64_t acgs, files;
+    bool up;
+    uint64_t free_disk;
+    bool operator==(const Row&) const = default;
+  };
+  auto nodes = [&] {
+    wire::NodesReply r;
+    EXPECT_TRUE(master_->ListNodes(&r).ok());
+    std::map<uint32_t, Row> out;
+    for (const auto& n : r.nodes) out[n.node_id] = Row{n.acgs, n.files, n.up, n.free_disk_bytes};
+    return out;
+  };
+  using Table = std::map<uint32_t, Row>;
+  EXPECT_EQ(nodes(), (Table{{n1, {0, 0, true, 0}}, {n2, {0, 0, true, 0}}}));
+
+  // The ACG table: three files placed in a new ACG.
+  wire::AssignFilesRequest req;
+  req.items.resize(3);
+  for (uint64_t i = 0; i < 3; ++i) req.items[i].file = FileId{v.volume, 10 + i};
+  wire::LocationsReply locs;
+  ASSERT_TRUE(master_->AssignFiles(req, &locs).ok());
+  const uint64_t acg = locs.locations[0].acg;
+  const uint32_t home = locs.locations[0].node_id;
+  const uint32_t other = home == n1 ? n2 : n1;
+  EXPECT_EQ(nodes(), (Table{{home, {1, 3, true, 0}}, {other, {0, 0, true, 0}}}));
+  EXPECT_EQ(nodes(), (Table{{home, {1, 3, true, 0}}, {other, {0, 0, true, 0}}}));  // again
+
+  // The ACG table: the ACG moves.
+  ASSERT_TRUE(master_->MoveAcg({acg, home, other}).ok());
+  EXPECT_EQ(nodes(), (Table{{home, {0, 0, true, 0}}, {other, {1, 3, true, 0}}}));
+
+  // A heartbeat: the owner reports more files than the master has mapped, and its disk.
+  wire::HeartbeatRequest hb;
+  hb.node_id = other;
+  hb.acgs = {wire::AcgLoad{acg, 7}};
+  hb.free_disk_bytes = 12345;
+  wire::HeartbeatReply hr;
+  ASSERT_TRUE(master_->Heartbeat(hb, &hr).ok());
+  EXPECT_EQ(nodes(), (Table{{home, {0, 0, true, 0}}, {other, {1, 7, true, 12345}}}));
+
+  // Time alone: the silent node goes down; the one that keeps beating stays up.
+  clock_.Advance(4000);
+  ASSERT_TRUE(master_->Heartbeat(hb, &hr).ok());
+  EXPECT_EQ(nodes(), (Table{{home, {0, 0, true, 0}}, {other, {1, 7, true, 12345}}}));
+  clock_.Advance(1001);
+  EXPECT_EQ(nodes(), (Table{{home, {0, 0, false, 0}}, {other, {1, 7, true, 12345}}}));
+
+  // A registration: a third node.
+  const uint32_t n3 = *Register(0, "tcp://127.0.0.1:7473");
+  EXPECT_EQ(nodes(), (Table{{home, {0, 0, false, 0}},
+                            {other, {1, 7, true, 12345}},
+                            {n3, {0, 0, true, 0}}}));
+}
+
 // ---- generation-checked forgets (a client sends them late, in the background) --------------
 
 class ForgetTest : public MasterTest {

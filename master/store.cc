@@ -436,6 +436,7 @@ Status MasterStore::Update(const std::function<Status(Txn& txn)>& fn) {
           commits_.fetch_add(1, std::memory_order_relaxed);
           std::unique_lock<std::shared_mutex> lock(mirror_mu_);
           txn.Publish(&mirror_);
+          ++mirror_version_;
           return Status::OK();
         }
         // PITFALLS: MDB_MAP_FULL can come from the commit too.
@@ -516,10 +517,16 @@ std::map<uint64_t, AcgRecord> MasterStore::Acgs() const {
   return mirror_.acgs;
 }
 
-void MasterStore::ForEachAcg(
+uint64_t MasterStore::ForEachAcg(
     const std::function<void(uint64_t acg, const AcgRecord& rec)>& fn) const {
   std::shared_lock<std::shared_mutex> lock(mirror_mu_);
   for (const auto& [acg, rec] : mirror_.acgs) fn(acg, rec);
+  return mirror_version_;
+}
+
+uint64_t MasterStore::mirror_version() const {
+  std::shared_lock<std::shared_mutex> lock(mirror_mu_);
+  return mirror_version_;
 }
 
 uint64_t MasterStore::AppAcg(std::string_view app) const {

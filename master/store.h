@@ -151,8 +151,11 @@ class MasterStore {
   std::optional<AcgRecord> GetAcg(uint64_t acg) const;
   std::map<uint64_t, AcgRecord> Acgs() const;
   // Calls fn for every ACG of the committed table, in id order, under the table's read lock:
-  // fn must not call into the store.
-  void ForEachAcg(const std::function<void(uint64_t acg, const AcgRecord& rec)>& fn) const;
+  // fn must not call into the store. Returns the mirror_version() of what fn saw.
+  uint64_t ForEachAcg(const std::function<void(uint64_t acg, const AcgRecord& rec)>& fn) const;
+  // Changes with every committed write transaction (the committed tables above may differ
+  // between two values, and are the same while it stays): for caches of what they imply.
+  uint64_t mirror_version() const;
   // The app's current ACG for placement, 0 when none.
   uint64_t AppAcg(std::string_view app) const;
   std::map<uint32_t, std::string> Nodes() const;  // node id -> endpoint
@@ -206,6 +209,7 @@ class MasterStore {
   // own thread may read them holding write_mu_ alone.
   mutable std::shared_mutex mirror_mu_;
   Mirror mirror_;
+  uint64_t mirror_version_ = 0;  // Under mirror_mu_ (written exclusively, with mirror_).
 };
 
 // One write transaction of MasterStore::Update. Reads see the transaction's own writes.

@@ -138,11 +138,16 @@ class ChildProcess {
 struct ClusterConfig {
   int nodes = 3;
   uint64_t acg_threshold = 50'000;
+  // Unix sockets (ipc://, in the cluster's directory) instead of loopback TCP: what a
+  // single-host deployment would use, and what the evaluation measures against databases that
+  // are reached through their unix sockets too.
+  bool ipc = false;
   std::vector<std::string> master_extra;  // extra propeller-master flags
   std::vector<std::string> node_extra;    // extra propeller-indexnode flags
 };
 
-// master + N index nodes, each on a fixed loopback port chosen at construction.
+// master + N index nodes, each on a fixed loopback port chosen at construction (or a unix
+// socket in the cluster's directory: ClusterConfig::ipc).
 class LocalCluster {
  public:
   explicit LocalCluster(ClusterConfig config) : config_(std::move(config)) {
@@ -159,9 +164,11 @@ class LocalCluster {
   }
 
   std::string master_endpoint() const {
+    if (config_.ipc) return "ipc://" + dir() + "/master.sock";
     return "tcp://127.0.0.1:" + std::to_string(master_port_);
   }
   std::string node_endpoint(int i) const {
+    if (config_.ipc) return "ipc://" + node_dir(i) + ".sock";
     return "tcp://127.0.0.1:" + std::to_string(node_ports_[static_cast<size_t>(i)]);
   }
   const std::string& dir() const { return dir_.path(); }

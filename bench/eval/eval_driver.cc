@@ -486,6 +486,7 @@ int Usage() {
                "[--writers=1,2,4,8,16] [--updates=10000] [--runs=11] [--out=F] [--work=DIR]\n"
                "                      [--servers-sh=F --mariadb-socket=F --pg-dir=D "
                "--pg-port=P] [--seed=42] [--files-per-acg=1000]\n"
+               "                      [--cluster-transport=ipc|tcp]\n"
                "       propeller_eval mktree --files=N --root=DIR [--out=F]\n"
                "systems: propeller-cluster propeller-engine mariadb postgres sqlite\n");
   return 2;
@@ -519,6 +520,8 @@ int main(int argc, char** argv) {
     else if (k == "mariadb-socket") o.sys.mariadb_socket = v;
     else if (k == "pg-dir") o.sys.postgres_socket_dir = v;
     else if (k == "pg-port") o.sys.postgres_port = std::atoi(v.c_str());
+    else if (k == "cluster-transport" && (v == "tcp" || v == "ipc"))
+      o.sys.cluster_ipc = v == "ipc";
     else return Usage();
   }
   if (o.files == 0 || o.files_per_acg == 0 || o.runs < 1) return Usage();

@@ -76,6 +76,7 @@ struct SystemConfig {
   std::string postgres_socket_dir;
   int postgres_port = 0;
   int64_t now_ns = 0;        // the data set's now, for ages
+  bool cluster_ipc = true;   // propeller-cluster: unix sockets (false: loopback TCP)
 };
 
 // Creates the system named `name`: propeller-cluster, propeller-engine, mariadb, postgres,

@@ -59,6 +59,7 @@ class PropellerCluster : public System {
     testing::ClusterConfig cc;
     cc.nodes = 1;
     cc.acg_threshold = ds.options().files_per_acg;
+    cc.ipc = config_.cluster_ipc;
     cluster_ = std::make_unique<testing::LocalCluster>(cc);
     if (!cluster_->Start()) return Status::IOError("cannot start the cluster's processes");
     auto client = Client::Connect(cluster_->client_options(120'000));
