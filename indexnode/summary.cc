@@ -1,5 +1,7 @@
 #include "indexnode/summary.h"
 
+#include <algorithm>
+#include <climits>
 #include <cstring>
 
 namespace propeller {
@@ -33,7 +35,14 @@ int64_t GetI64(const char* p) {
 
 }  // namespace
 
-AcgSummary::AcgSummary() : bloom_(kBloomBytes, 0) {}
+AcgSummary::AcgSummary() : bloom_(kBloomBytes, 0) {
+  class_mtime_min_.fill(INT64_MAX);
+  class_mtime_max_.fill(INT64_MIN);
+}
+
+int AcgSummary::SizeClass(int64_t size) {
+  return size <= 0 ? 0 : 64 - __builtin_clzll(static_cast<uint64_t>(size));
+}
 
 KdPoint AcgSummary::PointOf(const FileRecord& r) {
   return KdPoint{static_cast<int64_t>(std::min<uint64_t>(r.size, INT64_MAX)), r.mtime, r.ctime,
@@ -58,6 +67,9 @@ void AcgSummary::AddAttributes(const FileRecord& record) {
       max_[i] = std::max(max_[i], p[i]);
     }
   }
+  const int c = SizeClass(p[0]);
+  class_mtime_min_[c] = std::min(class_mtime_min_[c], p[1]);
+  class_mtime_max_[c] = std::max(class_mtime_max_[c], p[1]);
   BloomAdd(UidKey(record.uid));
 }
 
@@ -74,6 +86,11 @@ void AcgSummary::Merge(const AcgSummary& other) {
     }
   }
   for (size_t i = 0; i < kBloomBytes; ++i) bloom_[i] |= other.bloom_[i];
+  has_classes_ = has_classes_ && other.has_classes_;
+  for (int c = 0; c < kSizeClasses; ++c) {
+    class_mtime_min_[c] = std::min(class_mtime_min_[c], other.class_mtime_min_[c]);
+    class_mtime_max_[c] = std::max(class_mtime_max_[c], other.class_mtime_max_[c]);
+  }
 }
 
 void AcgSummary::BloomAdd(std::string_view key) {
@@ -127,7 +144,7 @@ bool AcgSummary::MayMatch(const QueryNode& node) const {
       for (const auto& c : node.children) {
         if (!MayMatch(*c)) return false;
       }
-      return true;
+      return SizeMtimeMayMatch(node);
     case QueryNode::Kind::kOr:
       for (const auto& c : node.children) {
         if (MayMatch(*c)) return true;
@@ -138,21 +155,89 @@ bool AcgSummary::MayMatch(const QueryNode& node) const {
   return true;
 }
 
+namespace {
+
+// Narrows [*lo, *hi] to the values `op v` admits (an empty range: *lo > *hi).
+void Narrow(CmpOp op, int64_t v, int64_t* lo, int64_t* hi) {
+  switch (op) {
+    case CmpOp::kEq:
+      *lo = std::max(*lo, v);
+      *hi = std::min(*hi, v);
+      break;
+    case CmpOp::kLt:
+      if (v == INT64_MIN) {
+        *lo = INT64_MAX;
+        *hi = INT64_MIN;
+      } else {
+        *hi = std::min(*hi, v - 1);
+      }
+      break;
+    case CmpOp::kLe: *hi = std::min(*hi, v); break;
+    case CmpOp::kGt:
+      if (v == INT64_MAX) {
+        *lo = INT64_MAX;
+        *hi = INT64_MIN;
+      } else {
+        *lo = std::max(*lo, v + 1);
+      }
+      break;
+    case CmpOp::kGe: *lo = std::max(*lo, v); break;
+    default: break;  // != and ~ leave the range as it is
+  }
+}
+
+}  // namespace
+
+bool AcgSummary::SizeMtimeMayMatch(const QueryNode& and_node) const {
+  if (!has_classes_) return true;
+  int64_t size_lo = INT64_MIN, size_hi = INT64_MAX;
+  int64_t mtime_lo = INT64_MIN, mtime_hi = INT64_MAX;
+  bool sized = false, timed = false;
+  for (const auto& c : and_node.children) {
+    if (c->kind != QueryNode::Kind::kPred) continue;
+    const Predicate& pred = c->pred;
+    const int64_t* v = std::get_if<int64_t>(&pred.value);
+    if (v == nullptr) continue;
+    if (pred.attr == Attr::kSize) {
+      Narrow(pred.op, *v, &size_lo, &size_hi);
+      sized = true;
+    } else if (pred.attr == Attr::kMtime) {
+      Narrow(pred.op, *v, &mtime_lo, &mtime_hi);
+      timed = true;
+    }
+  }
+  if (!sized || !timed) return true;
+  // Sizes are summarised as non-negative (PointOf clamps): a range below 0 holds no file.
+  if (size_hi < 0 || size_lo > size_hi || mtime_lo > mtime_hi) return false;
+  const int first = SizeClass(std::max<int64_t>(size_lo, 0));
+  const int last = SizeClass(size_hi);
+  for (int c = first; c <= last; ++c) {
+    // An empty class has min > max and fails one of the two tests.
+    if (class_mtime_max_[c] >= mtime_lo && class_mtime_min_[c] <= mtime_hi) return true;
+  }
+  return false;
+}
+
 void AcgSummary::EncodeTo(std::string* out) const {
-  out->push_back(1);
+  out->push_back(2);
   out->push_back(empty_ ? 1 : 0);
   for (int i = 0; i < kNumInodeAxes; ++i) {
     PutI64(min_[i], out);
     PutI64(max_[i], out);
   }
   out->append(reinterpret_cast<const char*>(bloom_.data()), bloom_.size());
+  for (int c = 0; c < kSizeClasses; ++c) {
+    PutI64(class_mtime_min_[c], out);
+    PutI64(class_mtime_max_[c], out);
+  }
 }
 
 Status AcgSummary::DecodeFrom(std::string_view bytes) {
-  const size_t expected = 2 + kNumInodeAxes * 16 + kBloomBytes;
-  if (bytes.size() != expected || bytes[0] != 1) {
-    return Status::Corruption("ACG summary has an unknown layout");
-  }
+  const size_t v1_size = 2 + kNumInodeAxes * 16 + kBloomBytes;
+  const size_t v2_size = v1_size + kSizeClasses * 16;
+  const bool v1 = bytes.size() == v1_size && bytes[0] == 1;
+  const bool v2 = bytes.size() == v2_size && bytes[0] == 2;
+  if (!v1 && !v2) return Status::Corruption("ACG summary has an unknown layout");
   empty_ = bytes[1] != 0;
   const char* p = bytes.data() + 2;
   for (int i = 0; i < kNumInodeAxes; ++i) {
@@ -161,6 +246,14 @@ Status AcgSummary::DecodeFrom(std::string_view bytes) {
     p += 16;
   }
   std::memcpy(bloom_.data(), p, kBloomBytes);
+  p += kBloomBytes;
+  has_classes_ = v2;
+  class_mtime_min_.fill(INT64_MAX);
+  class_mtime_max_.fill(INT64_MIN);
+  for (int c = 0; v2 && c < kSizeClasses; ++c, p += 16) {
+    class_mtime_min_[c] = GetI64(p);
+    class_mtime_max_[c] = GetI64(p + 8);
+  }
   return Status::OK();
 }
 

@@ -2,7 +2,11 @@
 // memory, so a search skips partitions that cannot match without opening or committing them
 // (DESIGN §6; the idea of Magellan's Bloom filters and GUFI's directory summaries).
 //
-// It holds min/max of the six inode axes and a Bloom filter over keyword tokens and uids.
+// It holds min/max of the six inode axes, a Bloom filter over keyword tokens and uids, and,
+// for each power-of-two size class, the min/max mtime of the files in it: a conjunction of a
+// size and an mtime range ("size>1g & mtime<1d", the commonest search there is) is pruned
+// unless one file is both large enough and recent enough, where the separate min/max of each
+// axis would keep every partition with one big file and one new one.
 // It only ever widens as records arrive (deletions do not shrink it), so it stays a correct
 // over-approximation without rescanning; it is rebuilt exactly when an ACG is rebuilt.
 // A false "may match" costs a partition search; a false "cannot match" would lose results and
@@ -47,9 +51,16 @@ class AcgSummary {
   bool MayMatch(const QueryNode& node) const;
 
   // Persistence in the ACG's meta database. Layout (little-endian):
-  //   u8 version=1 ‖ u8 empty ‖ 6×(i64 min, i64 max) ‖ kBloomBytes bloom bits
+  //   u8 version=2 ‖ u8 empty ‖ 6×(i64 min, i64 max) ‖ kBloomBytes bloom bits ‖
+  //   kSizeClasses×(i64 min mtime, i64 max mtime)   (an empty class: min > max)
+  // Version 1 (written before the size classes) is the same without the last part; it decodes
+  // to a summary without them, which prunes on the axes alone until the ACG is rebuilt.
   void EncodeTo(std::string* out) const;
   Status DecodeFrom(std::string_view bytes);
+
+  // Size class of a size: 0 for 0, else its bit length (1..63): class c holds [2^(c-1), 2^c).
+  static constexpr int kSizeClasses = 64;
+  static int SizeClass(int64_t size);
 
   static KdPoint PointOf(const FileRecord& record);
 
@@ -57,11 +68,16 @@ class AcgSummary {
   void BloomAdd(std::string_view key);
   bool BloomMayContain(std::string_view key) const;
   bool PredMayMatch(const Predicate& pred) const;
+  // For an AND: false when its size and mtime predicates together exclude every size class.
+  bool SizeMtimeMayMatch(const QueryNode& and_node) const;
 
   bool empty_ = true;
   KdPoint min_{};
   KdPoint max_{};
   std::vector<uint8_t> bloom_;
+  bool has_classes_ = true;  // false when decoded from layout version 1
+  std::array<int64_t, kSizeClasses> class_mtime_min_;
+  std::array<int64_t, kSizeClasses> class_mtime_max_;
 };
 
 }  // namespace propeller
