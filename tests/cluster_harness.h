@@ -3,11 +3,13 @@
 // its own data directory, killed with SIGKILL or stopped with SIGTERM, restarted on the same
 // data and the same port. Test-only.
 //
-// Threading: one test thread drives a LocalCluster; Client objects may be used from any thread.
+// Threading: one test thread drives a LocalCluster (and starts its processes: they end with that
+// thread); Client objects may be used from any thread.
 #ifndef PROPELLER_TESTS_CLUSTER_HARNESS_H_
 #define PROPELLER_TESTS_CLUSTER_HARNESS_H_
 
 #include <netinet/in.h>
+#include <sys/prctl.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -89,9 +91,15 @@ class ChildProcess {
   ~ChildProcess() { Kill(); }
 
   bool Start() {
+    const pid_t parent = ::getpid();
     pid_ = ::fork();
     if (pid_ < 0) return false;
     if (pid_ == 0) {
+      // A test or benchmark killed before its destructors ran must not leave its daemons
+      // running: they get SIGTERM when the thread that started them ends (start them from
+      // the thread that drives the cluster, which outlives them).
+      ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+      if (::getppid() != parent) ::_exit(127);  // the parent is gone already
       FILE* log = std::fopen(log_path_.c_str(), "a");
       if (log != nullptr) {
         ::dup2(fileno(log), 1);
