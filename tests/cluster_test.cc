@@ -269,6 +269,66 @@ TEST(ClusterTest, ADeleteRacingAnInodeReuseSparesTheNewFile) {
 // queue behind them; those seven must then go in one Apply, each call returning its own
 // outcome: the caller whose update the node refuses gets the error, the others' updates are
 // applied (checked by Get and a search).
+// A search starts with the nodes of the client's last search while the master confirms the
+// list (Client::Impl::Search). A node that joined since, and holds files now, must be searched
+// all the same; one that went down holding ACGs makes the search fail, as it did before.
+TEST(ClusterTest, ASearchReachesANodeThatJoinedSinceTheLastSearch) {
+  LocalCluster cluster(ClusterConfig{2, 50'000, {}, {}});
+  ASSERT_TRUE(cluster.StartMaster());
+  ASSERT_TRUE(cluster.StartNode(0));
+  auto client_or = Client::Connect(cluster.client_options(2000));
+  ASSERT_TRUE(client_or.ok()) << client_or.status().ToString();
+  Client& client = **client_or;
+  ASSERT_TRUE(cluster.WaitNodesUp(client, 1)) << cluster.Logs();
+  auto volume = client.RegisterVolume(kRoot);
+  ASSERT_TRUE(volume.ok()) << volume.status().ToString();
+  auto put = [&](const std::string& app, uint64_t first, int n) {
+    std::vector<FileUpdate> batch(static_cast<size_t>(n));
+    for (int i = 0; i < n; ++i) {
+      batch[i].app = app;
+      batch[i].created = true;
+      batch[i].record.id = FileId{*volume, first + static_cast<uint64_t>(i)};
+      batch[i].record.paths = {"/" + app + "/f" + std::to_string(i)};
+      batch[i].record.size = 100;
+    }
+    return client.Update(batch);
+  };
+  ASSERT_TRUE(put("first", 100, 5).ok());
+  ClientSearchStats stats;
+  auto hits = client.SearchAll("size=100", {}, &stats);
+  ASSERT_TRUE(hits.ok()) << hits.status().ToString();
+  EXPECT_EQ(hits->size(), 5u);
+  EXPECT_EQ(stats.nodes, 1u);
+
+  ASSERT_TRUE(cluster.StartNode(1));
+  ASSERT_TRUE(cluster.WaitNodesUp(client, 2)) << cluster.Logs();
+  ASSERT_TRUE(put("second", 200, 7).ok());  // a new app: a new ACG on the empty node
+  hits = client.SearchAll("size=100", {}, &stats);
+  ASSERT_TRUE(hits.ok()) << hits.status().ToString();
+  EXPECT_EQ(hits->size(), 12u);
+  EXPECT_EQ(stats.nodes, 2u);
+  std::set<uint32_t> second_nodes, first_nodes;
+  for (const ClientHit& h : *hits) {
+    (h.record.id.ino >= 200 ? second_nodes : first_nodes).insert(h.node_id);
+  }
+  ASSERT_EQ(first_nodes.size(), 1u);
+  ASSERT_EQ(second_nodes.size(), 1u);
+  EXPECT_NE(*first_nodes.begin(), *second_nodes.begin())
+      << "the new files must be on the new node for this test to mean anything";
+
+  // The new node dies; once the master has noticed, the search fails (its ACG is unreachable)
+  // instead of answering without its files.
+  cluster.node(1).Kill();
+  Status st = Eventually([&] {
+    auto h = client.SearchAll("size=100", {});
+    if (h.ok()) return Status::Aborted("the master still lists the node as up");
+    return h.status().code() == StatusCode::kUnavailable ? Status::OK() : h.status();
+  });
+  EXPECT_TRUE(st.ok()) << st.ToString();
+  auto again = client.SearchAll("size=100", {});
+  EXPECT_EQ(again.status().code(), StatusCode::kUnavailable) << again.status().ToString();
+}
+
 TEST(ClusterTest, ConcurrentUpdatesShareApplyRequests) {
   LocalCluster cluster(ClusterConfig{1, 50'000, {}, {}});
   ASSERT_TRUE(cluster.Start());

@@ -485,9 +485,11 @@ class Client::Impl {
 
   // ---- search -----------------------------------------------------------------------------
 
+  // `guess_nodes`: start with the nodes of the last search while the master confirms them
+  // (below); false after the master named other nodes.
   Status Search(const std::string& query, const ClientSearchOptions& opts,
                 const std::function<bool(const ClientHit&)>& on_hit,
-                ClientSearchStats* stats_out) {
+                ClientSearchStats* stats_out, bool guess_nodes = true) {
     wire::SearchQuery q;
     q.query = query;
     q.now_ns = opts.now_ns != 0 ? opts.now_ns : WallNanos();
@@ -522,7 +524,19 @@ class Client::Impl {
     }
     // (Volume roots are not fetched here: a volume's id and root never change, and hits of a
     // volume this client has not seen yet fetch them once, in VolumeRoot.)
-    PROPELLER_ASSIGN_OR_RETURN(std::vector<wire::NodeInfo> nodes, SearchTargets());
+    // The nodes to ask. Only the master's list, asked after the search started, makes the
+    // answer complete: a node that took over ACGs since the last search must be asked too. But
+    // asking the master first costs a round trip before any node starts (~90 us of ~400 here).
+    // So the nodes of the last answer are asked at once, and the master's list is checked
+    // against them while they work. Nothing is delivered before that check; when the lists
+    // differ (a node joined, left or went down), the answers are dropped and the search starts
+    // again with the master's list.
+    std::vector<wire::NodeInfo> nodes;
+    if (guess_nodes) nodes = LastSearchTargets();
+    const bool guessed = !nodes.empty();
+    if (!guessed) {
+      PROPELLER_ASSIGN_OR_RETURN(nodes, SearchTargets());
+    }
 
     // Fan out: one thread per node decodes chunks into a queue; this thread delivers. (Also
     // for one node: the queue keeps a slow caller from holding the node's search open.)
@@ -550,6 +564,16 @@ class Client::Impl {
         --shared.running;
         shared.cv.notify_one();
       });
+    }
+
+    if (guessed) {
+      Result<std::vector<wire::NodeInfo>> confirmed = SearchTargets();
+      if (!confirmed.ok() || !SameNodes(*confirmed, nodes)) {
+        stop = true;  // the node threads end at their next chunk
+        for (std::thread& t : threads) t.join();
+        if (!confirmed.ok()) return confirmed.status();
+        return Search(query, opts, on_hit, stats_out, /*guess_nodes=*/false);
+      }
     }
 
     const bool sorted = !opts.sort_by.empty();
@@ -733,20 +757,39 @@ class Client::Impl {
   }
 
   // The nodes a search must reach: every up node. A down node that holds ACGs makes the
-  // answer incomplete, so that is an error.
+  // answer incomplete, so that is an error. Remembered for the next search (Search).
   Result<std::vector<wire::NodeInfo>> SearchTargets() {
     wire::NodesReply rep;
-    PROPELLER_RETURN_IF_ERROR(MasterCall(wire::MsgType::kListNodes, wire::Empty{}, &rep));
+    Status st = MasterCall(wire::MsgType::kListNodes, wire::Empty{}, &rep);
     std::vector<wire::NodeInfo> targets;
     for (const wire::NodeInfo& n : rep.nodes) {
+      if (!st.ok()) break;
       if (n.up) {
         targets.push_back(n);
       } else if (n.acgs > 0) {
-        return Status::Unavailable("index node " + std::to_string(n.node_id) + " (" + n.endpoint +
-                                   ") is down: search results would be incomplete");
+        st = Status::Unavailable("index node " + std::to_string(n.node_id) + " (" + n.endpoint +
+                                 ") is down: search results would be incomplete");
       }
     }
+    std::lock_guard<std::mutex> lock(targets_mu_);
+    last_targets_ = st.ok() ? targets : std::vector<wire::NodeInfo>{};
+    if (!st.ok()) return st;
     return targets;
+  }
+
+  std::vector<wire::NodeInfo> LastSearchTargets() {
+    std::lock_guard<std::mutex> lock(targets_mu_);
+    return last_targets_;
+  }
+
+  // Whether two answers of SearchTargets name the same nodes at the same endpoints.
+  static bool SameNodes(const std::vector<wire::NodeInfo>& a,
+                        const std::vector<wire::NodeInfo>& b) {
+    if (a.size() != b.size()) return false;
+    for (size_t i = 0; i < a.size(); ++i) {
+      if (a[i].node_id != b[i].node_id || a[i].endpoint != b[i].endpoint) return false;
+    }
+    return true;
   }
 
   // What the nodes of one search said about ACGs migrating (SearchDone.moved, .adopted).
@@ -1275,6 +1318,8 @@ class Client::Impl {
   std::atomic<uint64_t> apply_calls_{0};
   std::atomic<uint64_t> updates_sent_{0};
 
+  std::mutex targets_mu_;
+  std::vector<wire::NodeInfo> last_targets_;  // SearchTargets' last answer. Under targets_mu_.
   std::mutex volumes_mu_;
   std::vector<wire::VolumeInfo> volumes_;  // Under volumes_mu_.
 };
