@@ -459,9 +459,10 @@ bool SameForInfos(const std::vector<NodeState>& a, const std::vector<NodeState>&
 std::vector<wire::NodeInfo> Master::NodeInfos() {
   const std::vector<NodeState> nodes = membership_->Nodes();
   {
-    // The pass below visits every ACG (~150 µs at 1,000 ACGs, in the search's critical path):
-    // reuse the last answer while neither the node table nor the ACG table changed. A commit
-    // racing with this check is no different from one that lands just after the call.
+    // The pass below visits every ACG, and every search asks for this (before this cache the
+    // master spent ~150 µs of CPU per search at 1,000 ACGs, request handling included): reuse
+    // the last answer while neither the node table nor the ACG table changed. A commit racing
+    // with this check is no different from one that lands just after the call.
     std::lock_guard<std::mutex> lock(infos_mu_);
     if (infos_cache_.valid && infos_cache_.store_version == store_->mirror_version() &&
         SameForInfos(infos_cache_.nodes, nodes)) {

@@ -530,7 +530,8 @@ class Client::Impl {
     // So the nodes of the last answer are asked at once, and the master's list is checked
     // against them while they work. Nothing is delivered before that check; when the lists
     // differ (a node joined, left or went down), the answers are dropped and the search starts
-    // again with the master's list.
+    // again with the master's list. (A guessed node that is gone holds that one search up to
+    // the call timeout, as a node that died before the master noticed always did.)
     std::vector<wire::NodeInfo> nodes;
     if (guess_nodes) nodes = LastSearchTargets();
     const bool guessed = !nodes.empty();
