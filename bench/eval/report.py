@@ -417,9 +417,12 @@ class Report:
         if m.get("failures"):
             self.w("**Failures in this run:** " + "; ".join(m["failures"]))
             self.w()
+        # Runs before the transport was recorded used loopback TCP.
+        transport = ("unix sockets (`ipc://`)" if m.get("cluster_transport") == "ipc"
+                     else "TCP on loopback")
         self.w("Systems: `propeller-cluster` = propeller-master + one propeller-indexnode as "
-               "separate processes, client library over ZeroMQ/TCP on loopback (the fair match for "
-               "database servers behind a socket; its figures are the `propeller` of "
+               "separate processes, client library over ZeroMQ on " + transport + " (the fair "
+               "match for database servers behind a socket; its figures are the `propeller` of "
                "summary.json); `propeller-engine` = the index node's Engine in the driver's "
                "process; `mariadb` (InnoDB), `postgres` (15) over their unix sockets; `sqlite` in "
                "the driver's process. Durability mapping: see bench/eval/README.md.")

@@ -34,7 +34,7 @@ SERVERS = os.path.join(HERE, "servers.sh")
 SYSTEMS = ["propeller-cluster", "propeller-engine", "mariadb", "postgres", "sqlite"]
 
 # Sizes and counts of the two modes. Full: the paper's namespace sizes that fit this machine's
-# time budget (10 M only with --with-10m: ~1 h more per system for loading alone).
+# time budget (10 M only with --with-10m: ~20 min more here, loading takes 1-5 min per system).
 MODES = {
     "quick": dict(search_sizes=["20k", "50k", "100k"], big_sizes=["100k"], static_sizes=["20k", "50k"],
                   writers="1,4,16", index_updates=1000, mixed_updates=10000, runs=5,
@@ -135,7 +135,8 @@ class Harness:
                "--experiments=" + experiments, "--writers=" + self.mode["writers"],
                "--runs=%d" % self.mode["runs"], "--work=" + os.path.join(EVAL_DIR, "work"),
                "--servers-sh=" + SERVERS, "--mariadb-socket=" + os.path.join(RUN_DIR, "mariadb.sock"),
-               "--pg-dir=" + RUN_DIR, "--pg-port=%d" % PG_PORT, "--out=" + out]
+               "--pg-dir=" + RUN_DIR, "--pg-port=%d" % PG_PORT, "--out=" + out,
+               "--cluster-transport=" + self.args.cluster_transport]
         updates = self.mode["index_updates"]
         if experiments == "3":
             updates = self.mode["mixed_updates"]
@@ -385,6 +386,7 @@ class Harness:
         meta = dict(mode="quick" if self.args.quick else "full", started=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                     experiments=exps, mode_config=self.mode, host=os.uname().nodename,
                     kernel=os.uname().release, cpus=os.cpu_count(),
+                    cluster_transport=self.args.cluster_transport,
                     loadavg_start=open("/proc/loadavg").read().strip())
         self.ensure_built()
         if any(e in exps for e in (1, 2, 3, 4)):
@@ -479,6 +481,9 @@ def main():
     p.add_argument("--quick", action="store_true", help="small data, minutes")
     p.add_argument("--with-10m", action="store_true", help="also 10 M files (experiments 1-3)")
     p.add_argument("--experiments", default="1,2,3,4,5,6")
+    p.add_argument("--cluster-transport", choices=["ipc", "tcp"], default="ipc",
+                   help="how the cluster's client and daemons talk: unix sockets (default, as the "
+                        "databases are reached) or loopback TCP")
     p.add_argument("--build-dir", default=os.path.join(REPO, "build"))
     p.add_argument("--rebuild", action="store_true", help="run ninja even if the binaries exist")
     p.add_argument("--out", help="results directory (default bench/results/eval-<UTC>)")
