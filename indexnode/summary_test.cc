@@ -12,6 +12,24 @@ namespace {
 using testing::kNow;
 using testing::RecordGen;
 
+// `summary` may prune `text` only when no record of `recs` matches it, and must answer as
+// `same` does (the summary it was decoded from). Counts the check and a pruning.
+void CheckAgainstBruteForce(const std::string& text, const std::vector<FileRecord>& recs,
+                            const AcgSummary& summary, const AcgSummary& same, int* checked,
+                            int* pruned) {
+  ParseOptions po;
+  po.now_ns = kNow;
+  auto query = Query::Parse(text, po);
+  ASSERT_TRUE(query.ok()) << text;
+  bool any = false;
+  for (const FileRecord& r : recs) any = any || query->Matches(r);
+  const bool may = summary.MayMatch(query->root());
+  ++*checked;
+  *pruned += may ? 0 : 1;
+  ASSERT_TRUE(may || !any) << "pruned a partition with a match for '" << text << "'";
+  ASSERT_EQ(may, same.MayMatch(query->root())) << text;
+}
+
 TEST(AcgSummaryTest, NeverPrunesAPartitionThatHasAMatch) {
   const uint64_t seed = TestSeed();
   SCOPED_TRACE("PROPELLER_SEED=" + std::to_string(seed));
@@ -31,18 +49,8 @@ TEST(AcgSummaryTest, NeverPrunesAPartitionThatHasAMatch) {
     AcgSummary loaded;
     ASSERT_TRUE(loaded.DecodeFrom(bytes).ok());
     for (int q = 0; q < 50; ++q) {
-      std::string text = gen.RandomQuery();
-      ParseOptions po;
-      po.now_ns = kNow;
-      auto query = Query::Parse(text, po);
-      ASSERT_TRUE(query.ok()) << text;
-      bool any = false;
-      for (const FileRecord& r : recs) any = any || query->Matches(r);
-      bool may = loaded.MayMatch(query->root());
-      ++checked;
-      if (!may) ++pruned;
-      ASSERT_TRUE(may || !any) << "pruned a partition with a match for '" << text << "'";
-      ASSERT_EQ(may, summary.MayMatch(query->root()));
+      ASSERT_NO_FATAL_FAILURE(
+          CheckAgainstBruteForce(gen.RandomQuery(), recs, loaded, summary, &checked, &pruned));
     }
   }
   // The summaries must earn their keep on this data.
@@ -135,17 +143,8 @@ TEST(AcgSummaryTest, SizeAndMtimeTogetherNeverPruneAMatch) {
       if (rnd.OneIn(3)) text += std::string(" & size<") + kSizeText[rnd.Uniform(9)];
       text += std::string(" & mtime") + kRel[rnd.Uniform(4)] + kAges[rnd.Uniform(5)];
       if (rnd.OneIn(3)) text += std::string(", mtime>") + kAges[rnd.Uniform(5)];
-      ParseOptions po;
-      po.now_ns = kNow;
-      auto query = Query::Parse(text, po);
-      ASSERT_TRUE(query.ok()) << text;
-      bool any = false;
-      for (const FileRecord& r : recs) any = any || query->Matches(r);
-      const bool may = loaded.MayMatch(query->root());
-      ++checked;
-      pruned += may ? 0 : 1;
-      ASSERT_TRUE(may || !any) << "pruned a partition with a match for '" << text << "'";
-      ASSERT_EQ(may, merged.MayMatch(query->root())) << text;
+      ASSERT_NO_FATAL_FAILURE(
+          CheckAgainstBruteForce(text, recs, loaded, merged, &checked, &pruned));
     }
   }
   EXPECT_GT(pruned, checked / 10);

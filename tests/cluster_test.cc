@@ -263,12 +263,6 @@ TEST(ClusterTest, ADeleteRacingAnInodeReuseSparesTheNewFile) {
   }
 }
 
-
-// DESIGN §4: concurrent Update calls bound for one node share Apply requests. The first
-// kMaxAppliesInFlightPerNode callers' Applies are held (test hook) until seven more callers
-// queue behind them; those seven must then go in one Apply, each call returning its own
-// outcome: the caller whose update the node refuses gets the error, the others' updates are
-// applied (checked by Get and a search).
 // A search starts with the nodes of the client's last search while the master confirms the
 // list (Client::Impl::Search). A node that joined since, and holds files now, must be searched
 // all the same; one that went down holding ACGs makes the search fail, as it did before.
@@ -329,6 +323,11 @@ TEST(ClusterTest, ASearchReachesANodeThatJoinedSinceTheLastSearch) {
   EXPECT_EQ(again.status().code(), StatusCode::kUnavailable) << again.status().ToString();
 }
 
+// DESIGN §4: concurrent Update calls bound for one node share Apply requests. The first
+// kMaxAppliesInFlightPerNode callers' Applies are held (test hook) until seven more callers
+// queue behind them; those seven must then go in one Apply, each call returning its own
+// outcome: the caller whose update the node refuses gets the error, the others' updates are
+// applied (checked by Get and a search).
 TEST(ClusterTest, ConcurrentUpdatesShareApplyRequests) {
   LocalCluster cluster(ClusterConfig{1, 50'000, {}, {}});
   ASSERT_TRUE(cluster.Start());
