@@ -234,7 +234,7 @@ Result<std::unique_ptr<MasterStore>> MasterStore::Open(const MasterStoreOptions&
       while (!raw->syncer_stop_) {
         raw->syncer_cv_.wait_for(lock, std::chrono::milliseconds(raw->options_.sync_interval_ms));
         if (raw->syncer_stop_) break;
-        const uint64_t commits = raw->commits_.load(std::memory_order_relaxed);
+        const uint64_t commits = raw->mirror_version();  // one step per commit
         if (commits == synced) continue;  // nothing new: no fsync (it stalls writers)
         synced = commits;
         lock.unlock();
@@ -433,7 +433,6 @@ Status MasterStore::Update(const std::function<Status(Txn& txn)>& fn) {
       if (s.ok()) {
         rc = guard.Commit();
         if (rc == 0) {
-          commits_.fetch_add(1, std::memory_order_relaxed);
           std::unique_lock<std::shared_mutex> lock(mirror_mu_);
           txn.Publish(&mirror_);
           ++mirror_version_;

@@ -46,7 +46,6 @@
 
 #include <lmdb.h>
 
-#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -191,7 +190,6 @@ class MasterStore {
   // Constant after Open.
   const MasterStoreOptions options_;
   int lock_fd_ = -1;  // holds the flock on <dir>/LOCK
-  std::atomic<uint64_t> commits_{0};  // committed write transactions
   std::thread syncer_;  // with !sync and sync_interval_ms > 0
   std::mutex syncer_mu_;
   std::condition_variable syncer_cv_;

@@ -757,24 +757,28 @@ class Client::Impl {
     return c;
   }
 
-  // The nodes a search must reach: every up node. A down node that holds ACGs makes the
-  // answer incomplete, so that is an error. Remembered for the next search (Search).
+  // The nodes a search must reach (UpNodes), remembered for the next search (Search).
   Result<std::vector<wire::NodeInfo>> SearchTargets() {
+    Result<std::vector<wire::NodeInfo>> targets = UpNodes();
+    std::lock_guard<std::mutex> lock(targets_mu_);
+    last_targets_ = targets.ok() ? *targets : std::vector<wire::NodeInfo>{};
+    return targets;
+  }
+
+  // Every up node. A down node that holds ACGs makes a search's answer incomplete, so that is
+  // an error.
+  Result<std::vector<wire::NodeInfo>> UpNodes() {
     wire::NodesReply rep;
-    Status st = MasterCall(wire::MsgType::kListNodes, wire::Empty{}, &rep);
+    PROPELLER_RETURN_IF_ERROR(MasterCall(wire::MsgType::kListNodes, wire::Empty{}, &rep));
     std::vector<wire::NodeInfo> targets;
     for (const wire::NodeInfo& n : rep.nodes) {
-      if (!st.ok()) break;
       if (n.up) {
         targets.push_back(n);
       } else if (n.acgs > 0) {
-        st = Status::Unavailable("index node " + std::to_string(n.node_id) + " (" + n.endpoint +
-                                 ") is down: search results would be incomplete");
+        return Status::Unavailable("index node " + std::to_string(n.node_id) + " (" + n.endpoint +
+                                   ") is down: search results would be incomplete");
       }
     }
-    std::lock_guard<std::mutex> lock(targets_mu_);
-    last_targets_ = st.ok() ? targets : std::vector<wire::NodeInfo>{};
-    if (!st.ok()) return st;
     return targets;
   }
 
