@@ -98,7 +98,7 @@ class Embedded {
     dir_ = pattern;
     master::MasterOptions mo;
     mo.data_dir = dir_ + "/master";
-    mo.listen = "tcp://127.0.0.1:0";
+    mo.listen = "ipc://" + dir_ + "/master.sock";  // as the mount's embedded service
     mo.sync = false;  // the mount's default durability level
     mo.sync_interval_ms = 10;
     mo.local_alias = "direct://update-path-bench-master";
@@ -110,8 +110,8 @@ class Embedded {
     master_ = std::move(*m);
     IndexNodeOptions no;
     no.data_dir = dir_ + "/node";
-    no.listen_endpoint = "tcp://127.0.0.1:0";
-    no.master_endpoint = master_->endpoint();
+    no.listen_endpoint = "ipc://" + dir_ + "/node.sock";
+    no.master_endpoint = mo.local_alias;
     no.local_alias = "direct://update-path-bench-node";
     auto n = IndexNodeServer::Start(no);
     if (!n.ok()) {

@@ -6,7 +6,8 @@
 //
 // WritableFile buffers appends in user space (kWriteBufferSize) because the WAL appends many
 // small records; one write(2) per record would cost a system call each. Files are opened with
-// O_CLOEXEC so a fork+exec (e.g. of fusermount) does not inherit them.
+// O_CLOEXEC so a fork+exec (e.g. of fusermount) does not inherit them. Directories are made
+// 0700 and files 0600, whatever the umask; no file is opened through a symbolic link.
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -19,6 +20,7 @@
 #include <utility>
 
 #include "common/env.h"
+#include "common/secure_dir.h"
 
 namespace propeller {
 namespace {
@@ -216,29 +218,15 @@ class PosixEnv final : public Env {
   }
 
   Status TruncateFile(const std::string& path, uint64_t size) override {
-    if (::truncate(path.c_str(), static_cast<off_t>(size)) != 0) {
-      return PosixError("truncate", path, errno);
-    }
-    return Status::OK();
+    const int fd = OpenRetry(path, O_WRONLY | O_CLOEXEC);
+    if (fd < 0) return PosixError("open", path, errno);
+    Status s;
+    if (::ftruncate(fd, static_cast<off_t>(size)) != 0) s = PosixError("truncate", path, errno);
+    ::close(fd);
+    return s;
   }
 
-  Status CreateDirs(const std::string& path) override {
-    if (path.empty()) return Status::InvalidArgument("CreateDirs of an empty path");
-    // Create each prefix ending before a '/', then the whole path.
-    for (size_t pos = path.find('/', 1); ; pos = path.find('/', pos + 1)) {
-      const std::string prefix = path.substr(0, pos);
-      if (!prefix.empty() && prefix.back() != '/') {
-        if (::mkdir(prefix.c_str(), 0755) != 0 && errno != EEXIST) {
-          return PosixError("mkdir", prefix, errno);
-        }
-      }
-      if (pos == std::string::npos) break;
-    }
-    struct stat st {};
-    if (::stat(path.c_str(), &st) != 0) return PosixError("stat", path, errno);
-    if (!S_ISDIR(st.st_mode)) return PosixError("mkdir", path, ENOTDIR);
-    return Status::OK();
-  }
+  Status CreateDirs(const std::string& path) override { return MakeDirs(path, 0700); }
 
   Status RemoveRecursively(const std::string& path) override {
     struct stat st {};
@@ -273,9 +261,13 @@ class PosixEnv final : public Env {
   int64_t MonotonicNanos() override { return ClockNanos(CLOCK_MONOTONIC); }
 
  private:
+  // Files are private to the service (docs/security.md): created 0600 whatever the umask,
+  // never written through a symbolic link. (Reads may follow one: key files and configs are
+  // often links an administrator made.)
   static int OpenRetry(const std::string& path, int flags) {
+    if ((flags & O_ACCMODE) != O_RDONLY) flags |= O_NOFOLLOW;
     for (;;) {
-      const int fd = ::open(path.c_str(), flags, 0644);
+      const int fd = ::open(path.c_str(), flags, 0600);
       if (fd >= 0 || errno != EINTR) return fd;
     }
   }

@@ -11,6 +11,7 @@
 #include <set>
 
 #include "common/logging.h"
+#include "common/secure_dir.h"
 #include "indexnode/index/kdtree_index.h"
 #include "schemas/keys.h"
 #include "schemas/record_format.h"
@@ -158,9 +159,7 @@ Acg::~Acg() {
 
 Result<std::unique_ptr<Acg>> Acg::Open(uint64_t id, const std::string& dir,
                                        const AcgContext* ctx) {
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) return Status::IOError("creating ACG directory " + dir + ": " + ec.message());
+  PROPELLER_RETURN_IF_ERROR(MakeDirs(dir, 0700).WithContext("creating ACG directory"));
   std::unique_ptr<Acg> acg(new Acg(id, dir, ctx));
   acg->map_size_ = ctx->map_size;
   std::unique_lock<std::shared_mutex> lock(acg->rw_);
@@ -188,7 +187,7 @@ Status Acg::OpenEnv(bool first) {
   if (rc != 0) return LmdbStatus(rc, "mdb_env_set_mapsize");
   // MDB_NOTLS: read transactions are used from thread-pool threads (PITFALLS: reader slots
   // are bound to threads otherwise).
-  rc = mdb_env_open(env_, dir_.c_str(), MDB_NOTLS | MDB_NORDAHEAD, 0644);
+  rc = mdb_env_open(env_, dir_.c_str(), MDB_NOTLS | MDB_NORDAHEAD, 0600);
   if (rc != 0) return LmdbStatus(rc, "opening LMDB environment " + dir_);
   if (first) {
     int dead = 0;
@@ -1256,7 +1255,7 @@ Status Acg::CopyTo(const std::string& path) {
     lock.unlock();
     if (attempt == 8) return Status::Aborted(AcgName(id_) + " keeps closing during the copy");
   }
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0) return Status::IOError("creating " + path, errno);
   // A read transaction inside: commits may go on meanwhile, the copy is one snapshot.
   int rc = mdb_env_copyfd2(env_, fd, MDB_CP_COMPACT);

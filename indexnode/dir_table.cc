@@ -4,20 +4,6 @@
 
 namespace propeller {
 
-bool CanReadAndSearch(uint32_t uid, uint32_t gid, uint32_t mode, const Credentials& creds) {
-  if (creds.uid == 0) return true;
-  uint32_t bits;
-  if (creds.uid == uid) {
-    bits = (mode >> 6) & 7;
-  } else if (creds.gid == gid ||
-             std::find(creds.groups.begin(), creds.groups.end(), gid) != creds.groups.end()) {
-    bits = (mode >> 3) & 7;
-  } else {
-    bits = mode & 7;
-  }
-  return (bits & 5) == 5;  // r (4) and x (1)
-}
-
 void DirTable::RemoveLocked(FileId id) {
   auto it = paths_.find(id);
   if (it == paths_.end()) return;

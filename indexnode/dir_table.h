@@ -51,10 +51,6 @@ class DirTable {
   std::unordered_map<FileId, std::vector<std::string>, FileIdHash> paths_;  // Under mu_.
 };
 
-// Whether `creds` may read and search a directory with this owner, group and mode
-// (owner class, else group class, else other class, as POSIX permission checks pick one).
-bool CanReadAndSearch(uint32_t uid, uint32_t gid, uint32_t mode, const Credentials& creds);
-
 }  // namespace propeller
 
 #endif  // PROPELLER_INDEXNODE_DIR_TABLE_H_

@@ -1010,7 +1010,15 @@ class Engine::Impl {
       ar.volume = req.volume;
       ar.stop = &stop;
       ar.on_match = [&](const std::string& path, FileRecord& rec) {
-        if (req.creds && !dir_table_.Visible(rec.id.volume, path, *req.creds)) return true;
+        if (req.creds) {
+          if (!req.hidden_volumes.empty() &&
+              std::find(req.hidden_volumes.begin(), req.hidden_volumes.end(),
+                        rec.id.volume) != req.hidden_volumes.end()) {
+            return true;
+          }
+          if (!dir_table_.Visible(rec.id.volume, path, *req.creds)) return true;
+          if (rec.paths.size() > 1) RestrictToVisible(&rec, *req.creds);
+        }
         batch.push_back(SearchHit{path, std::move(rec), acg->id()});
         return batch.size() < batch_size || deliver();
       };
@@ -1085,6 +1093,14 @@ class Engine::Impl {
     std::shared_lock<std::shared_mutex> lock(acgs_mu_);
     auto it = acgs_.find(id);
     return it == acgs_.end() || it->second->retired() ? nullptr : it->second.get();
+  }
+
+  bool RestrictToVisible(FileRecord* record, const Credentials& creds) const {
+    if (creds.uid == 0) return true;
+    std::erase_if(record->paths, [&](const std::string& p) {
+      return !dir_table_.Visible(record->id.volume, p, creds);
+    });
+    return !record->paths.empty();
   }
 
   Result<FileRecord> Get(uint64_t acg_id, FileId id) {
@@ -2202,6 +2218,9 @@ Result<std::vector<SearchHit>> Engine::SearchAll(const SearchRequest& request,
 }
 
 Result<FileRecord> Engine::Get(uint64_t acg, FileId id) { return impl_->Get(acg, id); }
+bool Engine::RestrictToVisible(FileRecord* record, const Credentials& creds) {
+  return impl_->RestrictToVisible(record, creds);
+}
 Status Engine::CreateIndex(const std::string& name, IndexType type) {
   return impl_->CreateIndex(name, type);
 }

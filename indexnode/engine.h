@@ -43,6 +43,7 @@
 #include <string>
 #include <vector>
 
+#include "common/credentials.h"
 #include "common/env.h"
 #include "common/record.h"
 #include "common/status.h"
@@ -131,18 +132,17 @@ struct EngineOptions {
   bool tune_malloc = true;
 };
 
-// Caller identity for permission filtering (DESIGN §10). uid 0 sees everything.
-struct Credentials {
-  uint32_t uid = 0;
-  uint32_t gid = 0;
-  std::vector<uint32_t> groups;  // supplementary groups
-};
-
 struct SearchRequest {
   std::string query;                 // DESIGN §8 text
   std::string scope = "/";           // only paths equal to or below this (absolute, in-volume)
   std::optional<uint32_t> volume;    // only this volume; unset = all
-  std::optional<Credentials> creds;  // unset = no filtering (trusted, in-process callers)
+  // Unset = no filtering (members of the service, docs/security.md). Set: a hit is shown only
+  // when the caller could find it by walking the tree, and its record keeps only such paths
+  // (hard links elsewhere stay hidden).
+  std::optional<Credentials> creds;
+  // With creds: volumes shown to nobody in this search (their root's host directories deny
+  // the caller; the index holds only what lies below a root).
+  std::vector<uint32_t> hidden_volumes;
   size_t limit = 0;                  // 0 = no limit
   // Sort key: "" (unordered), or size, mtime, ctime, atime, uid, gid, path, name.
   std::string sort_by;
@@ -246,6 +246,9 @@ class Engine {
 
   // The current record of `id` in `acg` (cache included). NotFound when absent.
   Result<FileRecord> Get(uint64_t acg, FileId id);
+  // Keeps in record->paths only those `creds` could find by walking the tree (every ancestor
+  // directory grants r and x, as searches filter); false when none is left. uid 0 keeps all.
+  bool RestrictToVisible(FileRecord* record, const Credentials& creds);
 
   // User-defined indexes (DESIGN §3), fed by the user attribute of the same name. Creating
   // builds the index in every ACG. AlreadyExists / NotFound / InvalidArgument (bad name,

@@ -1,4 +1,4 @@
-// propeller-master: the master daemon (DESIGN §7). See --help.
+// propeller-master: the master daemon (DESIGN §7; trust model: docs/security.md). See --help.
 //
 // Exit codes: 0 stopped by SIGINT/SIGTERM after a clean shutdown, 1 runtime error (cannot
 // open the data directory, cannot bind, bad key files), 2 usage error.
@@ -32,9 +32,17 @@ void PrintHelp() {
       "\n"
       "  --data DIR            data directory (created if missing; required)\n"
       "  --listen ENDPOINT     where to serve (default %s); tcp://HOST:PORT, ipc://PATH.\n"
-      "                        Binds loopback unless told otherwise.\n"
-      "  --curve-key FILE      this master's CURVE key pair (enables CURVE; needs --allow)\n"
+      "                        tcp:// is CURVE-authenticated with the cluster key; on\n"
+      "                        ipc:// local users search with their own permissions\n"
+      "  --cluster-key FILE    the cluster's key pair, made here at the first start when\n"
+      "                        missing; copy it (mode 0600) to the index nodes and client\n"
+      "                        hosts (default $PROPELLER_CLUSTER_KEY, else\n"
+      "                        /etc/propeller/cluster.key for root)\n"
+      "  --curve-key FILE      instead of the cluster key: this master's own key pair\n"
+      "                        (needs --allow)\n"
       "  --allow FILE          public keys of admitted clients and nodes, one per line\n"
+      "  --insecure            serve tcp:// without authentication: anyone who reaches the\n"
+      "                        port may read and change the whole index. Tests only\n"
       "  --node-timeout-ms N   a node silent this long is marked down (default %lld)\n"
       "  --acg-threshold N     files in an application's ACG before a new one is opened\n"
       "                        (default %llu)\n"
@@ -104,6 +112,10 @@ int main(int argc, char** argv) {
       if (options.data_dir.empty()) UsageError("--data needs a directory");
     } else if (arg == "--listen") {
       options.listen = next();
+    } else if (arg == "--cluster-key") {
+      options.cluster_key_file = next();
+    } else if (arg == "--insecure") {
+      options.insecure = true;
     } else if (arg == "--curve-key") {
       options.curve_key_file = next();
     } else if (arg == "--allow") {

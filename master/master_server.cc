@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <chrono>
 
+#include "common/logging.h"
+#include "common/secure_dir.h"
+
 namespace propeller::master {
 
 Result<std::unique_ptr<MasterServer>> MasterServer::Start(const MasterOptions& options) {
@@ -14,18 +17,31 @@ Result<std::unique_ptr<MasterServer>> MasterServer::Start(const MasterOptions& o
   so.endpoint = options.listen;
   so.worker_threads = options.worker_threads;
   if (!options.local_alias.empty()) so.extra_endpoints.push_back(options.local_alias);
-  if (!options.curve_key_file.empty()) {
-    PROPELLER_ASSIGN_OR_RETURN(rpc::CurveKeys keys, rpc::ReadKeyFile(options.curve_key_file));
-    if (keys.secret_key.empty()) {
-      return Status::InvalidArgument(options.curve_key_file + " holds no secret key");
-    }
-    so.curve = std::move(keys);
-    PROPELLER_ASSIGN_OR_RETURN(so.allowed_clients, rpc::ReadAllowlistFile(options.allow_file));
-    if (so.allowed_clients.empty()) {
-      return Status::InvalidArgument(options.allow_file + " admits no key");
-    }
+  rpc::LinkSecurityOptions lo;
+  lo.cluster_key_file = options.cluster_key_file;
+  lo.curve_key_file = options.curve_key_file;
+  lo.allow_file = options.allow_file;
+  lo.insecure = options.insecure;
+  // A master is where a cluster starts: it makes the cluster key when there is none.
+  PROPELLER_ASSIGN_OR_RETURN(
+      rpc::LinkSecurity link,
+      rpc::ResolveLinkSecurity(lo, rpc::IsTcpEndpoint(options.listen), /*dials_tcp=*/false,
+                               /*create_cluster_key=*/true));
+  link.Apply(&so);
+  if (link.created) {
+    Log(LogLevel::kInfo, "made the cluster key %s: copy it (mode 0600) to every index node and "
+        "client host of this cluster", link.cluster_key_file.c_str());
   }
+  if (link.insecure) {
+    Log(LogLevel::kWarning, "serving %s without authentication (--insecure): anyone who "
+        "reaches it controls the index", options.listen.c_str());
+  }
+  wire::AccessPolicy policy = wire::DefaultAccessPolicy();
+  policy.trust_plain_tcp = link.insecure;
 
+  if (!options.data_dir_checked) {
+    PROPELLER_RETURN_IF_ERROR(PrepareDataDir(options.data_dir).WithContext("data directory"));
+  }
   MasterConfig config;
   config.data_dir = options.data_dir;
   config.node_timeout_ms = options.node_timeout_ms;
@@ -39,7 +55,7 @@ Result<std::unique_ptr<MasterServer>> MasterServer::Start(const MasterOptions& o
   config.clock = options.clock;
   std::unique_ptr<MasterServer> s(new MasterServer());
   PROPELLER_ASSIGN_OR_RETURN(s->master_, Master::Open(config));
-  s->service_ = std::make_unique<MasterService>(s->master_.get());
+  s->service_ = std::make_unique<MasterService>(s->master_.get(), policy);
   MasterService* service = s->service_.get();
   PROPELLER_ASSIGN_OR_RETURN(
       s->server_,

@@ -25,18 +25,24 @@ inline constexpr char kDefaultMasterEndpoint[] = "tcp://127.0.0.1:7470";
 
 struct MasterOptions {
   std::string data_dir;                        // REQUIRED
+  // Start() checks and prepares data_dir (PrepareDataDir, common/secure_dir.h) unless the
+  // caller did already, for it or a parent.
+  bool data_dir_checked = false;
   std::string listen = kDefaultMasterEndpoint; // port 0 = any free port (see endpoint())
-  // CURVE (DESIGN §10): both or neither. The key file holds this master's key pair
-  // (rpc::ReadKeyFile); the allowlist names the public keys of admitted clients and nodes.
+  // Link security of a tcp:// listener (rpc.h, docs/security.md): the cluster key by default
+  // (made here when missing; "" = rpc::DefaultClusterKeyFile()), or this master's own key
+  // pair with an allowlist of client and node keys (both or neither), or --insecure.
+  std::string cluster_key_file;
   std::string curve_key_file;
   std::string allow_file;
+  bool insecure = false;
   int64_t node_timeout_ms = 5000;
   uint64_t acg_threshold = 50000;
   int64_t merge_after_ms = 300'000;  // MasterConfig::merge_after_ms
   bool move_split_halves = true;     // MasterConfig::move_split_halves
   std::function<void(uint64_t acg)> move_commit_hook;  // MasterConfig::move_commit_hook
   int worker_threads = 4;
-  // Also serve on this inproc:// or direct:// endpoint (see IndexNodeOptions::local_alias).
+  // Also serve on this direct:// endpoint (see IndexNodeOptions::local_alias).
   std::string local_alias;
   uint32_t heartbeat_interval_ms = 1000;
   // Durability of the master's maps (MasterStoreOptions): sync = fsync every mutation before

@@ -45,10 +45,14 @@ rpc::CallOptions Quick(int64_t timeout_ms = 2000) {
   return o;
 }
 
+// The cluster key of a test master on tcp:// (made by the master at its first start).
+std::string KeyFile(const std::string& dir) { return dir + "/cluster.key"; }
+
 MasterOptions Options(const std::string& dir, const std::string& listen = "tcp://127.0.0.1:0") {
   MasterOptions o;
   o.data_dir = dir;
   o.listen = listen;
+  o.cluster_key_file = KeyFile(dir);
   o.sync = false;
   o.worker_threads = 2;
   return o;
@@ -60,7 +64,10 @@ TEST(MasterServerTest, ServesOverTcpWithWireCall) {
   ASSERT_TRUE(server.ok()) << server.status().ToString();
   const std::string endpoint = (*server)->endpoint();
   EXPECT_NE(endpoint, "tcp://127.0.0.1:0");
-  auto ch = Connect(endpoint);
+  // The master made the cluster key at its first start, private to its user.
+  auto key = rpc::ReadKeyFile(KeyFile(dir.path()));
+  ASSERT_TRUE(key.ok()) << key.status().ToString();
+  auto ch = Connect(endpoint, *key, key->public_key);
   ASSERT_NE(ch, nullptr);
 
   wire::VolumeInfo vol;
@@ -100,7 +107,7 @@ TEST(MasterServerTest, ServesOverTcpWithWireCall) {
     ASSERT_TRUE(wire::DecodeReply(*raw, &env).ok());
     EXPECT_FALSE(env.status.ok());
   }
-  auto other = Connect(endpoint);
+  auto other = Connect(endpoint, *key, key->public_key);
   wire::ClusterStatusReply status;
   ASSERT_TRUE(wire::WireCall(*other, MsgType::kClusterStatus, empty, &status).ok());
   EXPECT_EQ(status.files, 100u);
@@ -227,8 +234,8 @@ TEST(MasterBinaryTest, UsageHelpAndErrors) {
   TempDir a, b;
   auto holder = MasterServer::Start(Options(a.path()));
   ASSERT_TRUE(holder.ok());
-  std::tie(code, out) =
-      RunCommand(bin + " --data " + b.path() + " --listen " + (*holder)->endpoint());
+  std::tie(code, out) = RunCommand(bin + " --data " + b.path() + " --listen " +
+                                   (*holder)->endpoint() + " --cluster-key " + KeyFile(a.path()));
   EXPECT_EQ(code, 1);
   EXPECT_EQ(out.rfind("propeller-master: cannot bind " + (*holder)->endpoint(), 0), 0u) << out;
   EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << out;

@@ -3,6 +3,7 @@
 #include <exception>
 #include <new>
 
+#include "common/credentials.h"
 #include "common/logging.h"
 #include "schemas/messages.h"
 
@@ -35,14 +36,22 @@ std::string Run(MsgType type, std::string_view body, Status* status, Fn&& fn) {
   return wire::EncodeOkReply(rep);
 }
 
+// Keeps the volumes whose root `caller` could walk to (docs/security.md: a user sees no path
+// they could not find by walking the tree).
+void FilterVolumes(const wire::Caller& caller, std::vector<wire::VolumeInfo>* volumes) {
+  if (!caller.filtered()) return;
+  std::erase_if(*volumes, [&](const wire::VolumeInfo& v) {
+    return !caller.creds || !HostPathWalkable(v.root, *caller.creds);
+  });
+}
+
 }  // namespace
 
 std::string MasterService::Handle(std::string_view request, const rpc::PeerInfo& peer) {
-  (void)peer;  // trust model (cluster.md): loopback or CURVE, decided by the transport
   // Nothing below throws by contract; this is the last line against allocation failure
   // (a reply to a huge batch) taking the daemon down.
   try {
-    return Dispatch(request);
+    return Dispatch(request, wire::IdentifyCaller(peer, policy_));
   } catch (const std::bad_alloc&) {
     errors_.fetch_add(1, std::memory_order_relaxed);
     return wire::EncodeReply(Status::ResourceExhausted("out of memory"), {});
@@ -56,9 +65,10 @@ std::string MasterService::Handle(std::string_view request, const rpc::PeerInfo&
   }
 }
 
-std::string MasterService::Dispatch(std::string_view request) {
+std::string MasterService::Dispatch(std::string_view request, const wire::Caller& caller) {
   wire::RequestEnvelope env;
   Status st = wire::DecodeRequest(request, &env);
+  if (st.ok()) st = wire::Authorize(caller, env.type);
   if (!st.ok()) {
     errors_.fetch_add(1, std::memory_order_relaxed);
     return wire::EncodeReply(st, {});
@@ -109,7 +119,11 @@ std::string MasterService::Dispatch(std::string_view request) {
       break;
     case MsgType::kClusterStatus:
       reply = Run<Empty, wire::ClusterStatusReply>(
-          env.type, env.body, &st, [&](const auto&, auto* r) { return m.ClusterStatus(r); });
+          env.type, env.body, &st, [&](const auto&, auto* r) {
+            PROPELLER_RETURN_IF_ERROR(m.ClusterStatus(r));
+            FilterVolumes(caller, &r->volumes);
+            return Status::OK();
+          });
       break;
     case MsgType::kRegisterVolume:
       reply = Run<wire::RegisterVolumeRequest, wire::VolumeInfo>(
@@ -117,7 +131,11 @@ std::string MasterService::Dispatch(std::string_view request) {
       break;
     case MsgType::kListVolumes:
       reply = Run<Empty, wire::VolumesReply>(
-          env.type, env.body, &st, [&](const auto&, auto* r) { return m.ListVolumes(r); });
+          env.type, env.body, &st, [&](const auto&, auto* r) {
+            PROPELLER_RETURN_IF_ERROR(m.ListVolumes(r));
+            FilterVolumes(caller, &r->volumes);
+            return Status::OK();
+          });
       break;
     case MsgType::kIndexHolders:
       reply = Run<wire::IndexName, wire::NodesReply>(

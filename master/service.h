@@ -9,6 +9,11 @@
 // gets NotSupported, a rejected request gets the Master's error. A request that is not
 // decoded in full changes nothing.
 //
+// Access (schemas/access.h, docs/security.md): the sender's role comes from the transport
+// (`peer`) and the policy; a change from a user or an unauthenticated peer gets
+// PermissionDenied and changes nothing, and the volume roots a user is shown (ListVolumes,
+// ClusterStatus) are those they could walk to.
+//
 // Threading: Handle() may be called from any number of threads at once.
 #ifndef PROPELLER_MASTER_SERVICE_H_
 #define PROPELLER_MASTER_SERVICE_H_
@@ -20,13 +25,16 @@
 
 #include "common/rpc/rpc.h"
 #include "master/master.h"
+#include "schemas/access.h"
 
 namespace propeller::master {
 
 class MasterService {
  public:
   // `master` must outlive this object.
-  explicit MasterService(Master* master) : master_(master) {}
+  explicit MasterService(Master* master,
+                         const wire::AccessPolicy& policy = wire::DefaultAccessPolicy())
+      : master_(master), policy_(policy) {}
   MasterService(const MasterService&) = delete;
   MasterService& operator=(const MasterService&) = delete;
 
@@ -37,9 +45,10 @@ class MasterService {
   uint64_t errors() const { return errors_.load(std::memory_order_relaxed); }
 
  private:
-  std::string Dispatch(std::string_view request);
+  std::string Dispatch(std::string_view request, const wire::Caller& caller);
 
   Master* const master_;
+  const wire::AccessPolicy policy_;
   std::atomic<uint64_t> errors_{0};
 };
 

@@ -12,6 +12,7 @@
 #include <limits>
 
 #include "common/logging.h"
+#include "common/secure_dir.h"
 #include "schemas/keys.h"
 
 namespace propeller::master {
@@ -205,17 +206,13 @@ MasterStore::~MasterStore() {
 
 Result<std::unique_ptr<MasterStore>> MasterStore::Open(const MasterStoreOptions& options) {
   if (options.dir.empty()) return Status::InvalidArgument("master data directory is empty");
-  std::error_code ec;
-  std::filesystem::create_directories(options.dir, ec);
-  if (ec) {
-    return Status::IOError("cannot create data directory " + options.dir + ": " + ec.message());
-  }
+  PROPELLER_RETURN_IF_ERROR(MakeDirs(options.dir, 0700).WithContext("master data directory"));
   std::unique_ptr<MasterStore> store(new MasterStore(options));
   // flock conflicts between open file descriptions, so this also refuses a second
   // MasterStore on the same directory in this process (PITFALLS: open an LMDB environment
   // once per process), and O_CLOEXEC keeps exec'd children from inheriting it.
   const std::string lock_path = options.dir + "/LOCK";
-  store->lock_fd_ = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  store->lock_fd_ = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (store->lock_fd_ < 0) return Status::IOError("opening " + lock_path, errno);
   if (::flock(store->lock_fd_, LOCK_EX | LOCK_NB) != 0) {
     if (errno == EWOULDBLOCK) {
@@ -265,7 +262,7 @@ Status MasterStore::OpenEnv() {
   // MDB_NOTLS: read transactions run on rpc worker threads and are not tied to them.
   unsigned flags = MDB_NOTLS;
   if (!options_.sync) flags |= MDB_NOSYNC;
-  rc = mdb_env_open(env_, options_.dir.c_str(), flags, 0644);
+  rc = mdb_env_open(env_, options_.dir.c_str(), flags, 0600);
   if (rc != 0) return LmdbStatus(rc, "opening LMDB environment");
   int dead = 0;
   mdb_reader_check(env_, &dead);  // slots of crashed processes (PITFALLS)

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Quick start: installs dependencies, builds, starts Propeller's embedded default (`propeller
-# up`: master + one index node in one process, on loopback), indexes a real directory tree with
-# `propeller import`, runs a few searches and prints them, then stops Propeller.
+# up`: master + one index node in one process), indexes a real directory tree with
+# `propeller import`, runs a few searches and prints them, then stops Propeller. Propeller
+# listens on unix sockets only (no network port); other users on this machine would search
+# with their own permissions.
 # Usage: scripts/quickstart.sh [TREE]      (default /usr/share)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -11,19 +13,16 @@ cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo > /dev/null
 cmake --build build -j "$(nproc)" --target propeller
 bin=build/client/propeller
 
-data="$(mktemp -d /tmp/propeller-quickstart.XXXXXX)"
-# Free loopback ports, so a Propeller already running on the defaults is left alone.
-read -r mport nport < <(python3 -c 'import socket
-s=[socket.socket() for _ in range(2)]
-[x.bind(("127.0.0.1",0)) for x in s]
-print(*[x.getsockname()[1] for x in s])')
-export PROPELLER_MASTER="tcp://127.0.0.1:$mport"
-"$bin" up --data "$data" --listen "$PROPELLER_MASTER" --node-listen "tcp://127.0.0.1:$nport" \
-  --ready-file "$data/ready" --log-level warning &
+work="$(mktemp -d /tmp/propeller-quickstart.XXXXXX)"
+data="$work/data"
+# Its own runtime directory for the unix sockets, so a Propeller already running here is left
+# alone; the commands below find this one through the same variable.
+export PROPELLER_RUNTIME_DIR="$work/run"
+"$bin" up --data "$data" --ready-file "$work/ready" --log-level warning &
 up_pid=$!
-trap 'kill -TERM $up_pid 2>/dev/null; wait $up_pid 2>/dev/null; rm -rf "$data"' EXIT
-for _ in $(seq 300); do [ -f "$data/ready" ] && break; sleep 0.1; done
-[ -f "$data/ready" ] || { echo "quickstart: propeller up did not start" >&2; exit 1; }
+trap 'kill -TERM $up_pid 2>/dev/null; wait $up_pid 2>/dev/null; rm -rf "$work"' EXIT
+for _ in $(seq 300); do [ -f "$work/ready" ] && break; sleep 0.1; done
+[ -f "$work/ready" ] || { echo "quickstart: propeller up did not start" >&2; exit 1; }
 
 run() { echo; echo "\$ propeller $*"; "$bin" "$@"; }
 run import "$tree"

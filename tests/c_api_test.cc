@@ -23,6 +23,7 @@ namespace {
 TEST(CApiTest, SearchAndAttributesThroughTheCAbi) {
   ClusterConfig config;
   config.nodes = 1;
+  config.ipc = true;  // a program on the cluster's host: the unix sockets, no key needed
   LocalCluster cluster(config);
   ASSERT_TRUE(cluster.Start());
   auto client = Client::Connect(cluster.client_options());

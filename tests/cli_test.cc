@@ -146,9 +146,9 @@ std::vector<Entry> WalkOracle(const std::string& root) {
 class CliTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    const std::vector<int> ports = FreePorts(2);
-    master_ = "tcp://127.0.0.1:" + std::to_string(ports[0]);
-    node_ = "tcp://127.0.0.1:" + std::to_string(ports[1]);
+    // Unix sockets, as `propeller up` serves by default (no network port).
+    master_ = "ipc://" + dir_.path() + "/master.sock";
+    node_ = "ipc://" + dir_.path() + "/node.sock";
     up_ = std::make_unique<ChildProcess>(
         std::vector<std::string>{PROPELLER_CLI_BIN, "up", "--data", dir_.path() + "/data",
                                  "--listen", master_, "--node-listen", node_, "--ready-file",
@@ -311,8 +311,7 @@ TEST_F(CliTest, ErrorsAreOneLineWithDocumentedExitCodes) {
   EXPECT_EQ(outside.code, 1);
   EXPECT_NE(outside.err.find("not inside an indexed volume"), std::string::npos) << outside.err;
   // Nobody listening: a clear error after the timeout, not a hang.
-  CliResult down = RunCli({"--timeout-ms", "300", "status"},
-                          "tcp://127.0.0.1:" + std::to_string(FreePort()));
+  CliResult down = RunCli({"--timeout-ms", "300", "status"}, "ipc://" + dir_.path() + "/none.sock");
   EXPECT_EQ(down.code, 1);
   EXPECT_EQ(Lines(down.err).size(), 1u) << down.err;
   EXPECT_EQ(Cli({"--help"}).code, 0);

@@ -155,7 +155,7 @@ TEST(ClusterFaultTest, KilledMasterKeepsItsMapsAndClientsCarryOn) {
   ASSERT_TRUE(client->Update(files).ok());
 
   // The master's maps, asked directly.
-  auto master_channel = rpc::Channel::Connect({.endpoint = cluster.master_endpoint()});
+  auto master_channel = rpc::Channel::Connect(cluster.channel_options(cluster.master_endpoint()));
   ASSERT_TRUE(master_channel.ok());
   wire::FilesRequest lookup;
   for (const FileUpdate& u : files) lookup.files.push_back(u.record.id);
@@ -206,9 +206,15 @@ TEST(ClusterFaultTest, KilledMasterKeepsItsMapsAndClientsCarryOn) {
 // Sends raw frames from a DEALER socket and returns the reply body, or "" after `wait_ms`.
 class RawPeer {
  public:
-  explicit RawPeer(const std::string& endpoint) : socket_(context_, zmq::socket_type::dealer) {
+  // `link`: the endpoint, and the CURVE keys to offer when set (a cluster member's).
+  explicit RawPeer(const rpc::ChannelOptions& link) : socket_(context_, zmq::socket_type::dealer) {
     socket_.set(zmq::sockopt::linger, 0);
-    socket_.connect(endpoint);
+    if (link.curve) {
+      socket_.set(zmq::sockopt::curve_serverkey, link.server_public_key);
+      socket_.set(zmq::sockopt::curve_publickey, link.curve->public_key);
+      socket_.set(zmq::sockopt::curve_secretkey, link.curve->secret_key);
+    }
+    socket_.connect(link.endpoint);
   }
   void Send(const std::vector<std::string>& frames) {
     for (size_t i = 0; i < frames.size(); ++i) {
@@ -301,7 +307,8 @@ TEST(ClusterFaultTest, MalformedMessagesGetErrorsAndChangeNothing) {
 
   for (const std::string& endpoint : {cluster.master_endpoint(), cluster.node_endpoint(0)}) {
     SCOPED_TRACE(endpoint);
-    RawPeer peer(endpoint);
+    // A member's keys: the frames must reach the handlers (a stranger is refused earlier).
+    RawPeer peer(cluster.channel_options(endpoint));
     uint64_t id = 1;
     size_t error_replies = 0;
     for (const std::string& body : bad_bodies) {
@@ -317,7 +324,7 @@ TEST(ClusterFaultTest, MalformedMessagesGetErrorsAndChangeNothing) {
     peer.Send({RequestId(id++), "a", "b"});
     peer.Send({std::string("1234567"), valid_apply});
     // Beyond the 64 MiB limit: ZeroMQ drops this peer's connection.
-    RawPeer big(endpoint);
+    RawPeer big(cluster.channel_options(endpoint));
     big.Send({RequestId(1), std::string(65u << 20, 'x')});
     std::this_thread::sleep_for(milliseconds(300));
     // Everyone else is still served.
@@ -393,6 +400,8 @@ TEST(ClusterFaultTest, CurveAdmitsOnlyAllowedKeys) {
   bad_options.curve_key_file = dir + "/bad.key";
   bad_options.timeout_ms = 700;
   ClientOptions plain_options = cluster.client_options(700);
+  plain_options.cluster_key_file.clear();
+  plain_options.insecure = true;  // no CURVE at all
   for (const ClientOptions& o : {bad_options, plain_options}) {
     auto intruder = MustConnect(o);
     ASSERT_TRUE(intruder);

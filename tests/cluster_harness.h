@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "client/lib/propeller.h"
+#include "common/rpc/rpc.h"
 #include "indexnode/engine_test_util.h"
 
 namespace propeller::testing {
@@ -159,6 +160,12 @@ struct ClusterConfig {
 class LocalCluster {
  public:
   explicit LocalCluster(ClusterConfig config) : config_(std::move(config)) {
+    // tcp:// links are CURVE-authenticated with a cluster key, made here as an administrator
+    // would copy the master's to each host (docs/security.md).
+    bool created = false;
+    Result<rpc::CurveKeys> key = rpc::LoadClusterKey(cluster_key_file(), /*create=*/true, &created);
+    // The daemons refuse to start without it, and the caller sees that.
+    if (!key.ok()) std::fprintf(stderr, "cluster key: %s\n", key.status().ToString().c_str());
     node_ports_ = FreePorts(static_cast<size_t>(config_.nodes) + 1);
     master_port_ = node_ports_.back();
     node_ports_.pop_back();
@@ -180,6 +187,7 @@ class LocalCluster {
     return "tcp://127.0.0.1:" + std::to_string(node_ports_[static_cast<size_t>(i)]);
   }
   const std::string& dir() const { return dir_.path(); }
+  std::string cluster_key_file() const { return dir() + "/cluster.key"; }
   std::string node_dir(int i) const { return dir() + "/node" + std::to_string(i); }
 
   // `extra`: flags for this start only, after config.master_extra.
@@ -187,7 +195,8 @@ class LocalCluster {
     std::vector<std::string> argv = {PROPELLER_MASTER_BIN, "--data", dir() + "/master",
                                      "--listen", master_endpoint(), "--acg-threshold",
                                      std::to_string(config_.acg_threshold),
-                                     "--node-timeout-ms", "3000"};
+                                     "--node-timeout-ms", "3000",
+                                     "--cluster-key", cluster_key_file()};
     argv.insert(argv.end(), config_.master_extra.begin(), config_.master_extra.end());
     argv.insert(argv.end(), extra.begin(), extra.end());
     master_ = std::make_unique<ChildProcess>(argv, dir() + "/master.log");
@@ -196,7 +205,8 @@ class LocalCluster {
   // `extra`: flags for this start only, after config.node_extra.
   bool StartNode(int i, const std::vector<std::string>& extra = {}) {
     std::vector<std::string> argv = {PROPELLER_INDEXNODE_BIN, "--data", node_dir(i), "--listen",
-                                     node_endpoint(i), "--master", master_endpoint()};
+                                     node_endpoint(i), "--master", master_endpoint(),
+                                     "--cluster-key", cluster_key_file()};
     argv.insert(argv.end(), config_.node_extra.begin(), config_.node_extra.end());
     argv.insert(argv.end(), extra.begin(), extra.end());
     auto& slot = nodes_[static_cast<size_t>(i)];
@@ -216,7 +226,22 @@ class LocalCluster {
   ClientOptions client_options(int64_t timeout_ms = 2000) const {
     ClientOptions o;
     o.master_endpoint = master_endpoint();
+    o.cluster_key_file = cluster_key_file();
     o.timeout_ms = timeout_ms;
+    return o;
+  }
+
+  // A raw channel to one of the daemons, with the cluster key on tcp://.
+  rpc::ChannelOptions channel_options(const std::string& endpoint) const {
+    rpc::ChannelOptions o;
+    o.endpoint = endpoint;
+    if (rpc::IsTcpEndpoint(endpoint)) {
+      Result<rpc::CurveKeys> key = rpc::ReadKeyFile(cluster_key_file());
+      if (key.ok()) {
+        o.curve = *key;
+        o.server_public_key = key->public_key;
+      }
+    }
     return o;
   }
 

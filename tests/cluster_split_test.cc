@@ -185,9 +185,7 @@ Status MapAgrees(LocalCluster& cluster, Client& client) {
   co.now_ns = kNow;
   auto hits = client.SearchAll("size>=0", co);
   if (!hits.ok()) return hits.status();
-  rpc::ChannelOptions o;
-  o.endpoint = cluster.master_endpoint();
-  auto channel = rpc::Channel::Connect(o);
+  auto channel = rpc::Channel::Connect(cluster.channel_options(cluster.master_endpoint()));
   if (!channel.ok()) return channel.status();
   wire::FilesRequest req;
   for (const ClientHit& h : *hits) req.files.push_back(h.record.id);

@@ -198,9 +198,7 @@ TEST(ClusterTest, ADeleteRacingAnInodeReuseSparesTheNewFile) {
   ASSERT_TRUE(cluster.WaitNodesUp(client, 1)) << cluster.Logs();
   auto volume = client.RegisterVolume(kRoot);
   ASSERT_TRUE(volume.ok()) << volume.status().ToString();
-  rpc::ChannelOptions co;
-  co.endpoint = cluster.master_endpoint();
-  auto master = rpc::Channel::Connect(co);
+  auto master = rpc::Channel::Connect(cluster.channel_options(cluster.master_endpoint()));
   ASSERT_TRUE(master.ok());
   auto mapping = [&](FileId id) {
     wire::FilesRequest req{{id}, {}};

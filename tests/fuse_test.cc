@@ -157,7 +157,7 @@ class Mount {
 std::unique_ptr<Client> LocalClient() {
   // Searches scoped inside the mount go to its query engine: no master endpoint is needed.
   ClientOptions o;
-  o.master_endpoint = "tcp://127.0.0.1:1";
+  o.master_endpoint = "ipc:///nonexistent/propeller-master.sock";  // never dialed
   auto c = Client::Connect(o);
   EXPECT_TRUE(c.ok()) << c.status().ToString();
   return c.ok() ? std::move(*c) : nullptr;

@@ -17,6 +17,7 @@
 #include "client/cli/args.h"
 #include "client/cli/commands.h"
 #include "common/env.h"
+#include "common/secure_dir.h"
 #include "common/tree_walk.h"
 
 namespace propeller::cli {
@@ -44,27 +45,27 @@ struct Checkpoint {
   uint64_t count = 0;
 };
 
+// $XDG_STATE_HOME/propeller, else ~/.local/state/propeller, else the runtime directory (never a
+// directory others could have made first, such as /tmp/propeller).
 std::string DefaultStatePath(uint32_t volume) {
   std::string dir;
   if (const char* x = std::getenv("XDG_STATE_HOME"); x != nullptr && *x == '/') {
-    dir = x;
+    dir = std::string(x) + "/propeller";
   } else if (const char* home = std::getenv("HOME"); home != nullptr && *home == '/') {
-    dir = std::string(home) + "/.local/state";
+    dir = std::string(home) + "/.local/state/propeller";
   } else {
-    dir = "/tmp";
+    dir = DefaultRuntimeDir() + "/state";
   }
-  return dir + "/propeller/import-" + std::to_string(volume) + ".state";
+  return dir + "/import-" + std::to_string(volume) + ".state";
 }
 
-Status MakeParents(const std::string& path) {
-  for (size_t i = 1; i < path.size(); ++i) {
-    if (path[i] != '/') continue;
-    std::string dir = path.substr(0, i);
-    if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
-      return Status::IOError("mkdir " + dir, errno);
-    }
-  }
-  return Status::OK();
+// The checkpoint's directory: made 0700 when missing, and used only when nobody else may
+// change it or its ancestors (the checkpoint names the paths imported).
+Status PrepareStateDir(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  if (slash == std::string::npos || slash == 0) return Status::OK();
+  PROPELLER_RETURN_IF_ERROR(MakeDirs(path.substr(0, slash), 0700));
+  return CheckAncestorsTrusted(path).WithContext("import state " + path);
 }
 
 // Format: "propeller-import 1\n" then "root <root>\n" "count <n>\n" "last <path>\n" (the path
@@ -169,7 +170,7 @@ int RunImport(const GlobalOptions& global, const std::vector<std::string>& argv)
                    checkpoint.last.c_str(), static_cast<unsigned long long>(checkpoint.count));
     }
   }
-  if (Status st = MakeParents(state_path); !st.ok()) return ReportError(st);
+  if (Status st = PrepareStateDir(state_path); !st.ok()) return ReportError(st);
 
   const std::string app = args->GetOr("--app", "import");
   const std::string resume_after = checkpoint.last;

@@ -14,6 +14,7 @@
 
 #include "client/cli/args.h"
 #include "client/cli/commands.h"
+#include "client/cli/embedded_service.h"
 #include "client/cli/service_options.h"
 #include "client/fuse/capture_fs.h"
 #include "client/lib/mount_registry.h"
@@ -21,9 +22,8 @@
 #include "common/env.h"
 #include "common/logging.h"
 #include "common/record.h"
+#include "common/secure_dir.h"
 #include "common/tree_walk.h"
-#include "indexnode/server/node_server.h"
-#include "master/master_server.h"
 
 namespace propeller::cli {
 namespace {
@@ -169,55 +169,38 @@ int RunMount(const GlobalOptions& global, const std::vector<std::string>& argv) 
   // The cluster: the one named with --master / $PROPELLER_MASTER, or embedded here.
   const bool embedded =
       global.client.master_endpoint.empty() && std::getenv("PROPELLER_MASTER") == nullptr;
-  std::unique_ptr<master::MasterServer> master;
-  std::unique_ptr<IndexNodeServer> node;
+  std::unique_ptr<EmbeddedService> service;
   ClientOptions copts = global.client;
   std::string data;
   if (embedded) {
-    char dres[PATH_MAX];
     data = args->GetOr("--data", JoinPath(DefaultDataDir(), "mount"));
-    Env* env = Env::Default();
-    for (const std::string& dir : {data, JoinPath(data, "master"), JoinPath(data, "node")}) {
-      if (Status s = env->CreateDirs(dir); !s.ok()) return ReportError(s);
+    char dres[PATH_MAX];
+    if (::realpath(data.c_str(), dres) != nullptr) {
+      data = dres;
+    } else if (data[0] != '/') {
+      char cwd[PATH_MAX];
+      if (::getcwd(cwd, sizeof(cwd)) != nullptr) data = JoinPath(cwd, data);
     }
-    if (::realpath(data.c_str(), dres) != nullptr) data = dres;
     if (PathInScope(data, backing) || PathInScope(data, mountpoint)) {
       return ReportError(Status::InvalidArgument(
           "--data " + data + " is inside the tree this mount serves; put it elsewhere"));
     }
-    master::MasterOptions mo;
-    mo.data_dir = JoinPath(data, "master");
-    mo.listen = "tcp://127.0.0.1:0";
-    // The master's maps get the same durability level as the node's log (DESIGN §10): at the
-    // default level placements are group-committed every 10 ms instead of fsynced one by one
-    // (an fsync per created file would cost more than the whole FUSE round trip).
-    mo.sync = durability == Durability::kSync;
-    mo.sync_interval_ms = 10;
-    const std::string tag = std::to_string(::getpid());
-    mo.local_alias = "direct://propeller-mount-master-" + tag;
-    auto m = master::MasterServer::Start(mo);
-    if (!m.ok()) return ReportError(m.status().WithContext("master"));
-    master = std::move(*m);
-    IndexNodeOptions no;
-    no.data_dir = JoinPath(data, "node");
-    no.listen_endpoint = "tcp://127.0.0.1:0";
-    no.master_endpoint = master->endpoint();
-    no.durability = durability;
-    no.local_alias = "direct://propeller-mount-node-" + tag;
-    auto n = IndexNodeServer::Start(no);
-    if (!n.ok()) return ReportError(n.status().WithContext("index node"));
-    node = std::move(*n);
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-    while (!node->registered() && std::chrono::steady_clock::now() < deadline) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    if (!node->registered()) {
-      return ReportError(Status::Timeout("the index node did not register with the master"));
-    }
-    copts.master_endpoint = master->endpoint();
-    // This process's own client skips the network stack; others use the tcp endpoints.
-    copts.endpoint_aliases[master->endpoint()] = mo.local_alias;
-    copts.endpoint_aliases[node->advertised_endpoint()] = no.local_alias;
+    // Other local processes reach the embedded master and node through unix sockets only
+    // (docs/security.md); this process's own client calls them directly.
+    const std::string runtime = DefaultRuntimeDir();
+    if (Status s = PrepareRuntimeDir(runtime); !s.ok()) return ReportError(s);
+    const std::string tag = "mount-" + std::to_string(::getpid());
+    EmbeddedServiceOptions eo;
+    eo.data_dir = data;
+    eo.master_listen = "ipc://" + runtime + "/" + tag + ".master.sock";
+    eo.node_listen = "ipc://" + runtime + "/" + tag + ".node.sock";
+    eo.tag = tag;
+    eo.durability = durability;
+    auto started = StartEmbeddedService(eo);
+    if (!started.ok()) return ReportError(started.status());
+    service = std::move(started).value();
+    copts = service->client_options;
+    copts.timeout_ms = global.client.timeout_ms;
   }
   auto client = Client::Connect(copts);
   if (!client.ok()) return ReportError(client.status());
@@ -307,8 +290,7 @@ int RunMount(const GlobalOptions& global, const std::vector<std::string>& argv) 
   fs->reset();
   engine->reset();
   client->reset();
-  node.reset();  // commits every cache and syncs the log
-  master.reset();
+  service.reset();  // commits every cache and syncs the log
   if (!run.ok()) return ReportError(run);
   return kExitOk;
 }

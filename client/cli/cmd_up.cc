@@ -1,38 +1,46 @@
-// propeller up: the embedded default (DESIGN §9) — a master and one index node in this
-// process, on loopback, with one data directory. Same protocol, same code as a cluster of
-// separate daemons; other propeller commands reach it at the default endpoint.
+// propeller up: the embedded default — a master and one index node in this process, with one
+// data directory, reachable by local users through unix sockets only (docs/security.md). Same
+// protocol, same code as a cluster of separate daemons; other propeller commands find it by
+// itself (DefaultMasterEndpoint).
 #include <pthread.h>
 #include <signal.h>
-#include <sys/stat.h>
+#include <unistd.h>
 
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <thread>
 
 #include "client/cli/args.h"
 #include "client/cli/commands.h"
+#include "client/cli/embedded_service.h"
 #include "client/cli/service_options.h"
 #include "common/env.h"
 #include "common/logging.h"
-#include "indexnode/server/node_server.h"
-#include "master/master_server.h"
+#include "common/secure_dir.h"
 
 namespace propeller::cli {
 namespace {
 
 constexpr const char* kUpHelp = R"(usage: propeller up [options]
 
-Runs Propeller on this machine: a master and one index node in this process, listening on
-loopback, until Ctrl-C (SIGINT) or SIGTERM stops it cleanly. Other propeller commands find it
-at the default endpoint:
+Runs Propeller on this machine: a master and one index node in this process, until Ctrl-C
+(SIGINT) or SIGTERM stops it cleanly. Local users reach it through unix sockets in the
+runtime directory (/run/propeller for root, else $XDG_RUNTIME_DIR/propeller), where the kernel
+names each caller: everyone searches with their own permissions, and only root or the user
+running it changes the index. Other propeller commands find it by themselves:
   propeller up --data /var/lib/propeller &
   propeller import /srv/data && propeller search 'size>1g'
+No network port is opened unless --listen names a tcp:// endpoint.
 Options:
   --data DIR            data directory (default $XDG_DATA_HOME/propeller, else
-                        ~/.local/share/propeller); DIR/master and DIR/node are created
-  --listen ENDPOINT     the master's endpoint (default tcp://127.0.0.1:7470)
-  --node-listen ENDPOINT  the index node's endpoint (default tcp://127.0.0.1:7471)
+                        ~/.local/share/propeller); created 0700, DIR/master and DIR/node
+  --listen ENDPOINT     the master's endpoint (default ipc://RUNTIME/master.sock). A
+                        tcp:// endpoint is CURVE-authenticated with the cluster key (made
+                        at the first start, see --cluster-key)
+  --node-listen ENDPOINT  the index node's endpoint (default ipc://RUNTIME/node.sock)
+  --cluster-key FILE    key of tcp:// endpoints (default $PROPELLER_CLUSTER_KEY, else
+                        /etc/propeller/cluster.key for root)
+  --insecure            tcp:// endpoints without authentication: anyone who reaches them may
+                        read and change the whole index. Tests only
   --durability LEVEL    default (fsync the log every 10 ms) or sync (fsync before each ack)
   --acg-threshold N     files per partition before a new one is started (default 50000)
   --ready-file FILE     write "master <endpoint>\nnode <endpoint>\n" there once serving
@@ -45,8 +53,8 @@ Keep DIR outside any tree Propeller serves through a mount.
 int RunUp(const GlobalOptions& /*global*/, const std::vector<std::string>& argv) {
   auto args = Args::Parse(argv,
                           {"--data", "--listen", "--node-listen", "--durability",
-                           "--acg-threshold", "--ready-file", "--log-level"},
-                          {"--help", "-h"});
+                           "--acg-threshold", "--ready-file", "--log-level", "--cluster-key"},
+                          {"--help", "-h", "--insecure"});
   if (!args.ok()) return ReportError(args.status(), /*usage=*/true);
   if (args->Has("--help") || args->Has("-h")) {
     std::fputs(kUpHelp, stdout);
@@ -64,14 +72,22 @@ int RunUp(const GlobalOptions& /*global*/, const std::vector<std::string>& argv)
   if (*threshold == 0) {
     return ReportError(Status::InvalidArgument("--acg-threshold must be positive"), true);
   }
-  auto durability_opt = ParseDurabilityOption(args->GetOr("--durability", "default"));
-  if (!durability_opt.ok()) return ReportError(durability_opt.status(), /*usage=*/true);
-  const Durability durability = *durability_opt;
-  const std::string data = args->GetOr("--data", DefaultDataDir());
-  Env* env = Env::Default();
-  for (const std::string& dir : {data, JoinPath(data, "master"), JoinPath(data, "node")}) {
-    if (Status st = env->CreateDirs(dir); !st.ok()) return ReportError(st);
+  auto durability = ParseDurabilityOption(args->GetOr("--durability", "default"));
+  if (!durability.ok()) return ReportError(durability.status(), /*usage=*/true);
+
+  EmbeddedServiceOptions eo;
+  eo.data_dir = args->GetOr("--data", DefaultDataDir());
+  const std::string runtime = DefaultRuntimeDir();
+  eo.master_listen = args->GetOr("--listen", "ipc://" + runtime + "/master.sock");
+  eo.node_listen = args->GetOr("--node-listen", "ipc://" + runtime + "/node.sock");
+  if (!args->Has("--listen") || !args->Has("--node-listen")) {
+    if (Status st = PrepareRuntimeDir(runtime); !st.ok()) return ReportError(st);
   }
+  eo.tag = "up-" + std::to_string(::getpid());
+  eo.durability = *durability;
+  eo.acg_threshold = *threshold;
+  eo.cluster_key_file = args->GetOr("--cluster-key", "");
+  eo.insecure = args->Has("--insecure");
 
   // Signals are taken by sigwait below; block them before any thread starts so no other
   // thread receives them.
@@ -81,48 +97,23 @@ int RunUp(const GlobalOptions& /*global*/, const std::vector<std::string>& argv)
   sigaddset(&stop_signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
-  master::MasterOptions mo;
-  mo.data_dir = JoinPath(data, "master");
-  mo.listen = args->GetOr("--listen", master::kDefaultMasterEndpoint);
-  mo.acg_threshold = *threshold;
-  // The master's maps get the node's durability level (DESIGN §10): group commit every 10 ms
-  // by default, an fsync per mutation with --durability sync.
-  mo.sync = durability == Durability::kSync;
-  mo.sync_interval_ms = 10;
-  auto master = master::MasterServer::Start(mo);
-  if (!master.ok()) return ReportError(master.status().WithContext("master"));
-
-  IndexNodeOptions no;
-  no.data_dir = JoinPath(data, "node");
-  no.listen_endpoint = args->GetOr("--node-listen", kDefaultIndexNodeEndpoint);
-  no.master_endpoint = (*master)->endpoint();
-  no.durability = durability;
-  auto node = IndexNodeServer::Start(no);
-  if (!node.ok()) return ReportError(node.status().WithContext("index node"));
-
-  // Serving starts once the node is registered (searches need it in the node table).
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (!(*node)->registered() && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  if (!(*node)->registered()) {
-    return ReportError(Status::Timeout("the index node did not register with the master"));
-  }
+  auto service = StartEmbeddedService(eo);
+  if (!service.ok()) return ReportError(service.status());
+  const std::string master = (*service)->master->endpoint();
+  const std::string node = (*service)->node->endpoint();
   if (auto ready = args->Get("--ready-file")) {
-    Status st = WriteFileAtomically(env, *ready, "master " + (*master)->endpoint() + "\nnode " +
-                                                     (*node)->endpoint() + "\n");
+    Status st = WriteFileAtomically(Env::Default(), *ready,
+                                    "master " + master + "\nnode " + node + "\n");
     if (!st.ok()) return ReportError(st);
   }
   std::fprintf(stderr,
                "propeller: up — master %s, index node %s, data in %s (%s durability). "
                "Ctrl-C stops.\n",
-               (*master)->endpoint().c_str(), (*node)->endpoint().c_str(), data.c_str(),
-               DurabilityName(durability));
+               master.c_str(), node.c_str(), eo.data_dir.c_str(), DurabilityName(eo.durability));
   int sig = 0;
   sigwait(&stop_signals, &sig);
   std::fprintf(stderr, "propeller: stopping (signal %d): committing and syncing\n", sig);
-  node->reset();    // commits every cache and syncs the log
-  master->reset();
+  service->reset();  // commits every cache and syncs the log
   return kExitOk;
 }
 

@@ -27,10 +27,14 @@ Real-time file-metadata search. Commands:
 Run `propeller COMMAND --help` for a command's options.
 
 Global options (before the command):
-  --master ENDPOINT  the master (default $PROPELLER_MASTER, else tcp://127.0.0.1:7470)
+  --master ENDPOINT  the master (default $PROPELLER_MASTER, else the unix socket of a local
+                     `propeller up` (yours, then root's), else tcp://127.0.0.1:7470)
   --timeout-ms N     per-request timeout (default 5000)
-  --curve-key FILE   this client's CURVE key pair (with --server-key)
+  --cluster-key FILE the cluster key, for tcp:// endpoints (default $PROPELLER_CLUSTER_KEY,
+                     else /etc/propeller/cluster.key for root)
+  --curve-key FILE   instead: this client's own CURVE key pair (with --server-key)
   --server-key FILE  the cluster's CURVE public key
+  --insecure         tcp:// without CURVE (a cluster started with --insecure)
   --help, --version
 Exit status: 0 success, 1 error (message on stderr), 2 usage error.
 
@@ -60,8 +64,12 @@ int main(int argc, char** argv) {
       std::puts("propeller 0.1 (protocol 1.0)");
       return kExitOk;
     }
+    if (a == "--insecure") {
+      global.client.insecure = true;
+      continue;
+    }
     const bool takes_value = a == "--master" || a == "--timeout-ms" || a == "--curve-key" ||
-                             a == "--server-key";
+                             a == "--server-key" || a == "--cluster-key";
     if (!takes_value) {
       std::fprintf(stderr, "propeller: unknown option %s (see --help)\n", a.c_str());
       return kExitUsage;
@@ -73,6 +81,7 @@ int main(int argc, char** argv) {
     const std::string& v = all[++i];
     if (a == "--master") global.client.master_endpoint = v;
     if (a == "--curve-key") global.client.curve_key_file = v;
+    if (a == "--cluster-key") global.client.cluster_key_file = v;
     if (a == "--server-key") global.client.server_key_file = v;
     if (a == "--timeout-ms") {
       char* end = nullptr;

@@ -9,10 +9,8 @@
 #include <sys/file.h>
 #include <sys/ioctl.h>
 #include <sys/mount.h>
-#include <sys/fsuid.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
-#include <sys/syscall.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
@@ -25,12 +23,14 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <unordered_map>
 #include <vector>
 
 #include "client/fuse/kernel_io.h"
 #include "client/fuse/process_table.h"
+#include "client/fuse/query_listings.h"
 #include "common/logging.h"
 #include "common/query/query.h"
 #include "common/record.h"
@@ -122,12 +122,6 @@ class CaptureFs::Impl {
  public:
   enum class Kind : uint8_t { kFile, kQueryDir, kQueryEntry };
 
-  struct QueryEntry {
-    std::string name;
-    std::string target;
-    FileRecord record;
-  };
-
   struct Inode;
   struct Link {
     Inode* dir = nullptr;
@@ -151,9 +145,7 @@ class CaptureFs::Impl {
     std::string vkey;        // key in virtual_
     uint64_t vino = 0;       // st_ino shown for it
     std::string query;       // kQueryDir
-    std::mutex qmu;
-    std::vector<QueryEntry> entries;  // kQueryDir: the last listing. Under qmu.
-    QueryEntry entry;                 // kQueryEntry. Under qmu.
+    QueryListings listings;  // kQueryDir: each recent caller's last listing
     // Kernel passthrough (KernelPassthrough): the backing id every open of this inode names
     // while `backing_opens` handles use it (the kernel requires one id per inode). Under
     // Impl::backing_mu_.
@@ -878,36 +870,23 @@ class CaptureFs::Impl {
 
   // ---- credentials of the caller for creating files ----
 
+  // Runs the enclosing block with the file-system identity of `req`'s caller (uid, gid,
+  // groups), so what a create makes is theirs and the kernel checks their rights.
   class AsCaller {
    public:
     AsCaller(Impl* fs, fuse_req_t req) {
       const fuse_ctx* ctx = fuse_req_ctx(req);
-      if (!fs->am_root_ || (ctx->uid == 0 && ctx->gid == 0)) return;
-      active_ = true;
-      gid_t groups[64];
-      int n = fuse_req_getgroups(req, 64, groups);
-      if (n > 0 && n <= 64) {
-        // The raw system call changes this thread only (glibc's wrapper changes every thread).
-        if (::syscall(SYS_setgroups, n, groups) == 0) groups_set_ = true;
-      }
-      ::setfsgid(ctx->gid);
-      ::setfsuid(ctx->uid);
-    }
-    ~AsCaller() {
-      if (!active_) return;
-      ::setfsuid(0);
-      ::setfsgid(0);
-      if (groups_set_) ::syscall(SYS_setgroups, 0, nullptr);
+      if (fs->am_root_ && !(ctx->uid == 0 && ctx->gid == 0)) as_.emplace(CallerOf(req));
     }
 
    private:
-    bool active_ = false;
-    bool groups_set_ = false;
+    std::optional<ScopedFsCredentials> as_;
   };
 
   // ---- replies ----
 
-  void FillVirtualAttr(Inode* inode, struct stat* st) {
+  // `entry`: what the caller's listing says of a kQueryEntry inode (ignored for kQueryDir).
+  void FillVirtualAttr(Inode* inode, const QueryEntry* entry, struct stat* st) {
     std::memset(st, 0, sizeof(*st));
     st->st_ino = inode->vino;
     if (inode->kind == Kind::kQueryDir) {
@@ -919,13 +898,12 @@ class CaptureFs::Impl {
       st->st_atim = st->st_ctim = st->st_mtim;
       st->st_size = 0;
     } else {
-      std::lock_guard<std::mutex> lock(inode->qmu);  // a lookup may refresh `entry`
-      const FileRecord& r = inode->entry.record;
+      const FileRecord& r = entry->record;
       st->st_mode = S_IFLNK | 0777;
       st->st_nlink = 1;
       st->st_uid = r.uid;
       st->st_gid = r.gid;
-      st->st_size = static_cast<off_t>(inode->entry.target.size());
+      st->st_size = static_cast<off_t>(entry->target.size());
       st->st_mtim.tv_sec = r.mtime / 1'000'000'000;
       st->st_mtim.tv_nsec = r.mtime % 1'000'000'000;
       st->st_atim = st->st_ctim = st->st_mtim;
@@ -982,22 +960,25 @@ class CaptureFs::Impl {
     return raw;
   }
 
-  // Runs the query of directory `qdir` as the caller of `req`; the listing replaces the
-  // directory's last one. 0, EINVAL (bad query, logged with its position) or EIO.
-  int ListQuery(fuse_req_t req, Inode* qdir, std::vector<QueryEntry>* out) {
-    std::string scope;
-    if (!PathOf(qdir->parent(), &scope)) return ENOENT;
+  // Who sent `req`, as the kernel says: uid, gid and supplementary groups.
+  static Credentials CallerOf(fuse_req_t req) {
     const fuse_ctx* ctx = fuse_req_ctx(req);
-    ClientSearchOptions so;
-    so.volume = options_.volume;
-    so.scope = scope;
-    ClientCredentials creds;
-    creds.uid = ctx->uid;
-    creds.gid = ctx->gid;
+    Credentials creds{ctx->uid, ctx->gid, {}};
     gid_t groups[256];
     int n = fuse_req_getgroups(req, 256, groups);
     for (int i = 0; i < std::min(n, 256); ++i) creds.groups.push_back(groups[i]);
-    so.creds = creds;
+    return creds;
+  }
+
+  // Runs the query of directory `qdir` as `caller`; the listing replaces that caller's last
+  // one. 0, EINVAL (bad query, logged with its position) or EIO.
+  int ListQuery(const Credentials& caller, Inode* qdir, std::vector<QueryEntry>* out) {
+    std::string scope;
+    if (!PathOf(qdir->parent(), &scope)) return ENOENT;
+    ClientSearchOptions so;
+    so.volume = options_.volume;
+    so.scope = scope;
+    so.creds = caller;
     std::vector<QueryEntry> entries;
     Status s = options_.client->Search(qdir->query, so, [&](const ClientHit& hit) {
       // The hit's in-volume path under the scope.
@@ -1030,12 +1011,37 @@ class CaptureFs::Impl {
                               }),
                   entries.end());
     ++query_dirs_;
-    {
-      std::lock_guard<std::mutex> lock(qdir->qmu);
-      qdir->entries = entries;
-    }
+    qdir->listings.Store(caller, entries);
     *out = std::move(entries);
     return 0;
+  }
+
+  // Entry `name` of query directory `qdir` as the caller of `req` sees it: from the caller's
+  // own last listing, or a fresh one when they have none. 0, ENOENT or ListQuery's errors.
+  int FindQueryEntry(fuse_req_t req, Inode* qdir, const std::string& name, QueryEntry* out) {
+    const Credentials caller = CallerOf(req);
+    switch (qdir->listings.Lookup(caller, name, out)) {
+      case QueryListings::Found::kYes: return 0;
+      case QueryListings::Found::kNo: return ENOENT;
+      case QueryListings::Found::kNoListing: break;
+    }
+    std::vector<QueryEntry> entries;
+    if (int err = ListQuery(caller, qdir, &entries); err != 0) return err;
+    return qdir->listings.Lookup(caller, name, out) == QueryListings::Found::kYes ? 0 : ENOENT;
+  }
+
+  // What the caller of `req` may know of the query entry `inode`: 0 with *out filled, or
+  // ENOENT when their own listing lacks it.
+  int EntryForCaller(fuse_req_t req, Inode* inode, QueryEntry* out) {
+    Inode* qdir = nullptr;
+    std::string name;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (inode->links.empty()) return ENOENT;
+      qdir = inode->links.front().dir;
+      name = inode->links.front().name;
+    }
+    return FindQueryEntry(req, qdir, name, out);
   }
 
   void LookupQueryDir(fuse_req_t req, Inode* parent, const char* name) {
@@ -1054,7 +1060,7 @@ class CaptureFs::Impl {
     fuse_entry_param e;
     std::memset(&e, 0, sizeof(e));
     e.ino = Id(qdir);
-    FillVirtualAttr(qdir, &e.attr);
+    FillVirtualAttr(qdir, nullptr, &e.attr);
     e.attr_timeout = 0;  // fresh at every access
     e.entry_timeout = 0;
     fuse_reply_entry(req, &e);
@@ -1062,48 +1068,17 @@ class CaptureFs::Impl {
 
   void LookupQueryEntry(fuse_req_t req, Inode* qdir, const char* name) {
     QueryEntry found;
-    bool have = false;
-    {
-      std::lock_guard<std::mutex> lock(qdir->qmu);
-      for (const QueryEntry& e : qdir->entries) {
-        if (e.name == name) {
-          found = e;
-          have = true;
-          break;
-        }
-      }
-    }
-    if (!have) {
-      // Not listed yet (a path used directly): run the query now.
-      std::vector<QueryEntry> entries;
-      int err = ListQuery(req, qdir, &entries);
-      if (err != 0) {
-        fuse_reply_err(req, err);
-        return;
-      }
-      for (QueryEntry& e : entries) {
-        if (e.name == name) {
-          found = std::move(e);
-          have = true;
-          break;
-        }
-      }
-    }
-    if (!have) {
-      fuse_reply_err(req, ENOENT);
+    if (int err = FindQueryEntry(req, qdir, name, &found); err != 0) {
+      fuse_reply_err(req, err);
       return;
     }
     bool created = false;
     Inode* inode = InternVirtual(qdir, name, Kind::kQueryEntry, &created);
-    {
-      std::lock_guard<std::mutex> lock(inode->qmu);
-      inode->entry = found;  // the latest listing's view
-    }
     fuse_entry_param e;
     std::memset(&e, 0, sizeof(e));
     e.ino = Id(inode);
-    FillVirtualAttr(inode, &e.attr);
-    e.attr_timeout = 0;
+    FillVirtualAttr(inode, &found, &e.attr);
+    e.attr_timeout = 0;  // every stat comes back here, with its caller's credentials
     e.entry_timeout = 0;
     fuse_reply_entry(req, &e);
   }
@@ -1146,7 +1121,13 @@ class CaptureFs::Impl {
     Inode* inode = Get(ino);
     struct stat st;
     if (inode->kind != Kind::kFile) {
-      FillVirtualAttr(inode, &st);
+      QueryEntry entry;
+      if (inode->kind == Kind::kQueryEntry) {
+        if (int err = EntryForCaller(req, inode, &entry); err != 0) {
+          return (void)fuse_reply_err(req, err);
+        }
+      }
+      FillVirtualAttr(inode, &entry, &st);
       fuse_reply_attr(req, &st, 0);
       return;
     }
@@ -1233,12 +1214,11 @@ class CaptureFs::Impl {
   void OnReadlink(fuse_req_t req, fuse_ino_t ino) {
     Inode* inode = Get(ino);
     if (inode->kind == Kind::kQueryEntry) {
-      std::string target;
-      {
-        std::lock_guard<std::mutex> lock(inode->qmu);
-        target = inode->entry.target;
+      QueryEntry entry;
+      if (int err = EntryForCaller(req, inode, &entry); err != 0) {
+        return (void)fuse_reply_err(req, err);
       }
-      fuse_reply_readlink(req, target.c_str());
+      fuse_reply_readlink(req, entry.target.c_str());
       return;
     }
     if (inode->kind != Kind::kFile) return (void)fuse_reply_err(req, EINVAL);
@@ -1629,7 +1609,7 @@ class CaptureFs::Impl {
     auto h = std::make_unique<Handle>();
     h->inode = inode;
     if (inode->kind == Kind::kQueryDir) {
-      int err = ListQuery(req, inode, &h->entries);
+      int err = ListQuery(CallerOf(req), inode, &h->entries);
       if (err != 0) return (void)fuse_reply_err(req, err);
     } else if (inode->kind == Kind::kFile) {
       std::string abs;
@@ -1741,9 +1721,20 @@ class CaptureFs::Impl {
     return AbsPathOf(inode, &abs) ? abs : std::string();
   }
 
+  // A query entry has no extended attributes, and only a caller whose listing has it may
+  // learn even that (ENOENT for the others).
+  int VirtualXattrError(fuse_req_t req, Inode* inode) {
+    QueryEntry entry;
+    if (inode->kind == Kind::kQueryEntry && EntryForCaller(req, inode, &entry) != 0) return ENOENT;
+    return 0;
+  }
+
   void OnGetxattr(fuse_req_t req, fuse_ino_t ino, const char* name, size_t size) {
     Inode* inode = Get(ino);
-    if (inode->kind != Kind::kFile) return (void)fuse_reply_err(req, ENODATA);
+    if (inode->kind != Kind::kFile) {
+      const int err = VirtualXattrError(req, inode);
+      return (void)fuse_reply_err(req, err != 0 ? err : ENODATA);
+    }
     std::vector<char> buf(size);
     ssize_t n = ::lgetxattr(XattrPath(inode).c_str(), name, size ? buf.data() : nullptr, size);
     if (n < 0) return (void)fuse_reply_err(req, errno);
@@ -1754,6 +1745,7 @@ class CaptureFs::Impl {
   void OnListxattr(fuse_req_t req, fuse_ino_t ino, size_t size) {
     Inode* inode = Get(ino);
     if (inode->kind != Kind::kFile) {
+      if (int err = VirtualXattrError(req, inode); err != 0) return (void)fuse_reply_err(req, err);
       return (void)(size == 0 ? fuse_reply_xattr(req, 0) : fuse_reply_buf(req, nullptr, 0));
     }
     std::vector<char> buf(size);

@@ -24,6 +24,7 @@
 #include "common/logging.h"
 #include "common/query/query.h"
 #include "common/rpc/rpc.h"
+#include "common/secure_dir.h"
 #include "schemas/wire_call.h"
 
 namespace propeller {
@@ -338,25 +339,29 @@ class Client::Impl {
   explicit Impl(ClientOptions options) : options_(std::move(options)) {}
 
   Status Init() {
-    if (options_.master_endpoint.empty()) {
-      const char* env = std::getenv("PROPELLER_MASTER");
-      options_.master_endpoint = env != nullptr && *env != '\0' ? env : kDefaultMasterEndpoint;
-    }
+    if (options_.master_endpoint.empty()) options_.master_endpoint = DefaultMasterEndpoint();
     if (options_.timeout_ms <= 0) return Status::InvalidArgument("timeout_ms must be positive");
-    if (!options_.curve_key_file.empty() || !options_.server_key_file.empty()) {
-      if (options_.curve_key_file.empty() || options_.server_key_file.empty()) {
-        return Status::InvalidArgument(
-            "CURVE needs both this client's key file and the servers' public key file");
-      }
-      PROPELLER_ASSIGN_OR_RETURN(keys_, rpc::ReadKeyFile(options_.curve_key_file));
-      if (keys_->secret_key.empty()) {
-        return Status::InvalidArgument(options_.curve_key_file + " has no secret key");
-      }
-      PROPELLER_ASSIGN_OR_RETURN(rpc::CurveKeys server, rpc::ReadKeyFile(options_.server_key_file));
-      server_key_ = server.public_key;
+    if (options_.curve_key_file.empty() != options_.server_key_file.empty()) {
+      return Status::InvalidArgument(
+          "CURVE needs both this client's key file and the servers' public key file");
     }
-    PROPELLER_ASSIGN_OR_RETURN(master_, NewChannel(options_.master_endpoint));
+    // A client that only searches inside a mount never calls the master: a tcp:// master
+    // whose key this user cannot read is an error of the first call that needs it, not of
+    // Connect (Master()).
+    Result<std::unique_ptr<rpc::Channel>> master = NewChannel(options_.master_endpoint);
+    if (!master.ok() && !rpc::IsTcpEndpoint(options_.master_endpoint)) return master.status();
+    std::lock_guard<std::mutex> lock(master_mu_);
+    if (master.ok()) master_ = std::move(master).value();
     return Status::OK();
+  }
+
+  // The master's channel, made on first use when Init could not.
+  Result<rpc::Channel*> Master() {
+    std::lock_guard<std::mutex> lock(master_mu_);
+    if (!master_) {
+      PROPELLER_ASSIGN_OR_RETURN(master_, NewChannel(options_.master_endpoint));
+    }
+    return master_.get();
   }
 
   const std::string& master_endpoint() const { return options_.master_endpoint; }
@@ -371,11 +376,33 @@ class Client::Impl {
       co.endpoint = alias->second;
       return rpc::Channel::Connect(co);  // in-process: no handshake to secure
     }
-    if (keys_) {
-      co.curve = *keys_;
-      co.server_public_key = server_key_;
+    if (rpc::IsTcpEndpoint(endpoint)) {
+      PROPELLER_ASSIGN_OR_RETURN(const rpc::LinkSecurity* link, Link());
+      link->Apply(&co);
     }
     return rpc::Channel::Connect(co);
+  }
+
+  // The keys of tcp:// links, resolved on first use: a client that only talks to unix
+  // sockets needs no cluster key (and an ordinary user cannot read it).
+  Result<const rpc::LinkSecurity*> Link() {
+    std::lock_guard<std::mutex> lock(link_mu_);
+    if (!link_) {
+      rpc::LinkSecurityOptions lo;
+      lo.cluster_key_file = options_.cluster_key_file;
+      lo.curve_key_file = options_.curve_key_file;
+      lo.server_key_file = options_.server_key_file;
+      lo.insecure = options_.insecure;
+      Result<rpc::LinkSecurity> link = rpc::ResolveLinkSecurity(
+          lo, /*serves_tcp=*/false, /*dials_tcp=*/true, /*create_cluster_key=*/false);
+      if (!link.ok()) {
+        return link.status().WithContext(
+            "tcp:// endpoints need the cluster key (local users reach Propeller through its "
+            "unix socket instead)");
+      }
+      link_ = std::move(link).value();
+    }
+    return &*link_;
   }
 
   rpc::CallOptions CallOpts(bool idempotent) const {
@@ -387,7 +414,8 @@ class Client::Impl {
 
   template <typename Req, typename Rep>
   Status MasterCall(wire::MsgType type, const Req& req, Rep* rep, bool idempotent = true) {
-    return wire::WireCall(*master_, type, req, rep, CallOpts(idempotent));
+    PROPELLER_ASSIGN_OR_RETURN(rpc::Channel * master, Master());
+    return wire::WireCall(*master, type, req, rep, CallOpts(idempotent));
   }
 
   // One per index node endpoint, created on first use and kept for the client's life.
@@ -1307,9 +1335,11 @@ class Client::Impl {
 
  private:
   ClientOptions options_;
-  std::optional<rpc::CurveKeys> keys_;  // Constant after Init.
-  std::string server_key_;              // Constant after Init.
-  std::unique_ptr<rpc::Channel> master_;  // Constant after Init; thread-safe.
+  std::mutex link_mu_;
+  std::optional<rpc::LinkSecurity> link_;  // Under link_mu_; constant once set.
+
+  std::mutex master_mu_;
+  std::unique_ptr<rpc::Channel> master_;  // Under master_mu_; constant once set; thread-safe.
   RoutingCache cache_;
   // Destroyed before master_ (declared after it): its destructor still sends.
   Forgetter forgetter_{[this](const wire::FilesRequest& req) {
@@ -1328,6 +1358,18 @@ class Client::Impl {
   std::mutex volumes_mu_;
   std::vector<wire::VolumeInfo> volumes_;  // Under volumes_mu_.
 };
+
+std::string DefaultMasterEndpoint() {
+  if (const char* env = std::getenv("PROPELLER_MASTER"); env != nullptr && *env != '\0') {
+    return env;
+  }
+  for (const std::string& dir : {DefaultRuntimeDir(), std::string("/run/propeller")}) {
+    const std::string socket = dir + "/master.sock";
+    struct stat st;
+    if (::stat(socket.c_str(), &st) == 0 && S_ISSOCK(st.st_mode)) return "ipc://" + socket;
+  }
+  return kDefaultMasterEndpoint;
+}
 
 Result<std::unique_ptr<Client>> Client::Connect(const ClientOptions& options) {
   auto impl = std::make_unique<Impl>(options);

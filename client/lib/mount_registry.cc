@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "common/record.h"
+#include "common/secure_dir.h"
 
 namespace propeller {
 namespace {
@@ -48,27 +49,9 @@ std::string Unescape(const std::string& s) {
   return out;
 }
 
-Status MakeDirs(const std::string& dir) {
-  for (size_t i = 1; i <= dir.size(); ++i) {
-    if (i == dir.size() || dir[i] == '/') {
-      std::string part = dir.substr(0, i);
-      if (::mkdir(part.c_str(), 0755) != 0 && errno != EEXIST) {
-        return Status::IOError("creating " + part, errno);
-      }
-    }
-  }
-  return Status::OK();
-}
-
 }  // namespace
 
-std::string MountRegistryDir() {
-  if (::geteuid() == 0) return kRootRegistry;
-  if (const char* x = std::getenv("XDG_RUNTIME_DIR"); x != nullptr && *x == '/') {
-    return std::string(x) + "/propeller/mounts";
-  }
-  return "/tmp/propeller-" + std::to_string(::geteuid()) + "/mounts";
-}
+std::string MountRegistryDir() { return DefaultRuntimeDir() + "/mounts"; }
 
 std::string EncodeMountRecord(const MountRecord& r) {
   return "mountpoint " + r.mountpoint + "\nbacking " + r.backing + "\nengine " +
@@ -107,19 +90,28 @@ Status DecodeMountRecord(const std::string& text, MountRecord* r) {
   return Status::OK();
 }
 
-Status MakeRegistryDirs() { return MakeDirs(MountRegistryDir()); }
+Status MakeRegistryDirs() {
+  PROPELLER_RETURN_IF_ERROR(PrepareRuntimeDir(DefaultRuntimeDir()));
+  return PrepareRuntimeDir(MountRegistryDir());
+}
 
 Status WriteMountRecord(const MountRecord& record) {
-  const std::string dir = MountRegistryDir();
-  PROPELLER_RETURN_IF_ERROR(MakeDirs(dir));
-  const std::string path = dir + "/" + FileNameOf(record.mountpoint);
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << EncodeMountRecord(record);
-    if (!out.good()) return Status::IOError("writing " + tmp);
+  PROPELLER_RETURN_IF_ERROR(MakeRegistryDirs());
+  const std::string path = MountRegistryDir() + "/" + FileNameOf(record.mountpoint);
+  const std::string tmp = path + ".tmp-" + std::to_string(::getpid());
+  ::unlink(tmp.c_str());
+  // Exactly 0644 (every user's searches read it), never through a link.
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd < 0) return Status::IOError("creating " + tmp, errno);
+  const std::string text = EncodeMountRecord(record);
+  const bool ok = ::fchmod(fd, 0644) == 0 &&
+                  ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  const int err = errno;
+  ::close(fd);
+  if (!ok) {
+    ::unlink(tmp.c_str());
+    return Status::IOError("writing " + tmp, err);
   }
-  ::chmod(tmp.c_str(), 0644);  // every user's searches read it
   if (::rename(tmp.c_str(), path.c_str()) != 0) return Status::IOError("renaming " + tmp, errno);
   return Status::OK();
 }
@@ -145,8 +137,9 @@ Result<std::optional<MountRecord>> FindMountFor(const std::string& path) {
     if (PathInScope(path, mp) && mp.size() > best.size()) best = mp;
   }
   if (best.empty()) return std::optional<MountRecord>();
-  std::vector<std::string> dirs = {kRootRegistry};
-  if (MountRegistryDir() != kRootRegistry) dirs.push_back(MountRegistryDir());
+  // This user's registry, then root's (a mount root made for every user).
+  std::vector<std::string> dirs = {MountRegistryDir()};
+  if (MountRegistryDir() != kRootRegistry) dirs.push_back(kRootRegistry);
   for (const std::string& dir : dirs) {
     std::ifstream in(dir + "/" + FileNameOf(best));
     if (!in) continue;

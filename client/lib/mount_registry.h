@@ -2,10 +2,13 @@
 // MOUNTPOINT/dir` and libpropeller find it on their own).
 //
 // A mount writes one small record file per mount point into the registry directory
-// (/run/propeller/mounts when running as root, else $XDG_RUNTIME_DIR/propeller/mounts or
-// /tmp/propeller-<uid>/mounts), named after the mount point. A client resolves a path to its
-// mount through /proc/self/mountinfo (the longest mount point of type fuse.propeller that
-// contains it), then reads that record. The registry lives outside every mount.
+// <runtime dir>/mounts (common/secure_dir.h: /run/propeller/mounts when running as root, else
+// $XDG_RUNTIME_DIR/propeller/mounts or /tmp/propeller-<uid>/mounts), named after the mount
+// point. A client resolves a path to its mount through /proc/self/mountinfo (the longest mount
+// point of type fuse.propeller that contains it), then reads that record from its own
+// registry, then root's. The registry lives outside every mount; only its owner may write it
+// (checked before use), and its records are public (0644): they name unix sockets, which
+// authorize every request by the caller's kernel credentials (docs/security.md).
 #ifndef PROPELLER_CLIENT_LIB_MOUNT_REGISTRY_H_
 #define PROPELLER_CLIENT_LIB_MOUNT_REGISTRY_H_
 

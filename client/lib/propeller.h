@@ -33,21 +33,32 @@
 #include <string>
 #include <vector>
 
+#include "common/credentials.h"
 #include "common/record.h"
 #include "common/status.h"
 #include "schemas/messages.h"
 
 namespace propeller {
 
+// A standalone propeller-master's default endpoint.
 inline constexpr const char* kDefaultMasterEndpoint = "tcp://127.0.0.1:7470";
 
+// The master a client talks to when none is named: $PROPELLER_MASTER; else the unix socket of
+// a local `propeller up` — this user's own (<runtime dir>/master.sock, common/secure_dir.h),
+// then root's (/run/propeller/master.sock) — when one exists; else kDefaultMasterEndpoint.
+std::string DefaultMasterEndpoint();
+
 struct ClientOptions {
-  // "" = $PROPELLER_MASTER, else kDefaultMasterEndpoint.
+  // "" = DefaultMasterEndpoint().
   std::string master_endpoint;
-  // CURVE (optional): this client's key pair file and the files with the master's and the
-  // index nodes' public keys (one key for the whole cluster is the simple setup).
+  // Link security of tcp:// endpoints (docs/security.md; ipc:// needs none, the kernel names
+  // this process): the cluster key ("" = rpc::DefaultClusterKeyFile(); read when a tcp://
+  // endpoint is first dialed), or this client's own key pair with the servers' public key, or
+  // `insecure` (a cluster started with --insecure).
+  std::string cluster_key_file;
   std::string curve_key_file;
   std::string server_key_file;
+  bool insecure = false;
   int64_t timeout_ms = 5000;  // per request
   // Endpoint -> the endpoint to dial instead (embedded mode: the in-process master's and
   // node's tcp:// endpoints -> their inproc:// aliases, ~3x cheaper per call).
@@ -57,11 +68,7 @@ struct ClientOptions {
   std::function<void()> before_apply_for_test;
 };
 
-struct ClientCredentials {
-  uint32_t uid = 0;
-  uint32_t gid = 0;
-  std::vector<uint32_t> groups;
-};
+using ClientCredentials = Credentials;  // uid, gid, supplementary groups
 
 struct ClientSearchOptions {
   std::string scope = "/";  // a host path inside a volume, or in-volume when `volume` is set

@@ -38,7 +38,9 @@ typedef struct propeller_hit {
 /* Return non-zero to continue, 0 to stop the search. */
 typedef int (*propeller_hit_fn)(void* ctx, const propeller_hit* hit);
 
-/* master_endpoint NULL or "" = $PROPELLER_MASTER, else tcp://127.0.0.1:7470. */
+/* master_endpoint NULL or "" = $PROPELLER_MASTER, else a local `propeller up`'s unix socket,
+ * else tcp://127.0.0.1:7470 (propeller.h, DefaultMasterEndpoint). tcp:// endpoints need the
+ * cluster key ($PROPELLER_CLUSTER_KEY; docs/security.md). */
 int propeller_connect(const char* master_endpoint, propeller_client** out, char** error);
 void propeller_close(propeller_client* client);
 

@@ -3,31 +3,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <cstdlib>
-#include <fstream>
-#include <sstream>
-
 #include "client/lib/mount_registry.h"
+#include "common/credentials.h"
 #include "common/rpc/rpc.h"
+#include "common/secure_dir.h"
 #include "schemas/messages.h"
 
 namespace propeller {
 namespace {
-
-// The supplementary groups of process `pid` ("Groups:" of /proc/PID/status); empty if gone.
-std::vector<uint32_t> GroupsOf(uint32_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  std::vector<uint32_t> out;
-  while (std::getline(in, line)) {
-    if (line.rfind("Groups:", 0) != 0) continue;
-    std::istringstream fields(line.substr(7));
-    uint32_t g;
-    while (fields >> g) out.push_back(g);
-    break;
-  }
-  return out;
-}
 
 std::string ErrorReply(const Status& st) { return wire::EncodeReply(st, {}); }
 
@@ -41,28 +24,22 @@ class QueryEngine::Impl {
     std::string endpoint = options_.endpoint;
     if (endpoint.empty()) {
       PROPELLER_RETURN_IF_ERROR(MakeRegistryDirs());
-      std::string dir = MountRegistryDir();
-      dir = dir.substr(0, dir.rfind('/'));  // beside the registry, outside every mount
-      socket_path_ = dir + "/engine-" + std::to_string(::getpid()) + ".sock";
-      ::unlink(socket_path_.c_str());
-      endpoint = "ipc://" + socket_path_;
+      // Beside the registry, outside every mount.
+      endpoint = "ipc://" + DefaultRuntimeDir() + "/engine-" + std::to_string(::getpid()) + ".sock";
     }
     rpc::ServerOptions so;
     so.endpoint = endpoint;
     so.worker_threads = options_.worker_threads;
+    so.ipc_socket_mode = 0666;  // every user may ask; each request runs as its caller
     PROPELLER_ASSIGN_OR_RETURN(
         server_, rpc::Server::Start(so, [this](std::string_view request, const rpc::PeerInfo& peer,
                                                rpc::ReplyStream& out) {
           return Handle(request, peer, out);
         }));
-    if (!socket_path_.empty()) ::chmod(socket_path_.c_str(), 0666);
     return Status::OK();
   }
 
-  ~Impl() {
-    server_.reset();
-    if (!socket_path_.empty()) ::unlink(socket_path_.c_str());
-  }
+  ~Impl() { server_.reset(); }  // ZeroMQ removes the socket file it made
 
   const std::string& endpoint() const { return server_->endpoint(); }
 
@@ -84,18 +61,19 @@ class QueryEngine::Impl {
     wire::SearchQuery q;
     st = wire::Decode(env.body, &q);
     if (!st.ok()) return ErrorReply(st.WithContext("bad search request"));
-    if (!peer.uid || !peer.gid) {
-      // Only a unix socket tells who the peer is; never trust the body (DESIGN §10).
+    if (peer.transport != rpc::PeerTransport::kIpc || !peer.uid || !peer.gid) {
+      // Only a unix socket tells who the peer is; never trust the body (docs/security.md).
       return ErrorReply(Status::PermissionDenied("the query engine needs a local (ipc) peer"));
     }
     ClientSearchOptions so;
     so.volume = options_.volume;
     so.scope = q.scope.empty() ? "/" : q.scope;
-    ClientCredentials creds;
-    creds.uid = *peer.uid;
-    creds.gid = *peer.gid;
-    if (peer.pid) creds.groups = GroupsOf(*peer.pid);
-    so.creds = creds;
+    so.creds = PeerCredentials(*peer.uid, *peer.gid, peer.pid);
+    // Results are paths under the mount point: a caller who cannot walk to it sees nothing.
+    if (!HostPathWalkable(options_.mountpoint, *so.creds)) {
+      return ErrorReply(Status::PermissionDenied("you may not search " + options_.mountpoint +
+                                                 ": a directory above it denies you access"));
+    }
     so.limit = static_cast<size_t>(q.limit);
     so.sort_by = q.sort_by;
     so.descending = q.descending;
@@ -135,7 +113,6 @@ class QueryEngine::Impl {
   }
 
   const QueryEngineOptions options_;
-  std::string socket_path_;
   std::unique_ptr<rpc::Server> server_;
 };
 

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -140,6 +141,29 @@ Status WriteKeyFile(const std::string& path, const CurveKeys& keys) {
   return Env::Default()->SyncDir(dir);
 }
 
+// A file holding a secret key must be private to its owner, as ssh requires of private keys:
+// a regular file (not a link), owned by root or this process's user, without group or other
+// permissions.
+static Status CheckSecretFile(const std::string& path) {
+  struct stat st;
+  if (::lstat(path.c_str(), &st) != 0) return Status::IOError("stat " + path, errno);
+  if (!S_ISREG(st.st_mode)) {
+    return Status::InvalidArgument(path + " holds a secret key but is not a regular file (a "
+                                   "symbolic link?); give the file itself");
+  }
+  if (st.st_uid != 0 && st.st_uid != ::geteuid()) {
+    return Status::InvalidArgument(path + " holds a secret key but is owned by uid " +
+                                   std::to_string(st.st_uid) + "; it must be this user's or root's");
+  }
+  if ((st.st_mode & 077) != 0) {
+    char mode[8];
+    std::snprintf(mode, sizeof(mode), "%04o", static_cast<unsigned>(st.st_mode & 07777));
+    return Status::InvalidArgument(path + " holds a secret key that others may access (mode " +
+                                   mode + "); run chmod 600 " + path);
+  }
+  return Status::OK();
+}
+
 Result<CurveKeys> ReadKeyFile(const std::string& path) {
   PROPELLER_ASSIGN_OR_RETURN(std::vector<KeyLine> lines, ReadKeyLines(path));
   CurveKeys keys;
@@ -152,6 +176,7 @@ Result<CurveKeys> ReadKeyFile(const std::string& path) {
   if (!IsValidKeyPair(keys)) {
     return Status::InvalidArgument(path + ": the secret key does not belong to the public key");
   }
+  if (!keys.secret_key.empty()) PROPELLER_RETURN_IF_ERROR(CheckSecretFile(path));
   return keys;
 }
 

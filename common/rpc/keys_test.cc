@@ -122,10 +122,37 @@ TEST_F(KeysTest, CommentsBlankLinesAndWhitespaceAreAccepted) {
   const std::string path = WriteText(
       "k", "# comment\n\n   public\t" + keys->public_key + "  \r\n  # another\nsecret " +
                keys->secret_key);  // no final newline
+  ASSERT_EQ(::chmod(path.c_str(), 0600), 0);  // a secret key must be private
   auto read = ReadKeyFile(path);
   ASSERT_TRUE(read.ok()) << read.status().ToString();
   EXPECT_EQ(read->public_key, keys->public_key);
   EXPECT_EQ(read->secret_key, keys->secret_key);
+}
+
+// As ssh does with private keys: a secret key others could read, or reached through a link,
+// is refused with the fix in the message; a public key alone may be world-readable.
+TEST_F(KeysTest, SecretKeyFilesMustBePrivate) {
+  auto keys = GenerateCurveKeys();
+  ASSERT_TRUE(keys.ok());
+  const std::string path = Path("pair");
+  ASSERT_TRUE(WriteKeyFile(path, *keys).ok());
+  ASSERT_TRUE(ReadKeyFile(path).ok());
+  for (mode_t mode : {0640, 0604, 0660, 0644}) {
+    ASSERT_EQ(::chmod(path.c_str(), mode), 0);
+    auto read = ReadKeyFile(path);
+    ASSERT_FALSE(read.ok()) << std::oct << mode;
+    EXPECT_EQ(read.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(read.status().message().find("chmod 600 " + path), std::string::npos)
+        << read.status().ToString();
+  }
+  ASSERT_EQ(::chmod(path.c_str(), 0600), 0);
+  const std::string link = Path("link");
+  ASSERT_EQ(::symlink(path.c_str(), link.c_str()), 0);
+  EXPECT_EQ(ReadKeyFile(link).status().code(), StatusCode::kInvalidArgument);
+  const std::string pub = Path("pub");
+  ASSERT_TRUE(WriteKeyFile(pub, CurveKeys{keys->public_key, ""}).ok());
+  ASSERT_EQ(::chmod(pub.c_str(), 0644), 0);
+  EXPECT_TRUE(ReadKeyFile(pub).ok());
 }
 
 TEST_F(KeysTest, MalformedKeyFilesNameTheLine) {

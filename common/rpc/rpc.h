@@ -13,11 +13,13 @@
 // that do not have this shape are dropped (and counted); a peer cannot crash or stall a server
 // with them. Messages beyond max_message_bytes make ZeroMQ disconnect the sender.
 //
-// Security (DESIGN §10): with `curve` set, a Server is a CURVE server and admits only clients
-// whose public key is in `allowed_clients` (a ZAP handler checks every handshake; without one
-// CURVE would admit anyone who knows the server key). Without keys the transport authenticates
-// nobody, so daemons bind loopback unless told otherwise. On ipc:// endpoints the kernel's peer
-// credentials (SO_PEERCRED) are reported in PeerInfo.
+// Security (docs/security.md): with `curve` set, a Server is a CURVE server and admits only
+// clients whose public key is in `allowed_clients` (a ZAP handler checks every handshake;
+// without one CURVE would admit anyone who knows the server key). Without keys a tcp://
+// endpoint authenticates nobody. On ipc:// endpoints the kernel's peer credentials
+// (SO_PEERCRED) are reported in PeerInfo. Every request says which transport it came by
+// (PeerInfo::transport), so a handler decides what a peer may do from what the transport can
+// prove and never from the request's bytes.
 //
 // Threading: a Server runs one I/O thread plus `worker_threads` handler threads; the handler is
 // called concurrently from the workers. A Channel may be used by any number of threads at once
@@ -57,9 +59,22 @@ Result<CurveKeys> ReadKeyFile(const std::string& path);
 // An allowlist file: one "public <z85>" line per admitted client (key-pair files work too:
 // their secret line is ignored).
 Result<std::vector<std::string>> ReadAllowlistFile(const std::string& path);
+// ReadKeyFile refuses a file with a secret key that is a symbolic link, is owned by neither
+// root nor this process's user, or that group or others may read or write (InvalidArgument
+// naming the fix), as ssh does with private keys.
+
+
+// How a request reached the server.
+enum class PeerTransport : uint8_t {
+  kInProcess,  // inproc:// or direct://: this process, no socket
+  kIpc,        // a unix socket: uid/gid/pid from the kernel
+  kTcp,        // the network: only a CURVE key (curve_public_key) says who it is
+};
 
 // What the transport knows about the sender of one request.
 struct PeerInfo {
+  // Set by the server for every request; the default is what an in-process call gets.
+  PeerTransport transport = PeerTransport::kInProcess;
   std::string curve_public_key;  // Z85; empty without CURVE
   // From the kernel on ipc:// endpoints (SO_PEERCRED); unset on tcp:// and inproc://.
   std::optional<uint32_t> uid;
@@ -82,12 +97,18 @@ using Handler =
     std::function<std::string(std::string_view request, const PeerInfo& peer, ReplyStream& out)>;
 
 struct ServerOptions {
-  std::string endpoint;  // REQUIRED
-  // More endpoints for the same handler, e.g. an inproc:// alias, or a direct://NAME one: a
-  // Channel to direct://NAME in this process runs the handler on the calling thread — no
-  // socket, no thread handoff (embedded mode; PeerInfo is empty, as for inproc://).
-  // endpoint() reports the main one.
+  // REQUIRED. An ipc:// endpoint is refused while another process serves on it (ZeroMQ would
+  // silently take the path over); a stale socket file left by a crash is replaced.
+  std::string endpoint;
+  // More endpoints for the same handler, in-process only: direct://NAME. A Channel to
+  // direct://NAME in this process runs the handler on the calling thread — no socket, no
+  // thread handoff (embedded mode; PeerInfo says kInProcess). Nothing else is accepted here
+  // (InvalidArgument), so the socket binds one endpoint and a request's transport is never
+  // ambiguous. endpoint() reports the main one.
   std::vector<std::string> extra_endpoints;
+  // The mode of an ipc:// socket file (connecting needs write permission on it). The default
+  // lets every local user connect: handlers authorize each request by its peer's credentials.
+  uint32_t ipc_socket_mode = 0666;
   int worker_threads = 4;
   size_t max_message_bytes = kDefaultMaxMessageBytes;
   std::optional<CurveKeys> curve;            // server key pair (secret required)
@@ -167,6 +188,58 @@ class Channel {
   explicit Channel(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
+
+// ---- Link security of daemons and clients (docs/security.md) ------------------------------
+//
+// tcp:// links are CURVE-authenticated unless a daemon is told --insecure. The simple setup is
+// the cluster key: one key pair every member holds (master, index nodes, mounts in cluster
+// mode, administrators' clients), made by the master at its first start — like ssh host keys
+// — and copied to the other hosts as a file (mode 0600). Members offer it as clients, serve
+// with it and admit it. The per-member setup gives each daemon its own pair, an allowlist of
+// client keys and the server's public key (the curve/allow/server key files below).
+// ipc:// links never use CURVE: the kernel names the peer. inproc:// and direct:// are
+// in-process.
+
+// $PROPELLER_CLUSTER_KEY, else /etc/propeller/cluster.key for root, else
+// $XDG_CONFIG_HOME/propeller/cluster.key (~/.config/propeller/cluster.key).
+std::string DefaultClusterKeyFile();
+// Reads the cluster key pair at `path` (ReadKeyFile's checks). When it is missing and `create`
+// is set, makes one first (mode 0600; missing parent directories 0700), never replacing a file
+// another process made meanwhile; *created (may be null) says whether this call made it.
+// NotFound when missing and not created.
+Result<CurveKeys> LoadClusterKey(const std::string& path, bool create, bool* created);
+
+struct LinkSecurityOptions {
+  std::string cluster_key_file;  // "" = DefaultClusterKeyFile()
+  // Per-member setup (instead of the cluster key): this member's key pair, the client keys a
+  // server admits, and the public key of the server(s) this member dials.
+  std::string curve_key_file;
+  std::string allow_file;
+  std::string server_key_file;
+  // tcp:// without CURVE: every peer that reaches the port is a member. Never the default.
+  bool insecure = false;
+};
+
+struct LinkSecurity {
+  std::optional<CurveKeys> keys;          // this member's pair ("" secret never)
+  std::vector<std::string> allowed;       // admitted client keys (serving)
+  std::string server_public_key;          // expected server key (dialing)
+  bool insecure = false;
+  std::string cluster_key_file;           // the cluster key used, "" for none
+  bool created = false;                   // the cluster key was made by this call
+  // CURVE settings for a server on `options->endpoint` (tcp:// only) / a channel to it.
+  void Apply(ServerOptions* options) const;
+  void Apply(ChannelOptions* options) const;
+};
+
+// Resolves the keys of a process that serves on tcp:// (`serves_tcp`) and/or dials tcp://
+// peers (`dials_tcp`); `create_cluster_key`: a master at its first start makes the cluster key
+// when it is missing. Nothing is needed (an empty LinkSecurity) when neither is set.
+// InvalidArgument, with what to do, when keys are needed and not given, unreadable or
+// inconsistent; NotFound when the cluster key is missing.
+Result<LinkSecurity> ResolveLinkSecurity(const LinkSecurityOptions& options, bool serves_tcp,
+                                         bool dials_tcp, bool create_cluster_key);
+bool IsTcpEndpoint(std::string_view endpoint);
 
 }  // namespace propeller::rpc
 

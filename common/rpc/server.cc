@@ -19,17 +19,22 @@
 //
 // CURVE applies to tcp:// and ipc:// only: inproc:// connections have no handshake, so every
 // in-process client is admitted and PeerInfo.curve_public_key stays empty (checked by hand).
+// PeerInfo.transport is the main endpoint's, the only one the ROUTER binds.
 //
 // Shutdown: the destructor sets stopping_, wakes everyone, joins the I/O thread (which closes
 // the ROUTER with linger 0), then joins the workers once their current handler returns; queued
 // requests that had not started are dropped.
 #include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
 #include <condition_variable>
 #include <cstdlib>
+#include <cstring>
 #include <deque>
 #include <exception>
 #include <map>
@@ -96,8 +101,43 @@ void ParsePeerCredentials(std::string_view address, PeerInfo* peer) {
   peer->pid = fields[2];
 }
 
+// Refuses an ipc:// path another process serves on, and anything there that is not a socket:
+// ZeroMQ unlinks whatever the path names before it binds.
+Status CheckIpcPathFree(const std::string& endpoint) {
+  if (endpoint.rfind("ipc://", 0) != 0 || endpoint.size() <= 6 || endpoint[6] == '@') {
+    return Status::OK();  // not ipc, or the abstract namespace (no file)
+  }
+  const std::string path = endpoint.substr(6);
+  struct stat st;
+  if (::lstat(path.c_str(), &st) != 0) return Status::OK();
+  if (!S_ISSOCK(st.st_mode)) {
+    return Status::IOError("cannot bind " + endpoint + ": " + path + " exists and is not a socket");
+  }
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (path.size() >= sizeof(addr.sun_path)) {
+    return Status::InvalidArgument("cannot bind " + endpoint + ": the path is too long for a "
+                                   "unix socket (at most 107 bytes)");
+  }
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return Status::IOError("socket", errno);
+  const bool live = ::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) == 0;
+  ::close(fd);
+  if (live) {
+    return Status::IOError("cannot bind " + endpoint + ": another process serves there (stop it, "
+                           "or choose another endpoint)");
+  }
+  return Status::OK();  // a stale socket from a process that is gone
+}
+
 Status ValidateOptions(const ServerOptions& options) {
   if (options.endpoint.empty()) return Status::InvalidArgument("server endpoint is empty");
+  for (const std::string& extra : options.extra_endpoints) {
+    if (!internal::IsDirectEndpoint(extra)) {
+      return Status::InvalidArgument("extra endpoint " + extra + " must be direct://");
+    }
+  }
   if (options.worker_threads < 1) {
     return Status::InvalidArgument("worker_threads must be at least 1");
   }
@@ -139,7 +179,9 @@ class Server::Impl {
   Impl(const ServerOptions& options, Handler handler)
       : options_(options),
         handler_(std::move(handler)),
-        ipc_(options.endpoint.rfind("ipc://", 0) == 0) {}
+        transport_(options.endpoint.rfind("ipc://", 0) == 0   ? PeerTransport::kIpc
+                   : options.endpoint.rfind("tcp://", 0) == 0 ? PeerTransport::kTcp
+                                                               : PeerTransport::kInProcess) {}
 
   ~Impl() {
     for (const std::string& d : direct_) internal::UnregisterDirect(d);
@@ -184,6 +226,7 @@ class Server::Impl {
     } catch (const zmq::error_t& e) {
       return internal::ZmqStatus(StatusCode::kInternal, "cannot create ROUTER socket", e);
     }
+    PROPELLER_RETURN_IF_ERROR(CheckIpcPathFree(options_.endpoint));
     try {
       router_->bind(options_.endpoint);
     } catch (const zmq::error_t& e) {
@@ -191,26 +234,22 @@ class Server::Impl {
           IsEndpointSyntaxError(e.num()) ? StatusCode::kInvalidArgument : StatusCode::kIOError,
           "cannot bind " + options_.endpoint, e);
     }
+    if (transport_ == PeerTransport::kIpc && options_.endpoint[6] != '@') {
+      const std::string path = options_.endpoint.substr(6);
+      if (::chmod(path.c_str(), options_.ipc_socket_mode) != 0) {
+        return Status::IOError("chmod " + path, errno);
+      }
+    }
     try {
       endpoint_ = router_->get(zmq::sockopt::last_endpoint);
     } catch (const zmq::error_t&) {
       endpoint_ = options_.endpoint;
     }
     for (const std::string& extra : options_.extra_endpoints) {
-      if (internal::IsDirectEndpoint(extra)) {
-        auto target = std::make_shared<internal::DirectTarget>();
-        target->handler = handler_;
-        PROPELLER_RETURN_IF_ERROR(internal::RegisterDirect(extra, std::move(target)));
-        direct_.push_back(extra);
-        continue;
-      }
-      try {
-        router_->bind(extra);
-      } catch (const zmq::error_t& e) {
-        return internal::ZmqStatus(
-            IsEndpointSyntaxError(e.num()) ? StatusCode::kInvalidArgument : StatusCode::kIOError,
-            "cannot bind " + extra, e);
-      }
+      auto target = std::make_shared<internal::DirectTarget>();
+      target->handler = handler_;
+      PROPELLER_RETURN_IF_ERROR(internal::RegisterDirect(extra, std::move(target)));
+      direct_.push_back(extra);
     }
     io_thread_ = std::thread([this] { IoLoop(); });
     workers_.reserve(static_cast<size_t>(options_.worker_threads));
@@ -325,13 +364,17 @@ class Server::Impl {
     }
   }
 
+  // The transport is the main endpoint's: the ROUTER binds nothing else (extra endpoints are
+  // direct://, served without it). The peer address is parsed on ipc:// only: on tcp:// an
+  // IPv6 address could read as ":uid:gid:pid".
   PeerInfo PeerOf(const zmq::message_t& body) const {
     PeerInfo peer;
+    peer.transport = transport_;
     if (options_.curve) {
       const char* user = zmq_msg_gets(body.handle(), "User-Id");
       if (user != nullptr) peer.curve_public_key = user;
     }
-    if (ipc_) {
+    if (transport_ == PeerTransport::kIpc) {
       const char* address = zmq_msg_gets(body.handle(), "Peer-Address");
       if (address != nullptr) ParsePeerCredentials(address, &peer);
     }
@@ -517,7 +560,7 @@ class Server::Impl {
   // Constant after Start().
   const ServerOptions options_;
   const Handler handler_;
-  const bool ipc_;
+  const PeerTransport transport_;
   std::string endpoint_;
   std::vector<std::string> direct_;  // registered direct:// endpoints
   std::string zap_domain_;  // empty without CURVE

@@ -77,6 +77,12 @@ class FakeMaster {
     locate_silent_ = silent;
   }
   // The next heartbeat is answered with reregister = true.
+  // Volume `id` has its root at `root` (ListVolumes).
+  void SetVolume(uint32_t id, const std::string& root) {
+    std::lock_guard<std::mutex> lock(mu_);
+    volumes_[id] = root;
+  }
+
   void RequestReregister() {
     std::lock_guard<std::mutex> lock(mu_);
     reregister_ = true;
@@ -174,6 +180,11 @@ class FakeMaster {
         }
         return wire::EncodeOkReply(rep);
       }
+      case wire::MsgType::kListVolumes: {
+        wire::VolumesReply rep;
+        for (const auto& [id, root] : volumes_) rep.volumes.push_back(wire::VolumeInfo{id, root});
+        return wire::EncodeOkReply(rep);
+      }
       case wire::MsgType::kMoveAcg: {
         if (!move_outcome_) return wire::EncodeReply(Status::NotSupported("fake master"), {});
         wire::MoveAcgRequest req;
@@ -193,6 +204,7 @@ class FakeMaster {
   mutable std::mutex mu_;
   std::map<uint64_t, std::pair<uint32_t, std::string>> owners_;
   std::map<uint32_t, std::string> nodes_;
+  std::map<uint32_t, std::string> volumes_;
   std::vector<wire::IndexDef> catalogue_;
   std::vector<wire::RegisterNodeRequest> registrations_;
   std::optional<wire::HeartbeatRequest> last_heartbeat_;

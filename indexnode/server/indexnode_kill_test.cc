@@ -115,8 +115,9 @@ TEST(IndexNodeKillTest, AcknowledgedUpdatesSurviveSigkill) {
   const uint64_t seed = TestSeed();
   SCOPED_TRACE("PROPELLER_SEED=" + std::to_string(seed));
   Random rnd(seed);
-  TempDir dir;
-  auto master = FakeMaster::Start("tcp://127.0.0.1:0", /*heartbeat_interval_ms=*/100);
+  TempDir dir, run;  // data; sockets (a data directory holds no sockets)
+  auto master = FakeMaster::Start("ipc://" + run.path() + "/master.sock",
+                                  /*heartbeat_interval_ms=*/100);
   ASSERT_TRUE(master);
   for (uint64_t acg = 1; acg <= 8; ++acg) master->SetOwner(acg, 1);
 
@@ -129,7 +130,8 @@ TEST(IndexNodeKillTest, AcknowledgedUpdatesSurviveSigkill) {
     const size_t regs = master->registrations().size();
     const uint64_t heartbeats = master->heartbeats();
     pid_t pid = Spawn({"--data", dir.path(), "--master", master->endpoint(), "--listen",
-                       "tcp://127.0.0.1:0", "--log-level", "warning", "--threads", "2"});
+                       "ipc://" + run.path() + "/node.sock", "--log-level", "warning",
+                       "--threads", "2"});
     ASSERT_GT(pid, 0);
     ASSERT_TRUE(WaitFor([&] { return master->registrations().size() > regs; }))
         << "the index node did not register";
@@ -257,7 +259,7 @@ TEST(IndexNodeKillTest, UsageAndStartErrors) {
 
   // Runtime errors: the listen endpoint is taken; the data directory is a file.
   TempDir dir;
-  auto master = FakeMaster::Start("tcp://127.0.0.1:0");
+  auto master = FakeMaster::Start("ipc://" + dir.path() + "/master.sock");
   ASSERT_TRUE(master);
   err.clear();
   EXPECT_EQ(RunDaemon({"--data", dir.path() + "/a", "--master", master->endpoint(), "--listen",
@@ -270,7 +272,7 @@ TEST(IndexNodeKillTest, UsageAndStartErrors) {
   { std::ofstream(file) << "x"; }
   err.clear();
   EXPECT_EQ(RunDaemon({"--data", file, "--master", master->endpoint(), "--listen",
-                       "tcp://127.0.0.1:0", "--log-level", "error"},
+                       "ipc://" + dir.path() + "/node.sock", "--log-level", "error"},
                       &out, &err),
             1);
   EXPECT_TRUE(one_line(err)) << err;

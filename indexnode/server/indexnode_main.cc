@@ -38,11 +38,18 @@ Options:
   --advertise ENDPOINT   what the master tells clients (default: the bound endpoint; set it
                          when listening on 0.0.0.0)
   --durability LEVEL     default (fsync every 10 ms) or sync (fsync before acknowledging)
-  --curve-key FILE       this node's CURVE key pair: serve with CURVE (needs --allow)
-  --allow FILE           public keys of the clients admitted with CURVE; list the
-                         index nodes' shared key too, so that other nodes may move
+  --cluster-key FILE     the cluster's key pair, copied from the master's host (it makes
+                         one at its first start): tcp:// links are CURVE-authenticated
+                         with it (default $PROPELLER_CLUSTER_KEY, else
+                         /etc/propeller/cluster.key for root)
+  --curve-key FILE       instead of the cluster key: this node's own key pair (needs
+                         --allow to serve tcp://, --master-key to dial a tcp:// master)
+  --allow FILE           more public keys to admit; with --curve-key, all of them: list
+                         the index nodes' shared key too, so that other nodes may move
                          ACGs here
-  --master-key FILE      the master's public key: talk to the master with CURVE
+  --master-key FILE      the master's public key (with --curve-key)
+  --insecure             tcp:// without authentication: anyone who reaches the port may
+                         read and change this node's index. Tests only
   --threads N            request handler threads (default 4)
   --split-threshold N    split an ACG in two (METIS) once it holds more than N files
                          (default 50000; 0 = never). The master names the new half.
@@ -81,6 +88,10 @@ int Main(int argc, char** argv) {
       std::fputs(kUsage, stdout);
       return 0;
     }
+    if (arg == "--insecure") {
+      opt.insecure = true;
+      continue;
+    }
     std::string value;
     bool has_inline = false;
     if (arg.rfind("--", 0) == 0) {
@@ -98,6 +109,7 @@ int Main(int argc, char** argv) {
     };
     if (arg == "--data" || arg == "--master" || arg == "--listen" || arg == "--advertise" ||
         arg == "--durability" || arg == "--curve-key" || arg == "--allow" ||
+        arg == "--cluster-key" ||
         arg == "--master-key" || arg == "--threads" || arg == "--log-level" ||
         arg == "--split-threshold" || arg == "--test-hold-in-split" ||
         arg == "--test-hold-in-migrate" || arg == "--test-release-wait-ms") {
@@ -124,6 +136,8 @@ int Main(int argc, char** argv) {
       } else {
         return Usage("--durability must be 'default' or 'sync', not '" + value + "'");
       }
+    } else if (arg == "--cluster-key") {
+      opt.cluster_key_file = value;
     } else if (arg == "--curve-key") {
       opt.curve_key_file = value;
     } else if (arg == "--allow") {
@@ -189,9 +203,6 @@ int Main(int argc, char** argv) {
   if (opt.data_dir.empty()) return Usage("--data DIR is required");
   if (!opt.curve_key_file.empty() && opt.allow_file.empty()) {
     return Usage("--curve-key needs --allow FILE (the client keys to admit)");
-  }
-  if (opt.curve_key_file.empty() && !opt.allow_file.empty()) {
-    return Usage("--allow needs --curve-key FILE");
   }
   if (!opt.master_key_file.empty() && opt.curve_key_file.empty()) {
     return Usage("--master-key needs --curve-key FILE (this node's key pair)");

@@ -16,6 +16,7 @@
 #include "common/env.h"
 #include "common/logging.h"
 #include "common/rpc/rpc.h"
+#include "common/secure_dir.h"
 #include "indexnode/server/node_service.h"
 #include "schemas/messages.h"
 #include "schemas/wire_call.h"
@@ -130,41 +131,33 @@ Status IndexNodeServer::Impl::Init(const IndexNodeOptions& options) {
   if (options_.heartbeat_interval_ms < 0 || options_.master_timeout_ms <= 0) {
     return Status::InvalidArgument("heartbeat interval and master timeout must be positive");
   }
-  if (!options_.curve_key_file.empty() && options_.allow_file.empty()) {
-    return Status::InvalidArgument("a CURVE key file needs an allowlist file of client keys");
-  }
-  if (options_.curve_key_file.empty() && !options_.allow_file.empty()) {
-    return Status::InvalidArgument("an allowlist file needs this node's CURVE key file");
-  }
   if (!options_.master_key_file.empty() && options_.curve_key_file.empty()) {
     return Status::InvalidArgument(
         "the master's public key file needs this node's CURVE key file (the master must admit "
         "this node's public key)");
   }
 
-  // Keys first: a bad key file should fail before anything touches the data directory.
-  std::optional<rpc::CurveKeys> keys;
-  std::vector<std::string> allowed;
-  std::string master_public;
-  if (!options_.curve_key_file.empty()) {
-    Result<rpc::CurveKeys> k = rpc::ReadKeyFile(options_.curve_key_file);
-    if (!k.ok()) return k.status().WithContext("cannot read this node's CURVE key file");
-    if (k->secret_key.empty()) {
-      return Status::InvalidArgument(options_.curve_key_file +
-                                     ": no secret key (a key pair file is needed)");
-    }
-    keys = std::move(k).value();
-    Result<std::vector<std::string>> a = rpc::ReadAllowlistFile(options_.allow_file);
-    if (!a.ok()) return a.status().WithContext("cannot read the allowlist file");
-    if (a->empty()) return Status::InvalidArgument(options_.allow_file + ": no keys listed");
-    allowed = std::move(a).value();
-  }
-  if (!options_.master_key_file.empty()) {
-    Result<rpc::CurveKeys> k = rpc::ReadKeyFile(options_.master_key_file);
-    if (!k.ok()) return k.status().WithContext("cannot read the master's key file");
-    master_public = k->public_key;
+  // Keys first: a bad or missing key file should fail before anything touches the data
+  // directory. tcp:// links are authenticated unless --insecure (docs/security.md).
+  rpc::LinkSecurityOptions lo;
+  lo.cluster_key_file = options_.cluster_key_file;
+  lo.curve_key_file = options_.curve_key_file;
+  lo.allow_file = options_.allow_file;
+  lo.server_key_file = options_.master_key_file;
+  lo.insecure = options_.insecure;
+  Result<rpc::LinkSecurity> link =
+      rpc::ResolveLinkSecurity(lo, rpc::IsTcpEndpoint(options_.listen_endpoint),
+                               rpc::IsTcpEndpoint(options_.master_endpoint),
+                               /*create_cluster_key=*/false);
+  if (!link.ok()) return link.status();
+  if (link->insecure) {
+    Log(LogLevel::kWarning, "tcp:// links without authentication (--insecure): anyone who "
+        "reaches %s controls this node's index", options_.listen_endpoint.c_str());
   }
 
+  if (!options_.data_dir_checked && options_.engine.env == nullptr) {
+    PROPELLER_RETURN_IF_ERROR(PrepareDataDir(options_.data_dir).WithContext("data directory"));
+  }
   EngineOptions eo = options_.engine;
   eo.data_dir = options_.data_dir;
   eo.durability = options_.durability;
@@ -194,10 +187,7 @@ Status IndexNodeServer::Impl::Init(const IndexNodeOptions& options) {
 
   rpc::ChannelOptions co;
   co.endpoint = options_.master_endpoint;
-  if (!master_public.empty()) {
-    co.curve = keys;
-    co.server_public_key = master_public;
-  }
+  link->Apply(&co);
   Result<std::unique_ptr<rpc::Channel>> channel = rpc::Channel::Connect(co);
   if (!channel.ok()) return channel.status().WithContext("master " + options_.master_endpoint);
   master_ = std::move(channel).value();
@@ -210,20 +200,22 @@ Status IndexNodeServer::Impl::Init(const IndexNodeOptions& options) {
   so.master_timeout_ms = options_.master_timeout_ms;
   so.scratch_dir = JoinPath(options_.data_dir, "migrate");
   so.migrate_step_hook = options_.migrate_step_hook;
-  so.connect_peer = [keys](
+  so.connect_peer = [keys = link->keys](
                         const std::string& endpoint) -> Result<std::unique_ptr<rpc::Channel>> {
     rpc::ChannelOptions peer;
     peer.endpoint = endpoint;
-    if (keys) {
-      // A CURVE cluster's index nodes share one key pair: clients know one public key for
-      // all of them (ClientOptions::server_key_file). So this node, as a client of another,
-      // expects its own public key there and offers its own pair, which the other node's
-      // allowlist must admit (indexnode/server/README.md, "Migration").
+    if (keys && rpc::IsTcpEndpoint(endpoint)) {
+      // A CURVE cluster's index nodes share one key pair (the cluster key, or the nodes' own
+      // shared pair): clients know one public key for all of them. So this node, as a client
+      // of another, expects its own public key there and offers its own pair, which the other
+      // node admits (indexnode/server/README.md, "Migration").
       peer.curve = *keys;
       peer.server_public_key = keys->public_key;
     }
     return rpc::Channel::Connect(peer);
   };
+  so.access = wire::DefaultAccessPolicy();
+  so.access.trust_plain_tcp = link->insecure;
   service_ = std::make_unique<NodeService>(so);
   service_->ConfirmOwnership();
 
@@ -231,8 +223,7 @@ Status IndexNodeServer::Impl::Init(const IndexNodeOptions& options) {
   ro.endpoint = options_.listen_endpoint;
   if (!options_.local_alias.empty()) ro.extra_endpoints.push_back(options_.local_alias);
   ro.worker_threads = options_.worker_threads;
-  ro.curve = keys;
-  ro.allowed_clients = allowed;
+  link->Apply(&ro);
   NodeService* service = service_.get();
   Result<std::unique_ptr<rpc::Server>> server = rpc::Server::Start(
       ro, [service](std::string_view request, const rpc::PeerInfo& peer, rpc::ReplyStream& out) {

@@ -15,9 +15,11 @@
 //     heartbeats; `reregister` makes the node register again with its id.
 //   - The interval is the master's (RegisterNodeReply) unless options override it.
 //
-// Security: with `curve_key_file` the server is a CURVE server admitting only the keys of
-// `allow_file`; with `master_key_file` the connection to the master uses CURVE too (this node's
-// key pair from curve_key_file, the master's public key from master_key_file).
+// Security (docs/security.md): tcp:// links — this node's listener, its link to the master
+// and to other nodes — are CURVE-authenticated with the cluster key, or with this node's own
+// key pair (`curve_key_file`, admitting the keys of `allow_file`, expecting the master's key
+// of `master_key_file`); a node asked for tcp:// without keys refuses to start unless
+// `insecure`. Every request is authorized by its sender's role (schemas/access.h).
 //
 // Shutdown (destructor): stops the membership thread, stops the rpc::Server (running handlers
 // finish), then closes the engine, which commits every cache and syncs.
@@ -39,19 +41,27 @@ inline constexpr char kDefaultIndexNodeEndpoint[] = "tcp://127.0.0.1:7471";
 
 struct IndexNodeOptions {
   std::string data_dir;                                   // REQUIRED; created if missing
+  // Start() checks and prepares data_dir (PrepareDataDir, common/secure_dir.h) unless the
+  // caller did already (for it or a parent) or the engine runs on another Env.
+  bool data_dir_checked = false;
   std::string listen_endpoint = kDefaultIndexNodeEndpoint;  // port 0 = any free port
   // What the master hands to clients; "" = the bound endpoint. Set it when listening on a
   // wildcard address (tcp://0.0.0.0:7471 is not an address a client can dial).
   std::string advertised_endpoint;
   std::string master_endpoint;  // REQUIRED
-  // Also serve on this inproc:// or direct:// endpoint (rpc.h; embedded mode: a client in
+  // Also serve on this direct:// endpoint (rpc.h; embedded mode: a client in
   // this process maps the advertised endpoint to it, ClientOptions::endpoint_aliases, and
   // skips the network stack).
   std::string local_alias;
   Durability durability = Durability::kDefault;
-  std::string curve_key_file;   // this node's key pair; enables CURVE (needs allow_file)
-  std::string allow_file;       // client public keys admitted (with curve_key_file)
+  // Link security of tcp:// links (rpc.h, docs/security.md): the cluster key by default
+  // ("" = rpc::DefaultClusterKeyFile(); it must exist: the master makes it), or this node's
+  // own key pair with an allowlist and the master's public key, or `insecure`.
+  std::string cluster_key_file;
+  std::string curve_key_file;   // this node's key pair (needs allow_file to serve tcp://)
+  std::string allow_file;       // client public keys admitted (added to the cluster key's)
   std::string master_key_file;  // the master's public key; needs curve_key_file
+  bool insecure = false;
   int worker_threads = 4;       // rpc handler threads
   // 0 = the master's interval (RegisterNodeReply.heartbeat_interval_ms; 1000 ms before the
   // first registration), else this many milliseconds.

@@ -33,6 +33,7 @@ IndexNodeOptions Options(const std::string& data, const std::string& master) {
   o.data_dir = data;
   o.master_endpoint = master;
   o.listen_endpoint = "tcp://127.0.0.1:0";
+  o.insecure = true;  // membership is under test here, not link security (cluster_test)
   o.worker_threads = 2;
   o.master_timeout_ms = 500;
   o.engine.search_threads = 2;

@@ -7,14 +7,16 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
-#include <thread>
 #include <exception>
 #include <new>
+#include <thread>
+#include <unordered_map>
 #include <utility>
 
 #include "common/crc32c.h"
 #include "common/env.h"
 #include "common/logging.h"
+#include "common/secure_dir.h"
 #include "schemas/wire_call.h"
 
 namespace propeller {
@@ -56,7 +58,10 @@ std::string RedirectReply(uint32_t self, const std::vector<wire::AcgLocation>& e
 }  // namespace
 
 NodeService::NodeService(const NodeServiceOptions& options)
-    : options_(options), engine_(options.engine), node_id_(options.node_id) {
+    : options_(options),
+      engine_(options.engine),
+      volume_roots_(options.master, options.master_timeout_ms),
+      node_id_(options.node_id) {
   if (!options_.scratch_dir.empty()) {
     // Copies in transit that a crash left behind: a move does not outlive its process (an
     // adopted copy was renamed into the engine's directory before the adoption's commit).
@@ -131,7 +136,11 @@ std::string NodeService::Handle(std::string_view request, const rpc::PeerInfo& p
       bad_requests_.fetch_add(1);
       return ErrorReply(st);
     }
-    return HandleRequest(env, peer, out);
+    const wire::Caller caller = wire::IdentifyCaller(peer, options_.access);
+    st = wire::Authorize(caller, env.type);
+    if (!st.ok()) return ErrorReply(st);
+    CallerAccess access(caller, engine_, &volume_roots_);
+    return HandleRequest(env, access, out);
   } catch (const std::bad_alloc&) {
     return ErrorReply(Status::ResourceExhausted("out of memory handling the request"));
   } catch (const std::exception& e) {
@@ -141,14 +150,14 @@ std::string NodeService::Handle(std::string_view request, const rpc::PeerInfo& p
   }
 }
 
-std::string NodeService::HandleRequest(const wire::RequestEnvelope& env, const rpc::PeerInfo& peer,
+std::string NodeService::HandleRequest(const wire::RequestEnvelope& env, CallerAccess& caller,
                                        rpc::ReplyStream& out) {
   switch (env.type) {
-    case MsgType::kApply: return HandleApply(env.body);
-    case MsgType::kSearch: return HandleSearch(env.body, peer, out);
-    case MsgType::kGetRecord: return HandleGetRecord(env.body);
+    case MsgType::kApply: return HandleApply(env.body, caller);
+    case MsgType::kSearch: return HandleSearch(env.body, caller, out);
+    case MsgType::kGetRecord: return HandleGetRecord(env.body, caller);
     case MsgType::kNodeStatus: return HandleNodeStatus(env.body);
-    case MsgType::kListEdges: return HandleListEdges(env.body);
+    case MsgType::kListEdges: return HandleListEdges(env.body, caller);
     case MsgType::kCreateIndex: return HandleCreateIndex(env.body);
     case MsgType::kDropIndex: return HandleDropIndex(env.body);
     case MsgType::kListIndexes: return HandleListIndexes(env.body);
@@ -214,7 +223,7 @@ void NodeService::MarkOwned(const std::vector<uint64_t>& acgs) {
 
 // ---- handlers -------------------------------------------------------------------------------
 
-std::string NodeService::HandleApply(std::string_view body) {
+std::string NodeService::HandleApply(std::string_view body, CallerAccess& caller) {
   wire::ApplyRequest req;
   Status st = wire::Decode(body, &req);
   if (!st.ok()) return BadRequest("apply", st);
@@ -231,6 +240,8 @@ std::string NodeService::HandleApply(std::string_view body) {
     redirects_.fetch_add(1);
     return RedirectReply(node_id_.load(), own->elsewhere);
   }
+  st = caller.CheckUpdates(req.updates);
+  if (!st.ok()) return ErrorReply(st);
   st = engine_->Apply(req.updates);
   if (st.code() == StatusCode::kRedirect) {
     // An ACG of the batch, or one its routes lead to, moved to another node meanwhile: the
@@ -249,7 +260,7 @@ std::string NodeService::HandleApply(std::string_view body) {
   return wire::EncodeOkReply(wire::Empty{});
 }
 
-std::string NodeService::HandleSearch(std::string_view body, const rpc::PeerInfo& peer,
+std::string NodeService::HandleSearch(std::string_view body, CallerAccess& caller,
                                       rpc::ReplyStream& out) {
   wire::SearchQuery q;
   Status st = wire::Decode(body, &q);
@@ -259,12 +270,17 @@ std::string NodeService::HandleSearch(std::string_view body, const rpc::PeerInfo
   req.query = std::move(q.query);
   req.scope = std::move(q.scope);
   req.volume = q.volume;
-  if (q.creds) {
-    req.creds = Credentials{q.creds->uid, q.creds->gid, std::move(q.creds->groups)};
-  }
-  if (peer.uid && *peer.uid != 0) {
-    // The kernel vouches for this peer: it sees what its uid may see, whatever it claims.
-    req.creds = Credentials{*peer.uid, peer.gid.value_or(UINT32_MAX), {}};
+  std::optional<Credentials> claimed;
+  if (q.creds) claimed = Credentials{q.creds->uid, q.creds->gid, std::move(q.creds->groups)};
+  // Only a member's claim counts; an admin or user is who the kernel says.
+  req.creds = caller.SearchCredentials(std::move(claimed));
+  if (caller.filtered()) {
+    Result<std::vector<uint32_t>> hidden = caller.HiddenVolumes();
+    if (!hidden.ok()) {
+      return ErrorReply(Status::Unavailable("cannot check which volumes you may see: " +
+                                            hidden.status().ToString()));
+    }
+    req.hidden_volumes = std::move(hidden).value();
   }
   req.limit = static_cast<size_t>(q.limit);
   req.sort_by = std::move(q.sort_by);
@@ -326,7 +342,7 @@ std::string NodeService::HandleSearch(std::string_view body, const rpc::PeerInfo
   return wire::EncodeOkReply(done);
 }
 
-std::string NodeService::HandleGetRecord(std::string_view body) {
+std::string NodeService::HandleGetRecord(std::string_view body, CallerAccess& caller) {
   wire::GetRecordRequest req;
   Status st = wire::Decode(body, &req);
   if (!st.ok()) return BadRequest("get-record", st);
@@ -342,6 +358,8 @@ std::string NodeService::HandleGetRecord(std::string_view body) {
     redirects_.fetch_add(1);
     return ErrorReply(rec.status());
   }
+  // A record the caller may not see is answered as an absent one.
+  if (rec.ok() && !caller.Restrict(&rec.value())) rec = Status::NotFound("hidden");
   if (!rec.ok()) {
     if (rec.status().IsNotFound()) {
       return ErrorReply(Status::NotFound("no file " + std::to_string(req.file.volume) + ":" +
@@ -356,7 +374,7 @@ std::string NodeService::HandleGetRecord(std::string_view body) {
 }
 
 // The captured ACG edges of one ACG or of every ACG here (committed first: Engine::ListEdges).
-std::string NodeService::HandleListEdges(std::string_view body) {
+std::string NodeService::HandleListEdges(std::string_view body, CallerAccess& caller) {
   wire::ListEdgesRequest req;
   Status st = wire::Decode(body, &req);
   if (!st.ok()) return BadRequest("list-edges", st);
@@ -373,7 +391,18 @@ std::string NodeService::HandleListEdges(std::string_view body) {
     st = engine_->ListEdges(acg, &edges);
     if (st.code() == StatusCode::kNotFound && req.acg == 0) continue;  // gone meanwhile
     if (!st.ok()) return ErrorReply(st);
+    // A filtered caller gets the edges between files it may see (both ends).
+    std::unordered_map<FileId, bool, FileIdHash> visible;
+    auto sees = [&](const FileId& id) {
+      auto it = visible.find(id);
+      if (it != visible.end()) return it->second;
+      Result<FileRecord> rec = engine_->Get(acg, id);
+      const bool yes = rec.ok() && caller.Restrict(&rec.value());
+      visible.emplace(id, yes);
+      return yes;
+    };
     for (const auto& [src, dst, weight] : edges) {
+      if (caller.filtered() && (!sees(src) || !sees(dst))) continue;
       if (reply.edges.size() >= wire::kMaxEdgesPerReply) {
         reply.truncated = true;
         break;
@@ -543,8 +572,7 @@ Status NodeService::Migrate(const wire::MigrateAcgRequest& req, wire::MigrateAcg
 
   // Freeze and copy: updates to the ACG wait from here until the drop (or the thaw).
   const auto t0 = std::chrono::steady_clock::now();
-  std::error_code ec;
-  std::filesystem::create_directories(options_.scratch_dir, ec);
+  PROPELLER_RETURN_IF_ERROR(MakeDirs(options_.scratch_dir, 0700));
   const std::string copy = CopyPath(options_.scratch_dir, "out", req.acg, req.to_node);
   PROPELLER_RETURN_IF_ERROR(engine_->FreezeAndCopyAcg(req.acg, copy));
   for (const AcgInfo& a : engine_->ListAcgs()) {
@@ -659,8 +687,8 @@ std::string NodeService::HandleAdopt(std::string_view body) {
     return ErrorReply(Status::InvalidArgument("adopt-acg: bad part"));
   }
   std::lock_guard<std::mutex> one_at_a_time(adopt_mu_);
+  if (Status made = MakeDirs(options_.scratch_dir, 0700); !made.ok()) return ErrorReply(made);
   std::error_code ec;
-  std::filesystem::create_directories(options_.scratch_dir, ec);
   const std::string path = CopyPath(options_.scratch_dir, "in", part.acg, part.from_node);
   {
     const uint64_t have = std::filesystem::exists(path) ? std::filesystem::file_size(path, ec) : 0;
@@ -669,11 +697,13 @@ std::string NodeService::HandleAdopt(std::string_view body) {
           "adopt-acg: part at " + std::to_string(part.offset) + " but " + std::to_string(have) +
           " bytes arrived; start again"));
     }
-    std::ofstream out(path, part.offset == 0 ? std::ios::binary | std::ios::trunc
-                                             : std::ios::binary | std::ios::app);
-    out.write(part.data.data(), static_cast<std::streamsize>(part.data.size()));
-    out.flush();
-    if (!out) return ErrorReply(Status::IOError("writing " + path));
+    // Through Env: created 0600, never through a symbolic link (docs/security.md).
+    Env* env = Env::Default();
+    Result<std::unique_ptr<WritableFile>> out =
+        part.offset == 0 ? env->NewWritableFile(path) : env->NewAppendableFile(path);
+    Status written = out.ok() ? (*out)->Append(part.data) : out.status();
+    if (written.ok()) written = (*out)->Close();
+    if (!written.ok()) return ErrorReply(written.WithContext("writing the copy"));
   }
   if (part.offset + part.data.size() < part.total_bytes) return wire::EncodeOkReply(wire::Empty{});
 

@@ -35,9 +35,14 @@
 // master-side reassignment to this node is picked up at once. Without a reachable master only
 // already-owned ACGs are served; the others get Unavailable (retry later).
 //
-// Credentials: SearchQuery.creds is the permission filter (trust model: loopback or CURVE).
-// When the transport reports a kernel uid (ipc:// SO_PEERCRED) that is not root, that uid and
-// gid replace whatever the request claims, so a local peer cannot widen its own view.
+// Access (schemas/access.h, docs/security.md): the sender's role comes from the transport.
+// Members (in-process, admitted CURVE keys) may send everything, and their SearchQuery.creds
+// is the permission filter (unset = everything). Administrators and users on the unix socket
+// search as the kernel names them (uid, gid and groups; whatever the request claims), and
+// what they read — hits, records, edges — is cut to what they could find by walking the tree
+// (CallerAccess). A user's kApply may only set or remove user attributes of files they may
+// write; every other change from a user, and everything but kPing from an unidentified peer,
+// is PermissionDenied and changes nothing.
 //
 // Threading: Handle() and every other method may be called from any number of threads at
 // once. Index creation, dropping and reconciliation are serialized among themselves.
@@ -61,6 +66,8 @@
 #include "common/rpc/rpc.h"
 #include "common/status.h"
 #include "indexnode/engine.h"
+#include "indexnode/server/caller_access.h"
+#include "schemas/access.h"
 #include "schemas/messages.h"
 
 namespace propeller {
@@ -94,6 +101,8 @@ struct NodeServiceOptions {
   int64_t owner_wait_ms = 30'000;
   std::function<Result<std::unique_ptr<rpc::Channel>>(const std::string& endpoint)>
       connect_peer;
+  // Who may do what (schemas/access.h); trust_plain_tcp only with --insecure.
+  wire::AccessPolicy access = wire::DefaultAccessPolicy();
 };
 
 // Counters for tests and status output.
@@ -171,14 +180,13 @@ class NodeService {
   Result<Ownership> CheckOwnership(std::vector<uint64_t> acgs);
   void MarkOwned(const std::vector<uint64_t>& acgs);
 
-  std::string HandleRequest(const wire::RequestEnvelope& env, const rpc::PeerInfo& peer,
+  std::string HandleRequest(const wire::RequestEnvelope& env, CallerAccess& caller,
                             rpc::ReplyStream& out);
-  std::string HandleApply(std::string_view body);
-  std::string HandleSearch(std::string_view body, const rpc::PeerInfo& peer,
-                           rpc::ReplyStream& out);
-  std::string HandleGetRecord(std::string_view body);
+  std::string HandleApply(std::string_view body, CallerAccess& caller);
+  std::string HandleSearch(std::string_view body, CallerAccess& caller, rpc::ReplyStream& out);
+  std::string HandleGetRecord(std::string_view body, CallerAccess& caller);
   std::string HandleNodeStatus(std::string_view body);
-  std::string HandleListEdges(std::string_view body);
+  std::string HandleListEdges(std::string_view body, CallerAccess& caller);
   std::string HandleCreateIndex(std::string_view body);
   std::string HandleDropIndex(std::string_view body);
   std::string HandleListIndexes(std::string_view body);
@@ -201,6 +209,7 @@ class NodeService {
   // Constant after construction.
   const NodeServiceOptions options_;
   Engine* const engine_;
+  VolumeRoots volume_roots_;  // thread-safe
 
   std::atomic<uint32_t> node_id_;
 

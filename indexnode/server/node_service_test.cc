@@ -926,7 +926,9 @@ TEST_F(NodeServiceTest, KernelCredentialsOverrideClaimedOnes) {
   EXPECT_EQ(count(rpc::PeerInfo{}), 1u);
   q.creds = wire::WireCredentials{1001, 1001, {}};
   EXPECT_EQ(count(rpc::PeerInfo{}), 0u);
+  master_->SetVolume(1, "/");
   rpc::PeerInfo kernel;
+  kernel.transport = rpc::PeerTransport::kIpc;
   kernel.uid = 1001;
   kernel.gid = 1001;
   q.creds = wire::WireCredentials{0, 0, {}};  // claims root

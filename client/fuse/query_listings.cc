@@ -1,0 +1,28 @@
+#include "client/fuse/query_listings.h"
+
+#include <algorithm>
+
+namespace propeller::fuse {
+
+void QueryListings::Store(const Credentials& who, std::vector<QueryEntry> entries) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::erase_if(listings_, [&](const auto& l) { return l.first == who; });
+  listings_.emplace_front(who, std::move(entries));
+  if (listings_.size() > kMaxCallers) listings_.pop_back();
+}
+
+QueryListings::Found QueryListings::Lookup(const Credentials& who, std::string_view name,
+                                           QueryEntry* out) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& [creds, entries] : listings_) {
+    if (!(creds == who)) continue;
+    auto it = std::lower_bound(entries.begin(), entries.end(), name,
+                               [](const QueryEntry& e, std::string_view n) { return e.name < n; });
+    if (it == entries.end() || it->name != name) return Found::kNo;
+    *out = *it;
+    return Found::kYes;
+  }
+  return Found::kNoListing;
+}
+
+}  // namespace propeller::fuse
