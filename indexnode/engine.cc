@@ -1011,11 +1011,7 @@ class Engine::Impl {
       ar.stop = &stop;
       ar.on_match = [&](const std::string& path, FileRecord& rec) {
         if (req.creds) {
-          if (!req.hidden_volumes.empty() &&
-              std::find(req.hidden_volumes.begin(), req.hidden_volumes.end(),
-                        rec.id.volume) != req.hidden_volumes.end()) {
-            return true;
-          }
+          if (req.volume_visible && !req.volume_visible(rec.id.volume)) return true;
           if (!dir_table_.Visible(rec.id.volume, path, *req.creds)) return true;
           if (rec.paths.size() > 1) RestrictToVisible(&rec, *req.creds);
         }

@@ -140,9 +140,10 @@ struct SearchRequest {
   // when the caller could find it by walking the tree, and its record keeps only such paths
   // (hard links elsewhere stay hidden).
   std::optional<Credentials> creds;
-  // With creds: volumes shown to nobody in this search (their root's host directories deny
-  // the caller; the index holds only what lies below a root).
-  std::vector<uint32_t> hidden_volumes;
+  // With creds: whether the caller may see anything of a volume (the directories above its
+  // root allow them to reach it; the index holds only what lies below a root). Null = every
+  // volume. Called from the search threads, at most once per hit.
+  std::function<bool(uint32_t volume)> volume_visible;
   size_t limit = 0;                  // 0 = no limit
   // Sort key: "" (unordered), or size, mtime, ctime, atime, uid, gid, path, name.
   std::string sort_by;

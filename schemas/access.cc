@@ -34,7 +34,9 @@ Caller IdentifyCaller(const rpc::PeerInfo& peer, const AccessPolicy& policy) {
       break;
     case rpc::PeerTransport::kIpc:
       if (!peer.uid || !peer.gid) break;
-      caller.creds = PeerCredentials(*peer.uid, *peer.gid, peer.pid);
+      // Root sees everything: its groups would change nothing (and cost a read of /proc).
+      caller.creds = *peer.uid == 0 ? Credentials{0, *peer.gid, {}}
+                                    : PeerCredentials(*peer.uid, *peer.gid, peer.pid);
       caller.role = *peer.uid == 0 || *peer.uid == policy.service_uid ? Role::kAdmin : Role::kUser;
       break;
   }

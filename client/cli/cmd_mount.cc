@@ -38,9 +38,10 @@ next search. Query directories work anywhere under MOUNTPOINT:
 and `propeller search QUERY --scope MOUNTPOINT/dir` finds this mount's query engine by itself.
 
 Without --master (a global option, before `mount`), a master and an index node run inside this
-process (the embedded default) with their data in --data. The first mount of a BACKING indexes
-the files already there. Runs in the foreground until unmounted (fusermount3 -u MOUNTPOINT),
-Ctrl-C or SIGTERM.
+process (the embedded default) with their data in --data (0700); other local processes reach
+them through unix sockets only (/run/propeller for root), and every user searches with their own
+permissions. No network port is opened. The first mount of a BACKING indexes the files already
+there. Runs in the foreground until unmounted (fusermount3 -u MOUNTPOINT), Ctrl-C or SIGTERM.
 Options:
   --data DIR          embedded mode: data directory (default $XDG_DATA_HOME/propeller/mount,
                       else ~/.local/share/propeller/mount). Must be outside BACKING and

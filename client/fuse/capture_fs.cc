@@ -876,7 +876,7 @@ class CaptureFs::Impl {
    public:
     AsCaller(Impl* fs, fuse_req_t req) {
       const fuse_ctx* ctx = fuse_req_ctx(req);
-      if (fs->am_root_ && !(ctx->uid == 0 && ctx->gid == 0)) as_.emplace(CallerOf(req));
+      if (fs->am_root_ && !(ctx->uid == 0 && ctx->gid == 0)) as_.emplace(fs->CallerOf(req));
     }
 
    private:
@@ -960,13 +960,15 @@ class CaptureFs::Impl {
     return raw;
   }
 
-  // Who sent `req`, as the kernel says: uid, gid and supplementary groups.
-  static Credentials CallerOf(fuse_req_t req) {
+  // Who sent `req`, as the kernel says: uid, gid and supplementary groups (RecentCallers).
+  Credentials CallerOf(fuse_req_t req) {
     const fuse_ctx* ctx = fuse_req_ctx(req);
     Credentials creds{ctx->uid, ctx->gid, {}};
-    gid_t groups[256];
-    int n = fuse_req_getgroups(req, 256, groups);
-    for (int i = 0; i < std::min(n, 256); ++i) creds.groups.push_back(groups[i]);
+    creds.groups = recent_callers_.Groups(ctx->pid, ctx->uid, ctx->gid, MonoNanos(), [req] {
+      gid_t groups[256];
+      const int n = fuse_req_getgroups(req, 256, groups);
+      return std::vector<uint32_t>(groups, groups + std::clamp(n, 0, 256));
+    });
     return creds;
   }
 
@@ -1783,6 +1785,7 @@ class CaptureFs::Impl {
 
   const CaptureFsOptions options_;
   ProcessTable processes_;
+  RecentCallers recent_callers_;  // thread-safe
   std::string backing_prefix_;  // options_.backing without a trailing '/' ("" for "/")
   bool am_root_ = false;
   Inode root_;

@@ -25,4 +25,22 @@ QueryListings::Found QueryListings::Lookup(const Credentials& who, std::string_v
   return Found::kNoListing;
 }
 
+std::vector<uint32_t> RecentCallers::Groups(uint32_t tid, uint32_t uid, uint32_t gid,
+                                            int64_t now_ns,
+                                            const std::function<std::vector<uint32_t>()>& read) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = by_tid_.find(tid);
+    if (it != by_tid_.end() && it->second.uid == uid && it->second.gid == gid &&
+        now_ns - it->second.seen_ns < kTtlNs && now_ns >= it->second.seen_ns) {
+      return it->second.groups;
+    }
+  }
+  std::vector<uint32_t> groups = read();
+  std::lock_guard<std::mutex> lock(mu_);
+  if (by_tid_.size() >= kMaxEntries) by_tid_.clear();
+  by_tid_[tid] = Entry{uid, gid, now_ns, groups};
+  return groups;
+}
+
 }  // namespace propeller::fuse

@@ -106,9 +106,10 @@ class QueryEngine::Impl {
     flush();
     wire::SearchDone done;
     done.acgs_total = stats.acgs_total;
-    done.acgs_skipped = stats.acgs_skipped;
-    done.candidates = stats.candidates;
     done.hits = stats.hits;
+    // Counts of files the caller may not see stay here (docs/security.md).
+    done.candidates = so.creds->uid == 0 ? stats.candidates : stats.hits;
+    done.acgs_skipped = so.creds->uid == 0 ? stats.acgs_skipped : 0;
     return wire::EncodeOkReply(done);
   }
 

@@ -41,22 +41,22 @@ std::optional<Credentials> CallerAccess::SearchCredentials(
 
 bool CallerAccess::VolumeVisible(uint32_t volume) {
   if (!filtered()) return true;
+  std::lock_guard<std::mutex> lock(mu_);
   auto it = volume_visible_.find(volume);
   if (it != volume_visible_.end()) return it->second;
+  // Root() refreshes its cache from the master for a volume it does not know yet.
   Result<std::string> root = roots_->Root(volume);
+  if (!root.ok() && !root.status().IsNotFound() && volume_error_.ok()) {
+    volume_error_ = root.status();
+  }
   const bool visible = root.ok() && caller_.creds && HostPathWalkable(*root, *caller_.creds);
   volume_visible_[volume] = visible;
   return visible;
 }
 
-Result<std::vector<uint32_t>> CallerAccess::HiddenVolumes() {
-  std::vector<uint32_t> hidden;
-  if (!filtered()) return hidden;
-  PROPELLER_ASSIGN_OR_RETURN(auto roots, roots_->All(/*refresh=*/true));
-  for (const auto& [volume, root] : roots) {
-    if (!VolumeVisible(volume)) hidden.push_back(volume);
-  }
-  return hidden;
+Status CallerAccess::volume_error() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return volume_error_;
 }
 
 bool CallerAccess::Restrict(FileRecord* record) {

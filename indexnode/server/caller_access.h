@@ -56,9 +56,13 @@ class CallerAccess {
   // The credentials searches run with: the kernel's for admins and users, the request's
   // (`claimed`, unset = everything) for members.
   std::optional<Credentials> SearchCredentials(std::optional<Credentials> claimed) const;
-  // The volumes whose root this caller cannot walk to (empty when not filtered). Errors of
-  // the master call: a filtered search must not go on without knowing them.
-  Result<std::vector<uint32_t>> HiddenVolumes();
+  // Whether this caller may see anything of `volume`: they can walk to its root (a volume the
+  // master does not know, or cannot be asked about, is not visible). Decided once per volume
+  // per request; thread-safe (searches ask from their threads).
+  bool VolumeVisible(uint32_t volume);
+  // The first error asking the master for a volume's root (Unavailable, Timeout): the answer
+  // that used VolumeVisible may lack what the caller could see and must fail instead.
+  Status volume_error();
   // Cuts `record` to what the caller may see (its visible paths); false when nothing is.
   bool Restrict(FileRecord* record);
   // For a user's kApply: OK when every update sets or removes user attributes of a file the
@@ -68,12 +72,12 @@ class CallerAccess {
   Status CheckUpdates(std::span<const Update> updates);
 
  private:
-  bool VolumeVisible(uint32_t volume);
-
   const wire::Caller caller_;
   Engine* const engine_;
   VolumeRoots* const roots_;
-  std::map<uint32_t, bool> volume_visible_;  // per volume, once per request
+  std::mutex mu_;
+  std::map<uint32_t, bool> volume_visible_;  // Under mu_.
+  Status volume_error_;                       // Under mu_.
 };
 
 }  // namespace propeller

@@ -245,8 +245,19 @@ TEST_F(NodeAccessTest, UsersReadOnlyWhatTheyCouldWalkTo) {
   q.query = "name=only";
   q.creds = wire::WireCredentials{1000, 1000, {}};
   std::vector<wire::WireHit> hits;
-  ASSERT_TRUE(Call(Local(1001, 1001), MsgType::kSearch, q, &hits).ok());
+  std::string done_bytes;
+  ASSERT_TRUE(Call(Local(1001, 1001), MsgType::kSearch, q, &hits, &done_bytes).ok());
   EXPECT_TRUE(hits.empty());
+  // Not even the statistics tell that such a file exists.
+  wire::SearchDone done;
+  ASSERT_TRUE(wire::Decode(done_bytes, &done).ok());
+  EXPECT_EQ(done.candidates, 0u);
+  EXPECT_EQ(done.acgs_skipped, 0u);
+  q.creds.reset();
+  ASSERT_TRUE(Call(kMember, MsgType::kSearch, q, &hits, &done_bytes).ok());
+  ASSERT_TRUE(wire::Decode(done_bytes, &done).ok());
+  EXPECT_EQ(done.candidates, 1u);
+  EXPECT_EQ(hits.size(), 1u);
 
   // Records: the private-only file is absent; the linked one shows only its public path.
   std::string body;
@@ -356,6 +367,26 @@ TEST_F(NodeAccessTest, UserAttributesAreCheckedAgainstTheFile) {
   if (now.st_ino != ino["mine"]) {
     EXPECT_EQ(Apply(Local(1001, 1001), {set}).code(), StatusCode::kPermissionDenied);
   }
+}
+
+// Without the master a node cannot tell which volumes a user may reach: a user's search then
+// fails clearly instead of answering with less than they may see.
+TEST_F(NodeAccessTest, UnknownVolumeRootsFailAUsersSearch) {
+  LoadTree([&](std::vector<Update> u) { return Apply(kMember, std::move(u)); });
+  auto nowhere = rpc::Channel::Connect({.endpoint = "ipc://" + dir_.path() + "/no-master.sock"});
+  ASSERT_TRUE(nowhere.ok());
+  NodeServiceOptions so;
+  so.engine = engine_.get();
+  so.master = nowhere->get();
+  so.node_id = 1;
+  so.master_timeout_ms = 200;
+  service_ = std::make_unique<NodeService>(so);
+  wire::SearchQuery q;
+  q.query = "name=file";
+  const Status st = Call(Local(1001, 1001), MsgType::kSearch, q);
+  EXPECT_TRUE(st.code() == StatusCode::kUnavailable || st.code() == StatusCode::kTimeout)
+      << st.ToString();
+  EXPECT_TRUE(Call(Local(0, 0), MsgType::kSearch, q).ok());  // root needs no volume check
 }
 
 }  // namespace

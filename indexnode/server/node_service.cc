@@ -275,12 +275,7 @@ std::string NodeService::HandleSearch(std::string_view body, CallerAccess& calle
   // Only a member's claim counts; an admin or user is who the kernel says.
   req.creds = caller.SearchCredentials(std::move(claimed));
   if (caller.filtered()) {
-    Result<std::vector<uint32_t>> hidden = caller.HiddenVolumes();
-    if (!hidden.ok()) {
-      return ErrorReply(Status::Unavailable("cannot check which volumes you may see: " +
-                                            hidden.status().ToString()));
-    }
-    req.hidden_volumes = std::move(hidden).value();
+    req.volume_visible = [&caller](uint32_t volume) { return caller.VolumeVisible(volume); };
   }
   req.limit = static_cast<size_t>(q.limit);
   req.sort_by = std::move(q.sort_by);
@@ -329,12 +324,22 @@ std::string NodeService::HandleSearch(std::string_view body, CallerAccess& calle
       },
       &stats);
   if (!st.ok()) return ErrorReply(st);
+  if (Status v = caller.volume_error(); !v.ok()) {
+    return ErrorReply(Status::Unavailable("cannot check which volumes you may see: " +
+                                          v.ToString()));
+  }
   if (stream_closed || !flush()) return ErrorReply(Status::Aborted("search: server stopping"));
   wire::SearchDone done;
   done.acgs_total = stats.acgs_total;
   done.acgs_skipped = stats.acgs_skipped;
   done.candidates = stats.candidates;
   done.hits = stats.hits;
+  if (req.creds && req.creds->uid != 0) {
+    // Records verified and partitions skipped count files the caller may not see ("1
+    // candidate" for name=secret.txt says such a file exists): withheld (docs/security.md).
+    done.candidates = done.hits;
+    done.acgs_skipped = 0;
+  }
   for (const auto& [acg, to] : stats.moved) {
     done.moved.push_back(wire::AcgLocation{acg, static_cast<uint32_t>(to), ""});
   }
@@ -360,6 +365,7 @@ std::string NodeService::HandleGetRecord(std::string_view body, CallerAccess& ca
   }
   // A record the caller may not see is answered as an absent one.
   if (rec.ok() && !caller.Restrict(&rec.value())) rec = Status::NotFound("hidden");
+  if (Status v = caller.volume_error(); !v.ok()) return ErrorReply(v);
   if (!rec.ok()) {
     if (rec.status().IsNotFound()) {
       return ErrorReply(Status::NotFound("no file " + std::to_string(req.file.volume) + ":" +
@@ -410,6 +416,7 @@ std::string NodeService::HandleListEdges(std::string_view body, CallerAccess& ca
       reply.edges.push_back(wire::WireEdge{acg, src, dst, weight});
     }
   }
+  if (Status v = caller.volume_error(); !v.ok()) return ErrorReply(v);
   return wire::EncodeOkReply(reply);
 }
 
