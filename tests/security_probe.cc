@@ -105,15 +105,15 @@ int Main(int argc, char** argv) {
     wire::SearchQuery q;
     q.query = "size>=0";
     q.creds = c.creds;
-    std::string extra;
+    std::string none, hits;
     wire::SearchDone done;
-    probe.Try(c.name, MsgType::kSearch, q, &done, &extra, [&](std::string_view bytes) {
+    probe.Try(c.name, MsgType::kSearch, q, &done, &none, [&](std::string_view bytes) {
       wire::SearchHitsChunk chunk;
       if (!wire::Decode(bytes, &chunk).ok()) return false;
-      for (const auto& h : chunk.hits) extra += " " + h.path + "|" + Paths(h.record);
+      for (const auto& h : chunk.hits) hits += " " + h.path + "|" + Paths(h.record);
       return true;
     });
-    if (!extra.empty()) std::printf("%s-hits%s\n", c.name, extra.c_str());
+    if (!hits.empty()) std::printf("%s-hits%s\n", c.name, hits.c_str());
   }
   for (const FileId& f : files) {
     wire::RecordReply rec;

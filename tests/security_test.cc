@@ -468,6 +468,14 @@ TEST_F(SecurityTest, MountEndpointsAndQueryDirectoriesArePerCaller) {
     ~Unmount() { (void)std::system(("fusermount3 -u " + mnt + " 2>/dev/null").c_str()); }
   } unmount{mnt};
   EXPECT_EQ(TcpListeners(mount.pid()), std::vector<std::string>{}) << "mount opened a TCP port";
+  // The runtime directory: root's, 0755; sockets every user may connect to, records public.
+  for (const auto& e : fs::recursive_directory_iterator(run_)) {
+    struct stat st;
+    ASSERT_EQ(::lstat(e.path().c_str(), &st), 0);
+    const mode_t want = S_ISDIR(st.st_mode) ? 0755 : S_ISSOCK(st.st_mode) ? 0666 : 0644;
+    EXPECT_EQ(st.st_mode & 07777, want) << e.path();
+    EXPECT_EQ(st.st_uid, 0u) << e.path();
+  }
   std::map<std::string, std::string> endpoints;
   for (const std::string& line : Lines(ReadAll(ready))) {
     endpoints[line.substr(0, line.find(' '))] = line.substr(line.find(' ') + 1);
@@ -620,6 +628,41 @@ TEST_F(SecurityTest, ClusterLinksNeedTheClusterKey) {
   client->reset();
   node.Terminate();
   master.Terminate();
+}
+
+// A cluster on one host without keys: its daemons on unix sockets, where the kernel names
+// every caller. A user gets what the same probes get from `up`.
+TEST_F(SecurityTest, ClusterOnUnixSocketsNeedsNoKeys) {
+  const std::string tree = dir_.path() + "/tree";
+  BuildTree(tree);
+  ClusterConfig config;
+  config.nodes = 1;
+  config.ipc = true;
+  LocalCluster cluster(config);
+  ASSERT_TRUE(cluster.Start());
+  // The cluster's directory (its sockets) must be reachable by the users.
+  ASSERT_EQ(::chmod(cluster.dir().c_str(), 0755), 0);
+  ClientOptions co;
+  co.master_endpoint = cluster.master_endpoint();
+  auto client = Client::Connect(co);
+  ASSERT_TRUE(client.ok());
+  ASSERT_TRUE(cluster.WaitNodesUp(**client, 1)) << cluster.Logs();
+  RunResult imp = RunAs(0, 0, {PROPELLER_CLI_BIN, "--master", cluster.master_endpoint(), "import",
+                               tree}, env_);
+  ASSERT_EQ(imp.code, 0) << imp.err;
+  const std::string secret = tree + "/home/" + bob_->name() + "/secret.txt";
+  auto hits = (*client)->SearchAll("name=secret.txt", {});
+  ASSERT_TRUE(hits.ok() && hits->size() == 1u);
+  const std::set<std::string> alice_sees = InVolume(FindAs(alice_, tree), tree);
+  for (const std::string& ep : {cluster.master_endpoint(), cluster.node_endpoint(0)}) {
+    ProbeAs(alice_, ep, alice_sees, (*hits)[0].acg, (*hits)[0].record.id, true);
+  }
+  RunResult s = RunAs(alice_->uid(), alice_->gid(),
+                      {PROPELLER_CLI_BIN, "--master", cluster.master_endpoint(), "search",
+                       "size>=0"}, env_);
+  ASSERT_EQ(s.code, 0) << s.err;
+  const auto lines = Lines(s.out);
+  EXPECT_EQ(std::set<std::string>(lines.begin(), lines.end()), FindAs(alice_, tree));
 }
 
 // Data and runtime directories: anything another user could have planted stops the daemon
