@@ -40,18 +40,8 @@ namespace {
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 using testing::ChildProcess;
-
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-void WriteFile(const std::string& path, const std::string& data) {
-  std::ofstream out(path, std::ios::trunc | std::ios::binary);
-  out << data;
-}
+using testing::ReadAll;
+using testing::WriteFile;
 
 // An open descriptor, closed at scope exit: a failed assertion must not leave a file open on
 // the mount, or the unmount cannot end the daemon.

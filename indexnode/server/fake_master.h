@@ -216,6 +216,17 @@ class FakeMaster {
   bool locate_silent_ = false;
 };
 
+// Collects the partial frames a handler sends (NodeService::Handle in tests).
+class CollectStream : public rpc::ReplyStream {
+ public:
+  bool Send(std::string_view chunk) override {
+    chunks.emplace_back(chunk);
+    return open;
+  }
+  std::vector<std::string> chunks;
+  bool open = true;
+};
+
 // Polls `cond` every 10 ms for up to `timeout_ms`; true when it became true.
 inline bool WaitFor(const std::function<bool()>& cond, int timeout_ms = 10000) {
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);

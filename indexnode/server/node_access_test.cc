@@ -21,18 +21,10 @@
 namespace propeller {
 namespace {
 
+using testing::CollectStream;
 using testing::FakeMaster;
 using testing::TempDir;
 using wire::MsgType;
-
-class NullStream : public rpc::ReplyStream {
- public:
-  bool Send(std::string_view chunk) override {
-    chunks.emplace_back(chunk);
-    return true;
-  }
-  std::vector<std::string> chunks;
-};
 
 rpc::PeerInfo Local(uint32_t uid, uint32_t gid) {
   rpc::PeerInfo p;
@@ -92,7 +84,7 @@ class NodeAccessTest : public ::testing::Test {
   template <typename Req>
   Status Call(const rpc::PeerInfo& peer, MsgType type, const Req& req,
               std::vector<wire::WireHit>* hits = nullptr, std::string* body = nullptr) {
-    NullStream out;
+    CollectStream out;
     const std::string reply = service_->Handle(wire::EncodeRequest(type, req), peer, out);
     wire::ReplyEnvelope env;
     EXPECT_TRUE(wire::DecodeReply(reply, &env).ok());

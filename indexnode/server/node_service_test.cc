@@ -25,6 +25,7 @@
 namespace propeller {
 namespace {
 
+using testing::CollectStream;
 using testing::FakeMaster;
 using testing::kNow;
 using testing::Model;
@@ -38,17 +39,6 @@ std::string UniqueName(const char* what) {
   static std::atomic<int> counter{0};
   return std::string("inproc://") + what + "-" + std::to_string(counter.fetch_add(1));
 }
-
-// Collects the partial frames Handle() sends.
-class CollectStream : public rpc::ReplyStream {
- public:
-  bool Send(std::string_view chunk) override {
-    chunks.emplace_back(chunk);
-    return open;
-  }
-  std::vector<std::string> chunks;
-  bool open = true;
-};
 
 // A hit reduced to what the oracle compares, in a total order.
 using HitKey = std::tuple<std::string, FileId, uint64_t>;
