@@ -27,6 +27,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -62,13 +63,13 @@ class FaultWritableFile final : public WritableFile {
 
   Status Flush() override {
     if (closed_) return Status::IOError("flush of closed file " + path_);
-    PROPELLER_RETURN_IF_ERROR(env_->CheckMutation("flush"));
+    PROPELLER_RETURN_IF_ERROR(Check("flush"));
     return PassThrough();
   }
 
   Status Sync() override {
     if (closed_) return Status::IOError("sync of closed file " + path_);
-    PROPELLER_RETURN_IF_ERROR(env_->CheckMutation("sync"));
+    PROPELLER_RETURN_IF_ERROR(Check("sync"));
     PROPELLER_RETURN_IF_ERROR(PassThrough());
     // fsync on any descriptor makes everything the OS holds for the file durable, including
     // bytes written through other handles (the WAL syncs through a second handle). So the
@@ -90,7 +91,7 @@ class FaultWritableFile final : public WritableFile {
   Status Close() override {
     if (closed_) return Status::OK();
     closed_ = true;
-    Status s = env_->CheckMutation("close");
+    Status s = Check("close");
     if (!s.ok()) {
       buffer_.clear();
       return s;
@@ -103,6 +104,19 @@ class FaultWritableFile final : public WritableFile {
   uint64_t Size() const override { return base_->Size() + buffer_.size(); }
 
  private:
+  // A mutation that writes the buffer. A transient fault cuts the write short: the first half
+  // of the buffered bytes reach the file, the rest is dropped (as a real write(2) that ran out
+  // of space returns after part of its bytes).
+  Status Check(const char* what) {
+    bool transient = false;
+    Status s = env_->CheckMutation(what, &transient);
+    if (!s.ok() && transient && !buffer_.empty()) {
+      buffer_.resize(buffer_.size() / 2);
+      (void)PassThrough();
+    }
+    return s;
+  }
+
   // Moves the buffered bytes into the base file and flushes it. Not a mutation of its own:
   // the caller has already been counted.
   Status PassThrough() {
@@ -171,15 +185,46 @@ void FaultInjectionEnv::ResetState() {
   files_.clear();
 }
 
-Status FaultInjectionEnv::CheckMutation(const char* what) {
+Status FaultInjectionEnv::CheckMutation(const char* what, bool* transient) {
   std::lock_guard<std::mutex> lock(mu_);
   ++mutations_;
+  if (transient != nullptr) *transient = false;
   if (fail_after_ == 0) {
     failed_ = true;
     return Status::IOError(std::string("simulated crash: ") + what + " refused");
   }
   if (fail_after_ > 0) --fail_after_;
+  const bool is_sync = std::string_view(what) == "sync" || std::string_view(what) == "sync directory";
+  if (transient_err_ != 0 && (transient_syncs_ || !is_sync)) {
+    transient_rng_ ^= transient_rng_ << 13;
+    transient_rng_ ^= transient_rng_ >> 7;
+    transient_rng_ ^= transient_rng_ << 17;
+    const double draw = static_cast<double>(transient_rng_ >> 11) / 9007199254740992.0;
+    if (draw < transient_rate_) {
+      ++transient_faults_;
+      if (transient != nullptr) *transient = true;
+      return Status::IOError(std::string("simulated fault: ") + what, transient_err_);
+    }
+  }
   return Status::OK();
+}
+
+void FaultInjectionEnv::SetTransientFault(int err, double rate, uint64_t seed, bool syncs_too) {
+  std::lock_guard<std::mutex> lock(mu_);
+  transient_err_ = err;
+  transient_rate_ = rate;
+  transient_syncs_ = syncs_too;
+  transient_rng_ = seed == 0 ? 1 : seed;
+}
+
+void FaultInjectionEnv::ClearTransientFault() {
+  std::lock_guard<std::mutex> lock(mu_);
+  transient_err_ = 0;
+}
+
+int64_t FaultInjectionEnv::TransientFaults() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return transient_faults_;
 }
 
 void FaultInjectionEnv::RecordSynced(const std::string& path, uint64_t size) {

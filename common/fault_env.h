@@ -10,6 +10,13 @@
 //    reserved size, the bytes past its synced length read as zeros again (the reservation is
 //    taken as durable at once, like directory entries: the harder case for recovery).
 //  - ResetState(): forget the fault plan and the sync bookkeeping (after a simulated reboot).
+//  - SetTransientFault(err, rate, seed, syncs_too): a fault the process lives through, such as
+//    a full disk (ENOSPC) or a flaky device (EIO): each mutating operation fails with
+//    IOError(err) with probability `rate` (1 = every one), until ClearTransientFault(). A
+//    failed flush, sync or close first passes part of its bytes to the file (a write cut
+//    short). Failed() stays false and later operations succeed again. `syncs_too` = false
+//    spares fsyncs (a local file system reserves blocks at write(2), so a full disk fails
+//    writes, not fsyncs). Deterministic for `seed`.
 // Thread-safe.
 #ifndef PROPELLER_COMMON_FAULT_ENV_H_
 #define PROPELLER_COMMON_FAULT_ENV_H_
@@ -31,6 +38,10 @@ class FaultInjectionEnv : public Env {
   ~FaultInjectionEnv() override;
 
   void SetFailAfter(int64_t n);
+  void SetTransientFault(int err, double rate = 1.0, uint64_t seed = 1, bool syncs_too = true);
+  void ClearTransientFault();
+  // Operations refused by transient faults so far.
+  int64_t TransientFaults() const;
   // True once an operation has been refused because of SetFailAfter.
   bool Failed() const;
   Status DropUnsyncedData();
@@ -54,7 +65,8 @@ class FaultInjectionEnv : public Env {
   int64_t MonotonicNanos() override;
 
   // Internal, used by the file wrappers: counts a mutation; returns IOError when it must fail.
-  Status CheckMutation(const char* what);
+  // *transient (may be null) tells a transient fault from a simulated crash.
+  Status CheckMutation(const char* what, bool* transient = nullptr);
   // A writer handed bytes up to `end` of `path` to the base file.
   void RecordWritten(const std::string& path, uint64_t end);
   void RecordPreallocated(const std::string& path, uint64_t size);
@@ -74,6 +86,11 @@ class FaultInjectionEnv : public Env {
   int64_t fail_after_ = -1;          // Under mu_. Remaining allowed mutations; -1 = unlimited.
   bool failed_ = false;              // Under mu_.
   int64_t mutations_ = 0;            // Under mu_.
+  int transient_err_ = 0;            // Under mu_. 0 = none.
+  double transient_rate_ = 0;        // Under mu_.
+  bool transient_syncs_ = true;      // Under mu_.
+  uint64_t transient_rng_ = 1;       // Under mu_. xorshift state.
+  int64_t transient_faults_ = 0;     // Under mu_.
   std::map<std::string, Tracked> files_;  // Under mu_. By path.
 };
 

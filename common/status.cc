@@ -1,5 +1,6 @@
 #include "common/status.h"
 
+#include <cerrno>
 #include <cstring>
 
 namespace propeller {
@@ -34,6 +35,9 @@ Status Status::IOError(std::string_view context, int err) {
   std::string msg(context);
   msg += ": ";
   msg += std::strerror(err);
+  // A full disk or quota is a limit, not a broken device: callers wait for space and retry
+  // (and the mount reports ENOSPC), where an I/O error is reported as such.
+  if (err == ENOSPC || err == EDQUOT) return Status(StatusCode::kResourceExhausted, msg);
   return Status(StatusCode::kIOError, msg);
 }
 

@@ -48,7 +48,8 @@ class [[nodiscard]] Status {
   }
   static Status Corruption(std::string_view msg) { return Status(StatusCode::kCorruption, msg); }
   static Status IOError(std::string_view msg) { return Status(StatusCode::kIOError, msg); }
-  // IOError carrying strerror(err) after `context`, e.g. IOError("open /x", ENOENT).
+  // IOError carrying strerror(err) after `context`, e.g. IOError("open /x", ENOENT); a full
+  // disk or quota (ENOSPC, EDQUOT) is ResourceExhausted with the same message.
   static Status IOError(std::string_view context, int err);
   static Status AlreadyExists(std::string_view msg) {
     return Status(StatusCode::kAlreadyExists, msg);

@@ -695,6 +695,9 @@ size_t Acg::cached() const {
 
 uint64_t Acg::oldest_cached_lsn() const {
   std::lock_guard<std::mutex> lock(cache_mu_);
+  // Updates a commit has taken out of the cache still count until it succeeded: were the log
+  // cut past them meanwhile and the commit failed, they would exist in memory only.
+  if (committing_lsn_ != 0) return committing_lsn_;
   return cache_.empty() ? 0 : cache_.front().batch->lsn;
 }
 
@@ -764,8 +767,10 @@ Status Acg::CommitLocked(uint64_t up_to_lsn, size_t* updates, bool* reopened) {
     cache_bytes_.store(cache_bytes_.load(std::memory_order_relaxed) - bytes,
                        std::memory_order_relaxed);
     ++summary_pending_;
+    committing_lsn_ = slices.front().batch->lsn;
   }
   Status s = EnsureOpenLocked(reopened);  // closed meanwhile (by another commit, or a failure)
+  if (s.ok() && ctx_->commit_hook) s = ctx_->commit_hook(id_);
   if (s.ok()) {
     // Each update reads its old record (and LMDB's page copies touch more): the accounting
     // assumes a large commit mapped the whole file. It is not prefaulted: before this was
@@ -778,7 +783,12 @@ Status Acg::CommitLocked(uint64_t up_to_lsn, size_t* updates, bool* reopened) {
     }
     s = CommitOnce(slices);
   }
-  for (int attempt = 0; s.code() == StatusCode::kResourceExhausted && attempt < 8; ++attempt) {
+  // Only a full map grows; a full disk (also ResourceExhausted) does not get better that way.
+  auto map_full = [](const Status& st) {
+    return st.code() == StatusCode::kResourceExhausted &&
+           st.message().find("MDB_MAP_FULL") != std::string::npos;
+  };
+  for (int attempt = 0; map_full(s) && attempt < 8; ++attempt) {
     // MDB_MAP_FULL (PITFALLS: may come from commit too): grow the map with no live
     // transactions — we hold rw_ exclusively — by reopening with a larger size, and retry.
     // Closing drops in-memory structures the aborted transaction may have changed.
@@ -811,6 +821,7 @@ Status Acg::CommitLocked(uint64_t up_to_lsn, size_t* updates, bool* reopened) {
     // Still under rw_: a failed batch is back in the cache before any search looks.
     std::lock_guard<std::mutex> cl(cache_mu_);
     --summary_pending_;
+    committing_lsn_ = 0;
     if (!s.ok()) {
       // Keep every update: put the slices back in front of what arrived meanwhile.
       slices.insert(slices.end(), std::make_move_iterator(cache_.begin()),

@@ -148,6 +148,9 @@ struct AcgContext {
   std::function<void(Acg*)> on_open;
   // Monotonic "time" for least-recently-used ordering; each use of the ACG stamps it.
   std::atomic<uint64_t>* use_clock = nullptr;
+  // Tests (EngineOptions::commit_hook): called with rw_ held before a commit writes to LMDB,
+  // after it took its updates out of the cache; non-OK fails the commit as an I/O error would.
+  std::function<Status(uint64_t acg)> commit_hook;
 };
 
 class Acg {
@@ -172,7 +175,8 @@ class Acg {
   size_t cached() const;
   // Bytes of cached entries and records (this ACG's parts of the batches it references).
   uint64_t cache_bytes() const { return cache_bytes_.load(std::memory_order_relaxed); }
-  uint64_t oldest_cached_lsn() const;        // 0 when the cache is empty
+  // The oldest LSN not yet committed: cached, or taken by a commit that has not succeeded yet.
+  uint64_t oldest_cached_lsn() const;        // 0 when there is none
   int64_t oldest_cached_time_ns() const;     // monotonic; 0 when empty
   // The summary's verdict; true while updates are cached or being committed.
   bool MayMatch(const QueryNode& node) const;
@@ -472,6 +476,8 @@ class Acg {
   // profile): while the cache is non-empty or this is non-zero, MayMatch says yes and the
   // search commits first.
   int summary_pending_ = 0;            // Under cache_mu_.
+  // The oldest LSN of the updates a running commit took out of the cache; 0 = none.
+  uint64_t committing_lsn_ = 0;        // Under cache_mu_.
 
   mutable std::mutex summary_mu_;      // Lock order: after rw_, never with cache_mu_ held.
   AcgSummary summary_;                 // Under summary_mu_.

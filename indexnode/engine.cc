@@ -164,15 +164,26 @@ class Engine::Impl {
     };
     ctx_.on_open = [this](Acg* acg) { OnAcgOpened(acg); };
     ctx_.use_clock = &use_clock_;
+    ctx_.commit_hook = options_.commit_hook;
   }
 
   ~Impl() {
+    Status s = Close();
+    if (!s.ok()) Log(LogLevel::kError, "engine close: %s", s.ToString().c_str());
+  }
+
+  Status Close() {
+    if (closed_) return Status::OK();
+    closed_ = true;
     StopCommitter();
+    Status result;
     if (!crashed_ && wal_) {  // no log: Open failed before anything could be cached
-      Status s = CommitAll();
-      if (!s.ok()) Log(LogLevel::kError, "engine close: %s", s.ToString().c_str());
+      result = CommitAll();
+      Status synced = wal_->Close();
+      if (result.ok()) result = synced;
     }
     wal_.reset();
+    return result;
   }
 
   Status Open() {
@@ -715,7 +726,10 @@ class Engine::Impl {
     std::vector<Acg*> acgs = AllAcgs();
     // One log sync for the whole pass (not one per partition: with 1,000 partitions under a
     // steady write load that would be 1,000 fsyncs per pass).
-    PROPELLER_RETURN_IF_ERROR(wal_->Sync());
+    if (Status synced = wal_->Sync(); !synced.ok()) {
+      NoteCommit(synced);
+      return synced;
+    }
     const uint64_t durable = wal_->synced_lsn();
     std::vector<Acg*> todo;
     struct Candidate {
@@ -774,9 +788,11 @@ class Engine::Impl {
     } else {
       commit_pool_->ParallelFor(lanes, lane);
     }
-    PROPELLER_RETURN_IF_ERROR(TruncateLog());
+    Status truncated = TruncateLog();
     EnforceOpenBounds();
     if (options_.tune_malloc && committed.load() >= kTrimAfterUpdates) malloc_trim(0);
+    if (first_error.ok()) first_error = truncated;
+    NoteCommit(first_error);
     return first_error;
   }
 
@@ -825,18 +841,52 @@ class Engine::Impl {
     return CommitDue(/*force_all=*/true);
   }
 
+  // Commits due caches every tick. A pass that fails (a full disk, an I/O error) leaves every
+  // update in its cache and in the log (Acg::CommitLocked, TruncateLog); the next passes back
+  // off — 0.1 s doubling to 10 s — and the failure is logged once, then every minute, and
+  // shown in Stats() until a pass succeeds: the engine resumes by itself when space returns.
   void CommitterMain() {
+    int64_t backoff_ns = 0;
+    int64_t next_try = 0;
+    int64_t last_logged = 0;
     std::unique_lock<std::mutex> lock(committer_mu_);
     while (!committer_stop_) {
       committer_cv_.wait_for(lock, std::chrono::nanoseconds(kCommitterTickNs),
                              [this] { return committer_stop_ || committer_wake_; });
       if (committer_stop_) break;
       committer_wake_ = false;
+      const int64_t now = options_.env->MonotonicNanos();
+      if (now < next_try) continue;
       lock.unlock();
       Status s = CommitDue(/*force_all=*/false);
-      if (!s.ok()) Log(LogLevel::kError, "background commit: %s", s.ToString().c_str());
       lock.lock();
+      if (s.ok()) {
+        if (backoff_ns != 0) Log(LogLevel::kInfo, "background commit: working again");
+        backoff_ns = 0;
+        continue;
+      }
+      backoff_ns = std::clamp<int64_t>(backoff_ns * 2, 100'000'000, 10'000'000'000);
+      next_try = now + backoff_ns;
+      if (last_logged == 0 || now - last_logged > 60'000'000'000) {
+        Log(LogLevel::kError, "background commit: %s (retrying; updates stay in the log)",
+            s.ToString().c_str());
+        last_logged = now;
+      }
     }
+  }
+
+  // Every commit path reports here (CommitDue, CommitAcg): Stats() shows the failure until a
+  // commit succeeds again.
+  void NoteCommit(const Status& s) {
+    std::lock_guard<std::mutex> lock(health_mu_);
+    if (s.ok()) {
+      commit_error_ = Status::OK();
+      failing_since_ns_ = 0;
+      return;
+    }
+    ++commit_failures_;
+    commit_error_ = s;
+    if (failing_since_ns_ == 0) failing_since_ns_ = options_.env->NowNanos();
   }
 
   void StopCommitter() {
@@ -1215,6 +1265,12 @@ class Engine::Impl {
     st.wal_bytes = wal_ ? wal_->bytes() : 0;
     st.disk_bytes += st.wal_bytes;
     st.next_lsn = wal_ ? wal_->next_lsn() : 0;
+    {
+      std::lock_guard<std::mutex> lock(health_mu_);
+      st.commit_failures = commit_failures_;
+      st.commit_error = commit_error_.ok() ? "" : commit_error_.ToString();
+      st.commit_failing_since_ns = failing_since_ns_;
+    }
     return st;
   }
 
@@ -2181,11 +2237,18 @@ class Engine::Impl {
   std::condition_variable committer_cv_;
   bool committer_stop_ = false;  // Under committer_mu_.
   bool committer_wake_ = false;  // Under committer_mu_.
+  bool closed_ = false;   // Close() ran; by the owner's thread only
+  std::mutex health_mu_;  // a leaf
+  uint64_t commit_failures_ = 0;   // Under health_mu_.
+  Status commit_error_;            // Under health_mu_. The last commit's, when it failed.
+  int64_t failing_since_ns_ = 0;   // Under health_mu_. Wall clock; 0 = not failing.
+
   std::thread committer_;
 };
 
 Engine::Engine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Engine::~Engine() = default;
+Status Engine::Close() { return impl_->Close(); }
 
 Result<std::unique_ptr<Engine>> Engine::Open(const EngineOptions& options) {
   auto impl = std::make_unique<Impl>(options);

@@ -117,6 +117,10 @@ struct EngineOptions {
   // on this call being made (a crash may come first).
   std::function<void(uint64_t source, uint64_t target, const std::vector<FileId>& moved)>
       on_split;
+  // Tests: called before an ACG's commit writes to LMDB, with that ACG locked and its updates
+  // taken from the cache; a non-OK status fails the commit as an I/O error would (they go back
+  // to the cache). Faults in LMDB's own I/O cannot be injected through `env`.
+  std::function<Status(uint64_t acg)> commit_hook;
   // Tests: called on the splitting thread after each step of a split (1 snapshot copied,
   // 2 routes switched, 3 delta copied, 4 commit point, see engine.cc; searches wait during
   // 2-4), and 5 once searches go on, before the moved files are removed from the source and
@@ -218,6 +222,12 @@ struct EngineStats {
   // updates touch).
   uint64_t acg_commits = 0;
   uint64_t committed_updates = 0;
+  // Commit passes that failed since Engine::Open (a full disk, an I/O error), the error of the
+  // last one while commits keep failing ("" once one succeeds), and since when (wall clock
+  // ns; 0 = not failing). The updates wait in the caches and the log meanwhile.
+  uint64_t commit_failures = 0;
+  std::string commit_error;
+  int64_t commit_failing_since_ns = 0;
 };
 
 class Engine {
@@ -226,7 +236,12 @@ class Engine {
   // Corruption (a damaged log or ACG, with the file named), InvalidArgument (bad options).
   static Result<std::unique_ptr<Engine>> Open(const EngineOptions& options);
 
-  // Commits every cache, syncs, stops background threads.
+  // Stops the background threads, commits every cache and syncs and closes the log. Returns
+  // the first error: a failed final commit loses nothing (the log keeps the updates), but a
+  // failed final sync means acknowledged updates may not be durable, and a daemon must exit
+  // non-zero. After it only destruction is valid. The destructor closes when this was not
+  // called (and logs the error).
+  Status Close();
   ~Engine();
 
   Engine(const Engine&) = delete;

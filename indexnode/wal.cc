@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 
 #include "common/logging.h"
 #include "schemas/wal_format.h"
@@ -12,6 +13,31 @@ namespace {
 
 bool AllZero(std::string_view bytes) {
   return std::all_of(bytes.begin(), bytes.end(), [](char c) { return c == '\0'; });
+}
+
+// The offset of the first intact record after `from` in `data` whose LSN is above
+// `last_lsn`, or npos. Most offsets fail the length or LSN test before any CRC is computed.
+size_t NextIntactRecord(std::string_view data, size_t from, uint64_t last_lsn) {
+  for (size_t pos = from; pos + kWalRecordHeaderSize <= data.size(); ++pos) {
+    uint64_t lsn = 0;
+    std::memcpy(&lsn, data.data() + pos + 8, sizeof lsn);  // little-endian, as written
+    if (lsn <= last_lsn || lsn - last_lsn > (uint64_t{1} << 40)) continue;
+    std::string_view payload;
+    size_t consumed = 0;
+    if (ParseWalRecord(data.substr(pos), &lsn, &payload, &consumed) == WalParse::kOk) return pos;
+  }
+  return std::string_view::npos;
+}
+
+// Whether [from, to) holds a 512-byte aligned block of zeros: a sector that was never written,
+// which is what a power loss leaves where unsynced writes were lost (the segment was
+// preallocated with zeros). A record damaged in place has no such hole.
+bool HasUnwrittenSector(std::string_view data, size_t from, size_t to) {
+  constexpr size_t kSector = 512;
+  for (size_t b = (from + kSector - 1) / kSector * kSector; b + kSector <= to; b += kSector) {
+    if (AllZero(data.substr(b, kSector))) return true;
+  }
+  return false;
 }
 
 }  // namespace
@@ -73,8 +99,21 @@ Status Wal::Recover(uint64_t min_next_lsn, const ReplayFn& replay) {
           return Status::Corruption("log segment " + seg.path + " is damaged at offset " +
                                     std::to_string(off) + " (not at the end of the log)");
         }
-        // Zeros to the end are the segment's unused preallocated space (a crash, or power
-        // loss before its records were synced); anything else is a write torn by a crash.
+        // The end of the log, or damage? Zeros to the end are the segment's unused
+        // preallocated space; a record torn by a crash or power loss can be followed only by
+        // what was never written (zeros) or, after a power loss, by later unsynced records
+        // that reached the disk across a hole of unwritten sectors. A bad record followed by
+        // intact ones without such a hole was damaged in place: truncating there would drop
+        // every acknowledged update after it, so the node refuses to start instead.
+        const size_t next = NextIntactRecord(data, off + 1, last_lsn);
+        if (next != std::string_view::npos && !HasUnwrittenSector(data, off, next)) {
+          return Status::Corruption(
+              "log segment " + seg.path + " is damaged at offset " + std::to_string(off) +
+              ", and intact records follow from offset " + std::to_string(next) +
+              ": this is not a torn tail, and the log was left as it is. Restore the data "
+              "directory from a backup, or move the segment aside to start without the "
+              "updates from that offset on");
+        }
         if (!AllZero(std::string_view(data).substr(off))) {
           Log(LogLevel::kWarning, "log: truncating torn tail of %s at offset %zu (%zu bytes)",
               seg.path.c_str(), off, data.size() - off);
@@ -121,13 +160,13 @@ Status Wal::StartSegmentLocked() {
     PROPELLER_RETURN_IF_ERROR(file_->Sync());
     PROPELLER_RETURN_IF_ERROR(file_->Close());
     synced_lsn_ = written_lsn_;
+    file_.reset();
+    sync_file_.reset();
   }
   Segment seg{next_lsn_, JoinPath(options_.dir, WalSegmentName(next_lsn_)), 0};
-  if (!segments_.empty() && segments_.back().first_lsn == seg.first_lsn) {
-    // The previous segment holds no record with this LSN (it is empty): replace it.
-    PROPELLER_RETURN_IF_ERROR(env->RemoveFile(segments_.back().path));
-    segments_.pop_back();
-  }
+  // The previous segment holds no record with this LSN when it has the same name: it is empty,
+  // and recreated below (until then it stays listed, with its old size).
+  const bool replaces = !segments_.empty() && segments_.back().first_lsn == seg.first_lsn;
   PROPELLER_ASSIGN_OR_RETURN(file_, env->NewWritableFile(seg.path));
   std::string header;
   AppendWalHeader(&header);
@@ -147,7 +186,11 @@ Status Wal::StartSegmentLocked() {
   }
   PROPELLER_ASSIGN_OR_RETURN(sync_file_, env->NewAppendableFile(seg.path));
   seg.size = header.size();
-  segments_.push_back(seg);
+  if (replaces) {
+    segments_.back() = seg;
+  } else {
+    segments_.push_back(seg);
+  }
   return Status::OK();
 }
 
@@ -160,12 +203,18 @@ Result<uint64_t> Wal::Append(std::string_view payload,
   std::unique_lock<std::mutex> lock(mu_);
   if (!sticky_error_.ok()) return sticky_error_;
   if (stopping_) return Status::Aborted("log is closing");
+  if (broken_) {
+    // The last write failed (a full disk, say): cut the segment back and start a new one
+    // before anything else is written. Fails again while the cause lasts.
+    Status s = RepairLocked(lock);
+    if (!s.ok()) return s.WithContext("the log cannot take updates");
+  }
   if (segments_.back().size >= options_.segment_bytes) {
     while (sync_in_progress_) cv_.wait(lock);
     Status s = StartSegmentLocked();
     if (!s.ok()) {
-      sticky_error_ = s.WithContext("starting a log segment");
-      return sticky_error_;
+      broken_ = true;
+      return s.WithContext("starting a log segment");
     }
   }
   const uint64_t lsn = next_lsn_;
@@ -174,10 +223,10 @@ Result<uint64_t> Wal::Append(std::string_view payload,
   Status s = file_->Append(scratch_);
   if (s.ok()) s = file_->Flush();
   if (!s.ok()) {
-    // Part of the record may be in the file; it can only be the torn tail, which recovery
-    // discards. Nothing after it may be written, so the error is sticky.
-    sticky_error_ = s.WithContext("appending to the log");
-    return sticky_error_;
+    // Part of the record may be in the file. Nothing may be written behind it: the next
+    // Append repairs the log first (RepairLocked). The record was not acknowledged.
+    broken_ = true;
+    return s.WithContext("appending to the log");
   }
   next_lsn_ = lsn + 1;
   written_lsn_ = lsn;
@@ -197,10 +246,38 @@ Result<uint64_t> Wal::Append(std::string_view payload,
   return lsn;
 }
 
+Status Wal::RepairLocked(std::unique_lock<std::mutex>& lock) {
+  while (sync_in_progress_) cv_.wait(lock);
+  // The writing handle goes first: what it still buffers (nothing, after a failed flush) must
+  // not land behind the cut. The syncing one stays until the cut is durable, so the log can
+  // still be synced (Sync, the sync thread) while the repair keeps failing.
+  file_.reset();
+  Env* env = options_.env;
+  if (!segments_.empty() && segments_.back().first_lsn < next_lsn_) {
+    // Back to the last complete record: shrinking a file needs no free space. Then the
+    // complete records before the cut are made durable before a newer segment exists (see
+    // Recover: damage in a segment that is not the last is corruption). A segment without
+    // records is simply made again by StartSegmentLocked.
+    const Segment& seg = segments_.back();
+    PROPELLER_RETURN_IF_ERROR(env->TruncateFile(seg.path, seg.size));
+    if (!sync_file_) {
+      PROPELLER_ASSIGN_OR_RETURN(sync_file_, env->NewAppendableFile(seg.path));
+    }
+    PROPELLER_RETURN_IF_ERROR(sync_file_->Sync());
+  }
+  sync_file_.reset();
+  synced_lsn_ = written_lsn_;
+  PROPELLER_RETURN_IF_ERROR(StartSegmentLocked());
+  broken_ = false;
+  Log(LogLevel::kInfo, "log: writing again (new segment %s)", segments_.back().path.c_str());
+  return Status::OK();
+}
+
 Status Wal::SyncLocked(std::unique_lock<std::mutex>& lock) {
   while (sync_in_progress_) cv_.wait(lock);
   if (!sticky_error_.ok()) return sticky_error_;
   if (synced_lsn_ >= written_lsn_ || crashed_) return Status::OK();
+  if (!sync_file_) return Status::IOError("the log's segment is not open (a failed write)");
   const uint64_t target = written_lsn_;
   WritableFile* f = sync_file_.get();
   sync_in_progress_ = true;
@@ -294,12 +371,18 @@ void Wal::Crash() {
 }
 
 Wal::~Wal() {
+  Status s = Close();
+  if (!s.ok()) Log(LogLevel::kError, "log: %s", s.ToString().c_str());
+}
+
+Status Wal::Close() {
   std::thread t;
+  Status result;
   {
     std::unique_lock<std::mutex> lock(mu_);
-    if (crashed_) return;
-    Status s = SyncLocked(lock);
-    if (!s.ok()) Log(LogLevel::kError, "log: final sync failed: %s", s.ToString().c_str());
+    if (crashed_ || closed_) return Status::OK();
+    closed_ = true;
+    result = SyncLocked(lock).WithContext("final sync");
     stopping_ = true;
     cv_.notify_all();
     t = std::move(sync_thread_);
@@ -309,12 +392,13 @@ Wal::~Wal() {
   if (file_) {
     // A clean close leaves no unused space behind (the next open starts a new segment).
     Status s = file_->Close();
-    if (s.ok() && sticky_error_.ok()) {
+    if (s.ok() && sticky_error_.ok() && !broken_) {
       s = options_.env->TruncateFile(segments_.back().path, segments_.back().size);
     }
-    if (!s.ok()) Log(LogLevel::kError, "log: close failed: %s", s.ToString().c_str());
+    if (result.ok()) result = s.WithContext("close");
   }
   sync_file_.reset();
+  return result;
 }
 
 }  // namespace propeller

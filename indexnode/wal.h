@@ -10,7 +10,10 @@
 // kSync:    Append() returns only after an fsync covering its record; concurrent appenders
 //           share one fsync (the first waiter syncs for everyone queued behind it).
 // An fsync failure is sticky: every later Append fails (after a failed fsync the kernel may
-// have dropped the dirty pages, so retrying would lie; see PostgreSQL's "fsyncgate").
+// have dropped the dirty pages, so retrying would lie; see PostgreSQL's "fsyncgate"). A failed
+// write is not: its record is not acknowledged, and the next Append first cuts the segment
+// back to its last complete record and starts a new one (RepairLocked), so a log on a full disk
+// takes updates again once space returns, and a torn record never sits in front of others.
 //
 // Thread-safety: all methods are thread-safe. Lock order: Wal::mu_ is a leaf lock, except that
 // the `on_logged` callback of Append runs under it (it must only take locks below it: the
@@ -51,7 +54,10 @@ class Wal {
   // whatever `replay` returns.
   static Result<std::unique_ptr<Wal>> Open(const Options& options, uint64_t min_next_lsn,
                                            const ReplayFn& replay);
-  // Syncs and closes (unless Crash() was called).
+  // Syncs and closes (unless Crash() was called); the first error, if any (a final sync
+  // that failed: acknowledged records may not be durable). Later calls return OK and Append
+  // fails. The destructor closes when this was not called (and logs an error).
+  Status Close();
   ~Wal();
 
   // Appends one record. `on_logged(lsn)` runs after the record is written and before any
@@ -87,6 +93,8 @@ class Wal {
   explicit Wal(const Options& options);
   Status Recover(uint64_t min_next_lsn, const ReplayFn& replay);
   Status StartSegmentLocked();  // REQUIRES: mu_ held
+  // After a failed write: cut the segment to its complete records, sync, start a new one.
+  Status RepairLocked(std::unique_lock<std::mutex>& lock);  // REQUIRES: lock holds mu_
   Status SyncLocked(std::unique_lock<std::mutex>& lock);  // REQUIRES: lock holds mu_
   void SyncThreadMain();
 
@@ -105,8 +113,10 @@ class Wal {
   uint64_t synced_lsn_ = 0;                  // Under mu_. Last LSN known durable.
   bool sync_in_progress_ = false;            // Under mu_.
   Status sticky_error_;                      // Under mu_.
+  bool broken_ = false;                      // Under mu_. A write failed; RepairLocked first.
   bool stopping_ = false;                    // Under mu_.
   bool crashed_ = false;                     // Under mu_.
+  bool closed_ = false;                      // Under mu_.
   bool preallocate_warned_ = false;          // Under mu_.
   std::string scratch_;                      // Under mu_. Record encoding buffer.
   std::thread sync_thread_;                  // kDefault only

@@ -6,7 +6,9 @@
 
 #include <filesystem>
 #include <map>
+#include <set>
 #include <thread>
+#include <cerrno>
 
 #include "common/fault_env.h"
 #include "schemas/wal_format.h"
@@ -131,16 +133,43 @@ TEST(WalTest, GarbageTailIsTruncatedButDamageInTheMiddleIsCorruption) {
   std::string data;
   ASSERT_TRUE(ReadFileToString(env.get(), seg, &data).ok());
   {
-    // Flip a byte inside the third record's payload.
+    // Flip a byte inside the third record's payload. Intact records follow it in the same
+    // (last) segment: damage in place, not a torn tail. Before, recovery truncated the log
+    // there and every later acknowledged update was gone.
     std::string bad = data;
-    bad[kWalHeaderSize + 2 * (kWalRecordHeaderSize + 4) + kWalRecordHeaderSize + 1] ^= 0x40;
+    const size_t third = kWalHeaderSize + 2 * (kWalRecordHeaderSize + 4);
+    bad[third + kWalRecordHeaderSize + 1] ^= 0x40;
     ASSERT_TRUE(WriteFileAtomically(env.get(), seg, bad).ok());
     Replayed r;
     auto wal = Wal::Open(Opts(env.get()), 1, r.fn());
-    // The damaged record is in the last segment, but records follow it: the CRC failure is
-    // treated as the tail, so later records are lost — unless they are in a later segment.
-    // Here the segment is the last one, so recovery truncates at the damage.
-    ASSERT_TRUE(wal.ok());
+    ASSERT_FALSE(wal.ok());
+    EXPECT_EQ(wal.status().code(), StatusCode::kCorruption);
+    EXPECT_NE(wal.status().message().find(seg), std::string::npos) << wal.status().ToString();
+    EXPECT_NE(wal.status().message().find("offset " + std::to_string(third)), std::string::npos)
+        << wal.status().ToString();
+    std::string after;
+    ASSERT_TRUE(ReadFileToString(env.get(), seg, &after).ok());
+    EXPECT_EQ(after, bad) << "the damaged log must be left as it is";
+    ASSERT_TRUE(WriteFileAtomically(env.get(), seg, data).ok());
+  }
+  {
+    // A power loss can leave later unsynced records on disk across a hole of sectors that
+    // were never written: that is the end of what survived, and is truncated as before.
+    auto env3 = NewMemEnv();
+    {
+      Replayed r;
+      auto wal = OpenOrDie(Opts(env3.get()), 1, &r);
+      for (int i = 0; i < 6; ++i) ASSERT_TRUE(wal->Append(std::string(700, 'a' + i), nullptr).ok());
+    }
+    const std::string seg3 = LastSegment(env3.get());
+    std::string d3;
+    ASSERT_TRUE(ReadFileToString(env3.get(), seg3, &d3).ok());
+    const size_t hole = 2048;  // inside the third record, which starts at 16 + 2 * 716
+    std::fill(d3.begin() + hole, d3.begin() + hole + 512, '\0');
+    ASSERT_TRUE(WriteFileAtomically(env3.get(), seg3, d3).ok());
+    Replayed r;
+    auto wal = Wal::Open(Opts(env3.get()), 1, r.fn());
+    ASSERT_TRUE(wal.ok()) << wal.status().ToString();
     EXPECT_EQ(r.records.size(), 2u);
   }
   {
@@ -165,6 +194,73 @@ TEST(WalTest, GarbageTailIsTruncatedButDamageInTheMiddleIsCorruption) {
     EXPECT_EQ(wal.status().code(), StatusCode::kCorruption);
     EXPECT_NE(wal.status().message().find(first), std::string::npos) << wal.status().ToString();
   }
+}
+
+// A full disk (ENOSPC at random writes, some cut short): every Append either fails or is
+// acknowledged, the log takes updates again by itself once the faults stop, and a reopened log
+// replays exactly the acknowledged records, in order — no torn record in front of others. An
+// fsync that failed stops the log until it is reopened (fsyncgate), which the loop also does.
+TEST(WalTest, FullDiskFailsAppendsUntilSpaceReturnsAndLosesNothingAcknowledged) {
+  const uint64_t seed = 4242;
+  auto base = NewMemEnv();
+  FaultInjectionEnv env(base.get());
+  std::vector<std::pair<uint64_t, std::string>> acked;
+  // A record whose write passed but whose fsync failed (kSync) was not acknowledged, yet is in
+  // the log: its fate is unknown, as after a timeout. Every other record is exactly as told.
+  std::set<std::string> in_doubt;
+  int failed = 0, reopened = 0;
+  auto check = [&](const Replayed& r) {
+    std::vector<std::pair<uint64_t, std::string>> told;
+    for (const auto& rec : r.records) {
+      if (in_doubt.count(rec.second) == 0) told.push_back(rec);
+    }
+    EXPECT_EQ(told, acked);
+    if (told.size() != r.records.size()) {
+      // Adopt what the log kept: later rounds expect it.
+      acked = r.records;
+      for (const auto& rec : r.records) in_doubt.erase(rec.second);
+    }
+  };
+  for (int round = 0; round < 6; ++round) {
+    SCOPED_TRACE("round " + std::to_string(round));
+    Replayed r;
+    auto wal = OpenOrDie(Opts(&env, round % 2 ? Durability::kSync : Durability::kDefault,
+                              /*segment=*/4096),
+                         1, &r);
+    ASSERT_TRUE(wal);
+    check(r);
+    env.SetTransientFault(ENOSPC, 0.2, seed + static_cast<uint64_t>(round));
+    for (int i = 0; i < 300; ++i) {
+      std::string payload = std::to_string(round) + "-" + std::to_string(i) + "-" +
+                            std::string(50 + (i * 37) % 400, static_cast<char>('a' + i % 26));
+      auto lsn = wal->Append(payload, nullptr);
+      if (lsn.ok()) {
+        ASSERT_TRUE(acked.empty() || *lsn > acked.back().first);
+        acked.emplace_back(*lsn, payload);
+      } else {
+        ++failed;
+        in_doubt.insert(payload);
+        EXPECT_NE(lsn.status().message().find("No space left"), std::string::npos)
+            << lsn.status().ToString();
+      }
+    }
+    // Space returns: appends succeed again without a restart, unless an fsync failed.
+    env.ClearTransientFault();
+    auto again = wal->Append("after the disk had room again", nullptr);
+    if (again.ok()) {
+      acked.emplace_back(*again, "after the disk had room again");
+    } else {
+      EXPECT_NE(again.status().message().find("syncing the log"), std::string::npos)
+          << again.status().ToString();
+      ++reopened;
+    }
+  }
+  Replayed last;
+  auto wal = OpenOrDie(Opts(&env), 1, &last);
+  check(last);
+  EXPECT_GT(failed, 0);
+  EXPECT_GT(env.TransientFaults(), 0);
+  (void)reopened;
 }
 
 TEST(WalTest, SyncModeAcknowledgesOnlySyncedRecordsUnderConcurrency) {
@@ -210,18 +306,33 @@ TEST(WalTest, DefaultModeGroupCommitSyncsWithinTheInterval) {
   EXPECT_EQ(r2.records.size(), 10u);
 }
 
-TEST(WalTest, FailedWriteIsStickyAndNothingIsAcknowledged) {
+// A failed write acknowledges nothing and leaves no torn record in front of later ones: the
+// next Append cuts the segment back and starts a new one. A failed fsync is sticky.
+TEST(WalTest, FailedWriteIsRepairedAndFailedSyncIsSticky) {
   auto base = NewMemEnv();
   FaultInjectionEnv env(base.get());
   Replayed r;
   auto wal = OpenOrDie(Opts(&env, Durability::kSync), 1, &r);
   ASSERT_TRUE(wal->Append("ok", nullptr).ok());
-  env.SetFailAfter(0);
+  env.SetTransientFault(ENOSPC);
   bool called = false;
   EXPECT_FALSE(wal->Append("lost", [&](uint64_t) { called = true; }).ok());
   EXPECT_FALSE(called) << "on_logged must not run for a record that failed to be written";
+  EXPECT_FALSE(wal->Append("still no room", nullptr).ok());
+  env.ClearTransientFault();
+  auto after = wal->Append("after", nullptr);
+  ASSERT_TRUE(after.ok()) << after.status().ToString();
+  EXPECT_EQ(*after, 2u) << "the failed records were never acknowledged: their LSNs are reused";
+  wal.reset();
+  Replayed r2;
+  wal = OpenOrDie(Opts(&env, Durability::kSync), 1, &r2);
+  EXPECT_EQ(r2.records, (std::vector<std::pair<uint64_t, std::string>>{{1, "ok"}, {2, "after"}}));
+  // A crash-like failure of the sync itself stays: the kernel may have dropped the data.
+  ASSERT_TRUE(wal->Append("x", nullptr).ok());
+  env.SetFailAfter(2);  // the record's append and flush pass, its fsync fails
+  EXPECT_FALSE(wal->Append("y", nullptr).ok());
   env.SetFailAfter(-1);
-  EXPECT_FALSE(wal->Append("after", nullptr).ok()) << "errors are sticky";
+  EXPECT_FALSE(wal->Append("z", nullptr).ok()) << "a failed fsync is sticky";
 }
 
 // Zeros (a preallocated segment's unused space) never parse as a record, whatever their

@@ -772,16 +772,19 @@ Status Get(const msgpack::object& o, RecordReply* m) {
 //   5     disk_bytes             uint                                                   1.0
 //   6     index_memory_bytes     uint                                                   1.0
 //   7     acg_list               [AcgLoad]                                              1.0
+//   8     commit_error           str                   "" = commits succeed             1.5
+//   9     failing_since_ns       int                   wall clock; 0 = not failing      1.5
 void Put(Writer& w, const NodeStatusReply& m) {
   PutFields(w, m.node_id, m.acgs, m.files, m.cached_updates, m.wal_bytes, m.disk_bytes,
-            m.index_memory_bytes, m.acg_list);
+            m.index_memory_bytes, m.acg_list, m.commit_error, m.failing_since_ns);
 }
 Status Get(const msgpack::object& o, NodeStatusReply* m) {
   return GetFields(o, 1,
                    {"node_id", "acgs", "files", "cached_updates", "wal_bytes", "disk_bytes",
-                    "index_memory_bytes", "acg_list"},
+                    "index_memory_bytes", "acg_list", "commit_error", "failing_since_ns"},
                    &m->node_id, &m->acgs, &m->files, &m->cached_updates, &m->wal_bytes,
-                   &m->disk_bytes, &m->index_memory_bytes, &m->acg_list);
+                   &m->disk_bytes, &m->index_memory_bytes, &m->acg_list, &m->commit_error,
+                   &m->failing_since_ns);
 }
 
 // Ping (kPing, echoed)

@@ -335,6 +335,10 @@ struct NodeStatusReply {
   uint64_t disk_bytes = 0;
   uint64_t index_memory_bytes = 0;
   std::vector<AcgLoad> acg_list;
+  // Since 1.5: why the node's commits fail (a full disk, say), "" while they succeed, and
+  // since when. Updates wait in the caches and the log meanwhile.
+  std::string commit_error;
+  int64_t failing_since_ns = 0;
 };
 
 struct Ping {

@@ -118,7 +118,8 @@ PROPELLER_TIE(SearchDone, m.acgs_total, m.acgs_skipped, m.candidates, m.hits, m.
 PROPELLER_TIE(GetRecordRequest, m.acg, m.file)
 PROPELLER_TIE(RecordReply, m.record)
 PROPELLER_TIE(NodeStatusReply, m.node_id, m.acgs, m.files, m.cached_updates, m.wal_bytes,
-              m.disk_bytes, m.index_memory_bytes, m.acg_list)
+              m.disk_bytes, m.index_memory_bytes, m.acg_list, m.commit_error,
+              m.failing_since_ns)
 PROPELLER_TIE(Ping, m.payload)
 PROPELLER_TIE(MoveAcgRequest, m.acg, m.from_node, m.to_node)
 PROPELLER_TIE(MigrateAcgRequest, m.acg, m.to_node)
@@ -337,7 +338,8 @@ void Fill(Gen& g, GetRecordRequest* m) { *m = {g.U64(), g.Id()}; }
 void Fill(Gen& g, RecordReply* m) { m->record = g.Record(); }
 void Fill(Gen& g, NodeStatusReply* m) {
   *m = {g.U32(), g.U64(), g.U64(), g.U64(), g.U64(), g.U64(), g.U64(),
-        g.List(5, [&] { return RandomAcgLoad(g); })};
+        g.List(5, [&] { return RandomAcgLoad(g); }), g.Str(60),
+        static_cast<int64_t>(g.U64() >> 1)};
 }
 void Fill(Gen& g, Ping* m) { m->payload = g.Str(100); }
 void Fill(Gen& g, MoveAcgRequest* m) { *m = {g.U64(), g.U32(), g.U32()}; }
@@ -403,8 +405,9 @@ PROPELLER_SPEC(SearchDone, 0, "uuuuaa", "acgs_total", "acgs_skipped", "candidate
                "moved", "adopted")
 PROPELLER_SPEC(GetRecordRequest, 2, "ua", "acg", "file")
 PROPELLER_SPEC(RecordReply, 1, "a", "record")
-PROPELLER_SPEC(NodeStatusReply, 1, "uuuuuuua", "node_id", "acgs", "files", "cached_updates",
-               "wal_bytes", "disk_bytes", "index_memory_bytes", "acg_list")
+PROPELLER_SPEC(NodeStatusReply, 1, "uuuuuuuasi", "node_id", "acgs", "files", "cached_updates",
+               "wal_bytes", "disk_bytes", "index_memory_bytes", "acg_list", "commit_error",
+               "failing_since_ns")
 PROPELLER_SPEC(Ping, 0, "s", "payload")
 PROPELLER_SPEC(MoveAcgRequest, 3, "uuu", "acg", "from_node", "to_node")
 PROPELLER_SPEC(MigrateAcgRequest, 2, "uu", "acg", "to_node")

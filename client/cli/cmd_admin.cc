@@ -189,7 +189,8 @@ int RunStatus(const GlobalOptions& global, const std::vector<std::string>& argv)
       if (n.node) {
         out += ",\"cached_updates\":" + std::to_string(n.node->cached_updates) +
                ",\"disk_bytes\":" + std::to_string(n.node->disk_bytes) +
-               ",\"wal_bytes\":" + std::to_string(n.node->wal_bytes);
+               ",\"wal_bytes\":" + std::to_string(n.node->wal_bytes) +
+               ",\"commit_error\":" + JsonString(n.node->commit_error);
       } else {
         out += ",\"error\":" + JsonString(n.error);
       }
@@ -218,6 +219,10 @@ int RunStatus(const GlobalOptions& global, const std::vector<std::string>& argv)
     if (n.node) {
       std::printf("  %" PRIu64 " cached updates, %.1f MB on disk\n", n.node->cached_updates,
                   static_cast<double>(n.node->disk_bytes) / 1e6);
+      if (!n.node->commit_error.empty()) {
+        std::printf("    commits failing since %s: %s (updates wait in the log)\n",
+                    FormatTime(n.node->failing_since_ns).c_str(), n.node->commit_error.c_str());
+      }
     } else {
       std::printf("  (%s)\n", n.error.c_str());
     }

@@ -291,8 +291,11 @@ int RunMount(const GlobalOptions& global, const std::vector<std::string>& argv) 
   fs->reset();
   engine->reset();
   client->reset();
-  service.reset();  // commits every cache and syncs the log
+  // Commits every cache and syncs the log: a failure there is this command's failure too.
+  Status stopped = service ? service->Stop() : Status::OK();
+  service.reset();
   if (!run.ok()) return ReportError(run);
+  if (!stopped.ok()) return ReportError(stopped.WithContext("stopping the embedded service"));
   return kExitOk;
 }
 

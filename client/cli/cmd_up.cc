@@ -113,7 +113,8 @@ int RunUp(const GlobalOptions& /*global*/, const std::vector<std::string>& argv)
   int sig = 0;
   sigwait(&stop_signals, &sig);
   std::fprintf(stderr, "propeller: stopping (signal %d): committing and syncing\n", sig);
-  service->reset();  // commits every cache and syncs the log
+  Status stopped = (*service)->Stop();  // commits every cache and syncs the log
+  if (!stopped.ok()) return ReportError(stopped.WithContext("stopping"));
   return kExitOk;
 }
 

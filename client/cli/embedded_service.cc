@@ -8,9 +8,13 @@
 
 namespace propeller::cli {
 
-EmbeddedService::~EmbeddedService() {
-  node.reset();  // commits every cache and syncs the log
+EmbeddedService::~EmbeddedService() { (void)Stop(); }
+
+Status EmbeddedService::Stop() {
+  Status stopped = node ? node->Stop() : Status::OK();  // commits every cache, syncs the log
+  node.reset();
   master.reset();
+  return stopped;
 }
 
 Result<std::unique_ptr<EmbeddedService>> StartEmbeddedService(const EmbeddedServiceOptions& o) {

@@ -38,6 +38,9 @@ struct EmbeddedService {
   // For a Client in this process: the master's endpoint, with both endpoints aliased to
   // their direct:// ones.
   ClientOptions client_options;
+  // Stops both (the node commits every cache and syncs its log); the node's status: a failed
+  // final sync must make the command exit non-zero. Only destruction is valid after it.
+  Status Stop();
   ~EmbeddedService();
 };
 

@@ -239,7 +239,14 @@ int Main(int argc, char** argv) {
   while (sigwait(&stop_signals, &sig) != 0) {
   }
   Log(LogLevel::kInfo, "%s received, stopping", sig == SIGINT ? "SIGINT" : "SIGTERM");
-  server->reset();  // stops serving, commits and syncs the engine
+  // Stops serving, commits and syncs the engine. A failed final sync means acknowledged
+  // updates may not be durable: say so in the exit status.
+  Status stopped = (*server)->Stop();
+  server->reset();
+  if (!stopped.ok()) {
+    std::fprintf(stderr, "%s: stopping failed: %s\n", kProg, stopped.ToString().c_str());
+    return 1;
+  }
   Log(LogLevel::kInfo, "stopped");
   return 0;
 }

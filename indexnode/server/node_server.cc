@@ -51,10 +51,13 @@ Result<uint32_t> ReadNodeId(Env* env, const std::string& path) {
 
 class IndexNodeServer::Impl {
  public:
-  ~Impl() { Stop(); }
+  ~Impl() {
+    Status s = Stop();
+    if (!s.ok()) Log(LogLevel::kError, "index node stop: %s", s.ToString().c_str());
+  }
 
   Status Init(const IndexNodeOptions& options);
-  void Stop();
+  Status Stop();
 
   const std::string& endpoint() const { return endpoint_; }
   const std::string& advertised() const { return advertised_; }
@@ -248,9 +251,10 @@ Status IndexNodeServer::Impl::Init(const IndexNodeOptions& options) {
   return Status::OK();
 }
 
-void IndexNodeServer::Impl::Stop() {
+Status IndexNodeServer::Impl::Stop() {
   {
     std::lock_guard<std::mutex> lock(mu_);
+    if (stop_ && !engine_) return Status::OK();
     stop_ = true;
   }
   cv_.notify_all();
@@ -260,8 +264,11 @@ void IndexNodeServer::Impl::Stop() {
   if (mover_.joinable()) mover_.join();  // a move in progress finishes first
   server_.reset();   // waits for running handlers, which use service_ and engine_
   service_.reset();
-  engine_.reset();   // commits and syncs; joins the splitter, which may call the master
+  // Commits and syncs; joins the splitter, which may call the master.
+  Status closed = engine_ ? engine_->Close() : Status::OK();
+  engine_.reset();
   master_.reset();
+  return closed;
 }
 
 int64_t IndexNodeServer::Impl::IntervalMs() const {
@@ -526,6 +533,7 @@ Result<std::unique_ptr<IndexNodeServer>> IndexNodeServer::Start(const IndexNodeO
 
 IndexNodeServer::IndexNodeServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 IndexNodeServer::~IndexNodeServer() = default;
+Status IndexNodeServer::Stop() { return impl_->Stop(); }
 
 const std::string& IndexNodeServer::endpoint() const { return impl_->endpoint(); }
 const std::string& IndexNodeServer::advertised_endpoint() const { return impl_->advertised(); }

@@ -86,7 +86,10 @@ class IndexNodeServer {
   // unavailable). Messages are one line, naming the file or endpoint at fault.
   static Result<std::unique_ptr<IndexNodeServer>> Start(const IndexNodeOptions& options);
 
-  // Clean stop; see the header comment.
+  // Clean stop (see the header comment); the engine's final commit and sync status
+  // (Engine::Close): a daemon whose stop failed exits non-zero. Only destruction is valid
+  // after it. The destructor stops when this was not called (and logs the error).
+  Status Stop();
   ~IndexNodeServer();
   IndexNodeServer(const IndexNodeServer&) = delete;
   IndexNodeServer& operator=(const IndexNodeServer&) = delete;

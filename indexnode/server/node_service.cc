@@ -433,6 +433,8 @@ std::string NodeService::HandleNodeStatus(std::string_view body) {
   reply.wal_bytes = es.wal_bytes;
   reply.disk_bytes = es.disk_bytes;
   reply.index_memory_bytes = es.index_memory_bytes;
+  reply.commit_error = es.commit_error;
+  reply.failing_since_ns = es.commit_failing_since_ns;
   for (const AcgInfo& a : engine_->ListAcgs()) reply.acg_list.push_back({a.id, a.files});
   return wire::EncodeOkReply(reply);
 }
