@@ -19,6 +19,7 @@
 #include "common/crc32c.h"
 #include "common/logging.h"
 #include "common/query/query.h"
+#include "common/secure_dir.h"
 #include "common/thread_pool.h"
 #include "indexnode/acg.h"
 #include "indexnode/dir_table.h"
@@ -26,6 +27,7 @@
 #include "schemas/keys.h"
 #include "schemas/messages.h"
 #include "schemas/record_format.h"
+#include "schemas/wal_format.h"
 
 namespace propeller {
 
@@ -36,6 +38,8 @@ const char* DurabilityName(Durability d) {
 namespace {
 
 constexpr int64_t kCommitterTickNs = 50'000'000;  // how often the committer looks at caches
+// An administrator's consent to start without a lost log (Engine::Impl::CheckLogPresent).
+constexpr char kStartWithoutLog[] = "START-WITHOUT-LOG";
 
 Status ValidateUpdate(const Update& u) {
   if (u.acg == 0) return Status::InvalidArgument("update names ACG 0 (ACG ids start at 1)");
@@ -216,6 +220,7 @@ class Engine::Impl {
     // committed directories.
     PROPELLER_ASSIGN_OR_RETURN(std::vector<std::string> names,
                                env->GetChildren(JoinPath(options_.data_dir, "acg")));
+    PROPELLER_RETURN_IF_ERROR(CheckLogPresent(names));
     uint64_t max_applied = 0;
     auto open_acg = [&](uint64_t id) -> Status {
       PROPELLER_ASSIGN_OR_RETURN(Acg * acg, GetOrCreateAcg(id));
@@ -1797,7 +1802,7 @@ class Engine::Impl {
     return Status::OK();
   }
 
-  Status DropMovedAcg(uint64_t id, uint64_t destination) {
+  Status DropMovedAcg(uint64_t id, uint64_t destination, const std::string& set_aside) {
     if (crashed_) return Status::Aborted("engine crashed");
     std::lock_guard<std::mutex> split_lock(split_mu_);
     Acg* acg = FindAcg(id);
@@ -1838,7 +1843,15 @@ class Engine::Impl {
       adopted_at_.erase(id);
       any_recent_moves_.store(true, std::memory_order_release);
     }
-    Status s = RemoveDir(AcgDir(id));
+    Status s;
+    if (set_aside.empty()) {
+      s = RemoveDir(AcgDir(id));
+    } else {
+      s = MakeDirs(std::filesystem::path(set_aside).parent_path().string(), 0700);
+      std::error_code ec;
+      if (s.ok()) std::filesystem::rename(AcgDir(id), set_aside, ec);
+      if (ec) s = Status::IOError("moving " + AcgDir(id) + " to " + set_aside + ": " + ec.message());
+    }
     if (!s.ok()) {
       // Moved all the same (recorded above); Open removes what is left.
       Log(LogLevel::kWarning, "ACG %llu moved, but its directory stays until restart: %s",
@@ -2045,6 +2058,35 @@ class Engine::Impl {
       at = eol + 1;
     }
     return Status::OK();
+  }
+
+  // ACGs without a log: the log (with every acknowledged update not committed yet) was
+  // removed. Starting would answer without those updates and without saying so: refuse, unless
+  // an administrator put the file kStartWithoutLog in the log's directory (then it is removed
+  // and the engine starts with what the ACGs committed). Every engine that ever held an ACG
+  // keeps at least one log segment (a clean close keeps the last).
+  Status CheckLogPresent(const std::vector<std::string>& acg_names) {
+    if (acg_names.empty()) return Status::OK();
+    Env* env = options_.env;
+    const std::string dir = JoinPath(options_.data_dir, "wal");
+    Result<std::vector<std::string>> names = env->GetChildren(dir);
+    if (names.ok()) {
+      for (const std::string& n : *names) {
+        uint64_t first = 0;
+        if (ParseWalSegmentName(n, &first)) return Status::OK();
+      }
+    }
+    const std::string accept = JoinPath(dir, kStartWithoutLog);
+    if (env->FileExists(accept)) {
+      Log(LogLevel::kWarning, "starting without the log %s, as %s asks: updates that were not "
+          "committed into the ACGs are lost", dir.c_str(), accept.c_str());
+      return env->RemoveFile(accept);
+    }
+    return Status::NotFound(
+        "the log " + dir + " is missing, but " + options_.data_dir + " holds " +
+        std::to_string(acg_names.size()) + " ACG directories: starting would drop every update "
+        "they had not committed, without a word. Restore the log from a backup; or, to start "
+        "with what the ACGs committed, create the empty file " + accept);
   }
 
   Status RemoveDir(const std::string& dir) {
@@ -2317,8 +2359,8 @@ Status Engine::FreezeAndCopyAcg(uint64_t acg, const std::string& path) {
   return impl_->FreezeAndCopyAcg(acg, path);
 }
 Status Engine::ThawAcg(uint64_t acg) { return impl_->ThawAcg(acg); }
-Status Engine::DropMovedAcg(uint64_t acg, uint64_t destination) {
-  return impl_->DropMovedAcg(acg, destination);
+Status Engine::DropMovedAcg(uint64_t acg, uint64_t destination, const std::string& set_aside) {
+  return impl_->DropMovedAcg(acg, destination, set_aside);
 }
 Status Engine::AdoptAcg(uint64_t acg, const std::string& path, bool frozen) {
   return impl_->AdoptAcg(acg, path, frozen);

@@ -342,7 +342,9 @@ class Engine {
   // waiting batches. From then on an update or Get that reaches it, directly or through a
   // route, and the log's replay of its old records, get Redirect ("ACG n moved to node d"),
   // never a new empty ACG. REQUIRES: frozen by FreezeAndCopyAcg. OK when asked again.
-  Status DropMovedAcg(uint64_t acg, uint64_t destination);
+  // `set_aside` (not "") keeps the directory, renamed to that path, instead of removing it:
+  // a copy the cluster says is another node's is kept for an administrator to look at.
+  Status DropMovedAcg(uint64_t acg, uint64_t destination, const std::string& set_aside = "");
   // Destination: installs the file `path` written by FreezeAndCopyAcg (on any node) as ACG
   // `acg` here. The file is renamed into the data directory (copied when on another file
   // system). The ACG's applied LSN becomes this node's log position, so a crash replays

@@ -1,4 +1,4 @@
-// The engine under faults it lives through (docs/architecture.md "Faults"): a full disk or a
+// The engine under faults it lives through (engine.h: commits, Close; wal.h): a full disk or a
 // flaky device fails log appends, ACG commits and log truncation at random points; once the
 // faults stop, every acknowledged update is there — after the next commit and after a reopen —
 // and nothing is half applied. Plus the regression of a commit that failed while another pass
@@ -8,6 +8,8 @@
 #include <atomic>
 #include <cerrno>
 #include <condition_variable>
+#include <filesystem>
+#include <fstream>
 #include <mutex>
 #include <thread>
 
@@ -253,6 +255,41 @@ TEST(EngineFaultTest, CloseReportsAFailedFinalSync) {
   const auto state = Dump(engine->get());
   for (const Update& u : acked) EXPECT_EQ(state.count(u.record.id), 1u) << u.record.id.ino;
   EXPECT_TRUE((*engine)->Close().ok());
+}
+
+// Before: a removed log started silently and answered without every update the ACGs had not
+// committed. Now the engine refuses, changing nothing, until an administrator consents.
+TEST(EngineFaultTest, AMissingLogNextToAcgsIsARefusal) {
+  TempDir dir;
+  RecordGen gen(5);
+  EngineOptions eo;
+  eo.data_dir = dir.path();
+  eo.background_commit = false;
+  Update committed = Put(1, 1, &gen), cached = Put(1, 2, &gen);
+  {
+    auto engine = Engine::Open(eo);
+    ASSERT_TRUE(engine.ok());
+    ASSERT_TRUE((*engine)->Apply({&committed, 1}).ok());
+    ASSERT_TRUE((*engine)->CommitAll().ok());
+    ASSERT_TRUE((*engine)->Apply({&cached, 1}).ok());
+    (*engine)->CrashForTesting();  // `cached` lives in the log only
+  }
+  std::filesystem::remove_all(dir.path() + "/wal");
+  auto refused = Engine::Open(eo);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(refused.status().message().find("START-WITHOUT-LOG"), std::string::npos)
+      << refused.status().ToString();
+  EXPECT_TRUE(std::filesystem::exists(dir.path() + "/acg/1"));
+  // Consent: it starts with what the ACGs committed.
+  std::filesystem::create_directories(dir.path() + "/wal");
+  std::ofstream(dir.path() + "/wal/START-WITHOUT-LOG") << "";
+  auto engine = Engine::Open(eo);
+  ASSERT_TRUE(engine.ok()) << engine.status().ToString();
+  EXPECT_FALSE(std::filesystem::exists(dir.path() + "/wal/START-WITHOUT-LOG"));
+  const auto state = Dump(engine->get());
+  EXPECT_EQ(state.count(committed.record.id), 1u);
+  EXPECT_EQ(state.count(cached.record.id), 0u);
 }
 
 }  // namespace

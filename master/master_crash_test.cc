@@ -34,7 +34,9 @@ constexpr size_t kEntryBytes = 20;  // volume u32, ino u64, acg u64 (native orde
   wire::VolumeInfo v;
   wire::RegisterNodeReply r;
   if (!master.RegisterVolume({"/vol"}, &v).ok()) _exit(4);
-  if (!master.RegisterNode({1, "tcp://127.0.0.1:7471"}, &r).ok()) _exit(5);
+  // A new node in the first life, the same node (id 1) in the later ones.
+  const uint32_t id = master.store().Nodes().empty() ? 0 : 1;
+  if (!master.RegisterNode({id, "tcp://127.0.0.1:7471"}, &r).ok()) _exit(5);
   Random rnd(seed);
   for (;;) {
     wire::AssignFilesRequest req;

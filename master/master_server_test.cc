@@ -271,8 +271,12 @@ TEST(MasterBinaryTest, SigkillLosesNoAcknowledgedMappingAndSigtermStopsCleanly) 
                                &vol).ok());
     volume = vol.volume;
     wire::RegisterNodeReply reg;
+    // A new node the first time, the same node (id 1) after each restart.
     ASSERT_TRUE(wire::WireCall(*ch, MsgType::kRegisterNode,
-                               wire::RegisterNodeRequest{1, "tcp://127.0.0.1:7471"}, &reg).ok());
+                               wire::RegisterNodeRequest{round == 0 ? 0u : 1u,
+                                                         "tcp://127.0.0.1:7471"},
+                               &reg).ok());
+    EXPECT_EQ(reg.node_id, 1u);
     const int batches = 5 + static_cast<int>(rnd.Uniform(20));
     for (int b = 0; b < batches; ++b) {
       wire::AssignFilesRequest req;

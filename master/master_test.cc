@@ -102,25 +102,31 @@ TEST_F(MasterTest, ReRegistrationKeepsIdAndPersistsEndpoint) {
   wire::NodesReply r;
   ASSERT_TRUE(master_->ListNodes(&r).ok());
   EXPECT_EQ(r.nodes[0].endpoint, "tcp://127.0.0.1:9999");
-  // An id the master never handed out is adopted, and later ids are above it.
-  EXPECT_EQ(*Register(10, "tcp://127.0.0.1:7480"), 10u);
-  EXPECT_EQ(*Register(0, "tcp://127.0.0.1:7481"), 11u);
+  // An id the master never handed out is refused (its index belongs to a lost map or to
+  // another cluster: adopting it would place every file again), and nothing is recorded.
+  auto unknown = Register(10, "tcp://127.0.0.1:7480");
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_EQ(unknown.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(unknown.status().message().find("unknown to this master"), std::string::npos);
+  EXPECT_EQ(master_->store().Nodes().count(10), 0u);
+  EXPECT_EQ(*Register(0, "tcp://127.0.0.1:7480"), 3u);
+  EXPECT_EQ(*Register(0, "tcp://127.0.0.1:7481"), 4u);
   // A new node (id 0) at an endpoint whose node holds no ACG is a retried registration: same id.
-  EXPECT_EQ(*Register(0, "tcp://127.0.0.1:7481"), 11u);
-  // Give node 10 an ACG (it is then a real node with data), and take over its endpoint: that
+  EXPECT_EQ(*Register(0, "tcp://127.0.0.1:7481"), 4u);
+  // Give node 3 an ACG (it is then a real node with data), and take over its endpoint: that
   // is a new node, and the previous holder is marked down.
   wire::VolumeInfo v;
   ASSERT_TRUE(master_->RegisterVolume({"/v"}, &v).ok());
   ASSERT_TRUE(master_->store().Update([&](MasterStore::Txn& txn) {
-    return txn.CreateAcg(10, "app").status();
+    return txn.CreateAcg(3, "app").status();
   }).ok());
-  EXPECT_EQ(*Register(0, "tcp://127.0.0.1:7480"), 12u);
+  EXPECT_EQ(*Register(0, "tcp://127.0.0.1:7480"), 5u);
   ASSERT_TRUE(master_->ListNodes(&r).ok());
   for (const auto& n : r.nodes) {
-    if (n.node_id == 10) {
+    if (n.node_id == 3) {
       EXPECT_FALSE(n.up);
     }
-    if (n.node_id == 12) {
+    if (n.node_id == 5) {
       EXPECT_TRUE(n.up);
     }
   }

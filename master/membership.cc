@@ -85,6 +85,15 @@ Result<uint32_t> Membership::Register(uint32_t node_id, std::string_view endpoin
       }
     }
   }
+  // A node that comes back with an id this master never gave holds an index this master's
+  // map knows nothing of (the map was lost, or the node is another cluster's): accepting it
+  // would place every file again. It is refused with what to do; nothing is recorded.
+  if (node_id != 0 && nodes_.count(node_id) == 0) {
+    return Status::NotFound("node id " + std::to_string(node_id) + " is unknown to this master: "
+                            "its map was lost, or the node belongs to another cluster. Restore "
+                            "the master's data directory, or start the node afresh (move its "
+                            "data directory away)");
+  }
   uint32_t id = 0;
   PROPELLER_RETURN_IF_ERROR(store_->Update([&](MasterStore::Txn& txn) -> Status {
     id = node_id != 0 ? node_id : retried;

@@ -21,6 +21,15 @@ Result<std::unique_ptr<EmbeddedService>> StartEmbeddedService(const EmbeddedServ
   if (Status st = PrepareDataDir(o.data_dir); !st.ok()) {
     return st.WithContext("data directory " + o.data_dir);
   }
+  // The master's map (which file is in which ACG, the volumes) next to an index that needs
+  // it: without it the node would be registered anew and every file placed again.
+  const std::string node_id = JoinPath(JoinPath(o.data_dir, "node"), "node_id");
+  const std::string map = JoinPath(JoinPath(o.data_dir, "master"), "data.mdb");
+  if (Env::Default()->FileExists(node_id) && !Env::Default()->FileExists(map)) {
+    return Status::NotFound("the master's map " + map + " is missing, but " + o.data_dir +
+                            "/node holds an index that needs it. Restore it from a backup, or "
+                            "move " + o.data_dir + " away to start afresh");
+  }
   auto service = std::make_unique<EmbeddedService>();
   const std::string master_alias = "direct://propeller-" + o.tag + "-master";
   const std::string node_alias = "direct://propeller-" + o.tag + "-node";

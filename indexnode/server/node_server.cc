@@ -42,7 +42,8 @@ Result<uint32_t> ReadNodeId(Env* env, const std::string& path) {
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), id);
   if (ec != std::errc() || end != text.data() + text.size() || id == 0) {
     return Status::Corruption(path + ": not a node id (expected a positive decimal number); "
-                              "remove the file to register as a new node");
+                              "write this node's id into it (propeller status on the master "
+                              "lists them)");
   }
   return id;
 }
@@ -161,6 +162,24 @@ Status IndexNodeServer::Impl::Init(const IndexNodeOptions& options) {
   if (!options_.data_dir_checked && options_.engine.env == nullptr) {
     PROPELLER_RETURN_IF_ERROR(PrepareDataDir(options_.data_dir).WithContext("data directory"));
   }
+  // An index without its node id would register as a new node, and the master would call
+  // every ACG here another node's: refuse instead, before anything is touched.
+  {
+    Env* env = options_.engine.env ? options_.engine.env : Env::Default();
+    node_id_path_ = JoinPath(options_.data_dir, kNodeIdFile);
+    if (!env->FileExists(node_id_path_)) {
+      // ACGs are made before their first update is logged: none, nothing indexed (a node
+      // that never reached its master has a log segment, but no ACG).
+      Result<std::vector<std::string>> acgs = env->GetChildren(JoinPath(options_.data_dir, "acg"));
+      if (acgs.ok() && !acgs->empty()) {
+        return Status::NotFound(
+            node_id_path_ + " is missing, but " + options_.data_dir + " holds " +
+            std::to_string(acgs->size()) + " ACG directories: started as a new node, it would "
+            "lose them. Restore the file (it holds this node's id, as `propeller status` on the "
+            "master lists it), or move the data directory away to start afresh");
+      }
+    }
+  }
   EngineOptions eo = options_.engine;
   eo.data_dir = options_.data_dir;
   eo.durability = options_.durability;
@@ -184,7 +203,6 @@ Status IndexNodeServer::Impl::Init(const IndexNodeOptions& options) {
   engine_ = std::move(engine).value();
 
   Env* env = eo.env ? eo.env : Env::Default();
-  node_id_path_ = JoinPath(options_.data_dir, kNodeIdFile);
   Result<uint32_t> id = ReadNodeId(env, node_id_path_);
   if (!id.ok()) return id.status();
 
@@ -202,6 +220,7 @@ Status IndexNodeServer::Impl::Init(const IndexNodeOptions& options) {
   node_id_.store(*id);
   so.master_timeout_ms = options_.master_timeout_ms;
   so.scratch_dir = JoinPath(options_.data_dir, "migrate");
+  so.stray_dir = JoinPath(options_.data_dir, "stray");
   so.migrate_step_hook = options_.migrate_step_hook;
   so.connect_peer = [keys = link->keys](
                         const std::string& endpoint) -> Result<std::unique_ptr<rpc::Channel>> {

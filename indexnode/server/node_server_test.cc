@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <filesystem>
 #include <fstream>
 #include <set>
 
@@ -169,12 +170,13 @@ TEST(NodeServerTest, RegistersAgainWhenTheMasterAsks) {
 
 TEST(NodeServerTest, ServesOwnedAcgsWhileTheMasterIsDownAndRegistersLater) {
   TempDir dir;
-  {  // ACG 4 exists from an earlier life.
+  {  // ACG 4 exists from an earlier life, as node 1.
     EngineOptions eo;
     eo.data_dir = dir.path();
     auto engine = Engine::Open(eo);
     ASSERT_TRUE(engine.ok());
     ASSERT_TRUE((*engine)->Apply(std::vector<Update>{Put(4, 1)}).ok());
+    std::ofstream(dir.path() + "/node_id") << "1\n";
   }
   const std::string master_ep = UniqueName("late-master");
   IndexNodeOptions o = Options(dir.path(), master_ep);
@@ -275,6 +277,33 @@ TEST(NodeServerTest, BindConflictIsAnError) {
   o.listen_endpoint = first->endpoint();
   auto second = IndexNodeServer::Start(o);
   EXPECT_FALSE(second.ok());
+}
+
+// Before: a node whose node_id file was lost registered as a new node, the master called its
+// ACGs another node's, and the node deleted them. Now it refuses to start, changing nothing.
+TEST(NodeServerTest, AMissingNodeIdNextToAnIndexIsARefusal) {
+  TempDir dir;
+  {
+    EngineOptions eo;
+    eo.data_dir = dir.path();
+    auto engine = Engine::Open(eo);
+    ASSERT_TRUE(engine.ok());
+    ASSERT_TRUE((*engine)->Apply(std::vector<Update>{Put(4, 1)}).ok());
+  }
+  auto master = FakeMaster::Start(UniqueName("master"));
+  ASSERT_TRUE(master);
+  auto node = IndexNodeServer::Start(Options(dir.path(), master->endpoint()));
+  ASSERT_FALSE(node.ok());
+  EXPECT_EQ(node.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(node.status().message().find(dir.path() + "/node_id is missing"), std::string::npos)
+      << node.status().ToString();
+  EXPECT_TRUE(std::filesystem::exists(dir.path() + "/acg/4")) << "the index must stay";
+  EXPECT_TRUE(master->registrations().empty());
+  // With the id back, it starts and keeps its ACG.
+  std::ofstream(dir.path() + "/node_id") << "7\n";
+  auto again = StartNode(Options(dir.path(), master->endpoint()));
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->engine()->ListAcgs().size(), 1u);
 }
 
 }  // namespace

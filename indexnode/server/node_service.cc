@@ -820,8 +820,15 @@ void NodeService::DropNotOwned(const std::vector<wire::AcgLocation>& acgs) {
       std::lock_guard<std::mutex> lock(adopted_mu_);
       frozen = adopted_frozen_.count(loc.acg) != 0;
     }
+    // Kept, not removed (docs: data is never deleted on the word of a state file or a peer):
+    // an administrator can look at it and remove it.
+    const std::string aside =
+        options_.stray_dir.empty()
+            ? ""
+            : JoinPath(options_.stray_dir, "acg-" + std::to_string(loc.acg) + "-" +
+                                               std::to_string(::time(nullptr)));
     Status st = frozen ? Status::OK() : engine_->FreezeAndCopyAcg(loc.acg, "");
-    if (st.ok()) st = engine_->DropMovedAcg(loc.acg, owner);
+    if (st.ok()) st = engine_->DropMovedAcg(loc.acg, owner, aside);
     if (!st.ok()) {
       Log(LogLevel::kError, "dropping ACG %llu (node %u owns it): %s",
           static_cast<unsigned long long>(loc.acg), static_cast<unsigned>(owner),
@@ -834,8 +841,10 @@ void NodeService::DropNotOwned(const std::vector<wire::AcgLocation>& acgs) {
       adopted_frozen_.erase(loc.acg);
     }
     Log(LogLevel::kWarning,
-        "dropped ACG %llu: node %u owns it (a copy left behind by an interrupted migration)",
-        static_cast<unsigned long long>(loc.acg), static_cast<unsigned>(owner));
+        "set ACG %llu aside%s%s: node %u owns it (a copy left behind by an interrupted "
+        "migration); remove it once checked",
+        static_cast<unsigned long long>(loc.acg), aside.empty() ? "" : " in ", aside.c_str(),
+        static_cast<unsigned>(owner));
   }
 }
 

@@ -101,6 +101,9 @@ struct NodeServiceOptions {
   int64_t owner_wait_ms = 30'000;
   std::function<Result<std::unique_ptr<rpc::Channel>>(const std::string& endpoint)>
       connect_peer;
+  // Where DropNotOwned keeps a copy another node owns (renamed there, never removed); "" =
+  // remove it.
+  std::string stray_dir;
   // Who may do what (schemas/access.h); trust_plain_tcp only with --insecure.
   wire::AccessPolicy access = wire::DefaultAccessPolicy();
 };
@@ -160,9 +163,10 @@ class NodeService {
   Status Migrate(const wire::MigrateAcgRequest& req, wire::MigrateAcgReply* reply);
 
   // ---- migration clean-up (HeartbeatReply.not_yours; called by the membership thread) ----
-  // Drops the listed ACGs that the master, asked again now, still maps to another node:
-  // copies a crash left behind in a migration (a source that died after the map flipped, a
-  // destination that died before it flipped). Skips an ACG whose move is in progress here.
+  // Stops serving the listed ACGs that the master, asked again now, still maps to another
+  // node, and sets their directories aside in stray_dir: copies a crash left behind in a
+  // migration (a source that died after the map flipped, a destination that died before it
+  // flipped). Skips an ACG whose move is in progress here.
   void DropNotOwned(const std::vector<wire::AcgLocation>& acgs);
   // Source side: ACGs whose move failed while the master could not say who owns them stay
   // frozen; once it answers, each is thawed (this node's) or dropped (the destination's).

@@ -80,6 +80,7 @@ class NodeServiceTest : public ::testing::Test {
     server_.reset();
     service_.reset();
     so.engine = engine_.get();
+    if (so.stray_dir.empty()) so.stray_dir = dir_.path() + "/stray";
     if (so.master == nullptr) so.master = master_channel_.get();
     if (so.node_id == 0) so.node_id = 1;
     service_ = std::make_unique<NodeService>(so);
@@ -811,6 +812,13 @@ TEST_F(AdoptionTest, AFlipWithoutAnAnswerIsSettledByTheMastersMap) {
   service_->DropNotOwned({wire::AcgLocation{21, 2, kOtherNode}});
   EXPECT_EQ(EngineAcgs().count(21), 0u);
   EXPECT_EQ(engine_->MovedTo(21), 2u);
+  // Not served any more, but kept: set aside for an administrator, never removed.
+  size_t aside = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir_.path() + "/stray")) {
+    aside += e.path().filename().string().rfind("acg-21-", 0) == 0 &&
+             std::filesystem::exists(e.path() / "data.mdb");
+  }
+  EXPECT_EQ(aside, 1u);
 
   // 3. Unsettled again, then the master, back, names this node: it is thawed and served.
   ASSERT_NO_FATAL_FAILURE(MakeCopy(22, 3000));
