@@ -15,28 +15,12 @@
 
 #include "common/query/query.h"
 #include "common/random.h"
+#include "common/temp_dir.h"
 #include "common/record.h"
 #include "indexnode/engine.h"
 
 namespace propeller::testing {
 
-// A fresh directory under $TMPDIR (or /tmp), removed on destruction.
-class TempDir {
- public:
-  TempDir() {
-    const char* base = getenv("TMPDIR");
-    std::string tmpl = std::string(base ? base : "/tmp") + "/propeller-test-XXXXXX";
-    path_ = mkdtemp(tmpl.data()) ? tmpl : "";
-  }
-  ~TempDir() {
-    std::error_code ec;
-    if (!path_.empty()) std::filesystem::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
 
 inline constexpr int64_t kDay = 86'400'000'000'000;
 // A fixed "now" for every query so ages are reproducible.

@@ -10,28 +10,15 @@
 #include <memory>
 #include <string>
 
+#include "common/temp_dir.h"
 #include "master/membership.h"
 
 namespace propeller::master::testing {
 
 // A fresh directory under $TMPDIR (or /tmp), removed on destruction.
-class TempDir {
+class TempDir : public propeller::testing::TempDir {
  public:
-  TempDir() {
-    const char* base = getenv("TMPDIR");
-    std::string tmpl = std::string(base ? base : "/tmp") + "/propeller-master-test-XXXXXX";
-    path_ = mkdtemp(tmpl.data()) ? tmpl : "";
-  }
-  ~TempDir() {
-    std::error_code ec;
-    if (!path_.empty()) std::filesystem::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
+  TempDir() : propeller::testing::TempDir("propeller-master-test") {}
 };
 
 // A clock the test moves by hand; one value serves as both monotonic and wall time.

@@ -56,6 +56,7 @@ Access AccessOf(MsgType type) {
     case MsgType::kGetRecord:
     case MsgType::kNodeStatus:
     case MsgType::kListEdges:
+    case MsgType::kMountStatus:
     case MsgType::kPing:
       return Access::kRead;
     case MsgType::kApply:

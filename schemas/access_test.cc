@@ -51,7 +51,8 @@ TEST(AccessTest, EveryMessageTypeHasItsLevel) {
   const std::set<MsgType> reads = {
       MsgType::kLookupFiles, MsgType::kLocateAcgs, MsgType::kListNodes,  MsgType::kListIndexes,
       MsgType::kClusterStatus, MsgType::kListVolumes, MsgType::kIndexHolders, MsgType::kSearch,
-      MsgType::kGetRecord,   MsgType::kNodeStatus, MsgType::kListEdges,  MsgType::kPing};
+      MsgType::kGetRecord,   MsgType::kNodeStatus, MsgType::kListEdges,  MsgType::kPing,
+      MsgType::kMountStatus};
   const Caller member{Role::kMember, std::nullopt};
   const Caller admin{Role::kAdmin, Credentials{0, 0, {}}};
   const Caller user{Role::kUser, Credentials{1000, 1000, {}}};
@@ -73,7 +74,7 @@ TEST(AccessTest, EveryMessageTypeHasItsLevel) {
       EXPECT_EQ(Authorize(user, type).code(), StatusCode::kPermissionDenied);
     }
   }
-  EXPECT_EQ(named, 26);  // a new message type must be placed in the table above
+  EXPECT_EQ(named, 27);  // a new message type must be placed in the table above
 }
 
 }  // namespace

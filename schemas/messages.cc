@@ -139,6 +139,7 @@ PROPELLER_WIRE_CODEC(SearchDone)
 PROPELLER_WIRE_CODEC(GetRecordRequest)
 PROPELLER_WIRE_CODEC(RecordReply)
 PROPELLER_WIRE_CODEC(NodeStatusReply)
+PROPELLER_WIRE_CODEC(MountStatusReply)
 PROPELLER_WIRE_CODEC(Ping)
 PROPELLER_WIRE_CODEC(ListEdgesRequest)
 PROPELLER_WIRE_CODEC(WireEdge)
@@ -787,6 +788,29 @@ Status Get(const msgpack::object& o, NodeStatusReply* m) {
                    &m->failing_since_ns);
 }
 
+// MountStatusReply (kMountStatus)
+//   index field                  type               R  meaning                          since
+//   0     pending                uint               R  updates in the mount's queue     1.6
+//   1     degraded_since_ns      int                   wall clock; 0 = not degraded     1.6
+//   2     last_error             str                                                    1.6
+//   3     sent                   uint                                                   1.6
+//   4     queued                 uint                                                   1.6
+//   5     delivered              uint                                                   1.6
+//   6     refused                uint                                                   1.6
+//   7     errors                 uint                                                   1.6
+//   8     admit_refusals         uint                                                   1.6
+void Put(Writer& w, const MountStatusReply& m) {
+  PutFields(w, m.pending, m.degraded_since_ns, m.last_error, m.sent, m.queued, m.delivered,
+            m.refused, m.errors, m.admit_refusals);
+}
+Status Get(const msgpack::object& o, MountStatusReply* m) {
+  return GetFields(o, 1,
+                   {"pending", "degraded_since_ns", "last_error", "sent", "queued", "delivered",
+                    "refused", "errors", "admit_refusals"},
+                   &m->pending, &m->degraded_since_ns, &m->last_error, &m->sent, &m->queued,
+                   &m->delivered, &m->refused, &m->errors, &m->admit_refusals);
+}
+
 // Ping (kPing, echoed)
 //   index field                  type               R  meaning                          since
 //   0     payload                str                   echoed back; default ""          1.0
@@ -911,6 +935,7 @@ const char* MsgTypeName(MsgType type) {
     case MsgType::kSearch: return "search";
     case MsgType::kGetRecord: return "get-record";
     case MsgType::kNodeStatus: return "node-status";
+    case MsgType::kMountStatus: return "mount-status";
     case MsgType::kPing: return "ping";
     case MsgType::kListEdges: return "list-edges";
     case MsgType::kMoveAcg: return "move-acg";
@@ -953,6 +978,7 @@ PROPELLER_WIRE_MESSAGE(SearchDone)
 PROPELLER_WIRE_MESSAGE(GetRecordRequest)
 PROPELLER_WIRE_MESSAGE(RecordReply)
 PROPELLER_WIRE_MESSAGE(NodeStatusReply)
+PROPELLER_WIRE_MESSAGE(MountStatusReply)
 PROPELLER_WIRE_MESSAGE(Ping)
 PROPELLER_WIRE_MESSAGE(ListEdgesRequest)
 PROPELLER_WIRE_MESSAGE(EdgesReply)

@@ -71,6 +71,8 @@ enum class MsgType : uint16_t {
   kAdoptAcg = 38,       // AdoptAcgChunk -> Empty (owner to destination, during a migration)
   kReleaseAcg = 39,     // ReleaseAcgRequest -> Empty (owner to destination, after its drop)
 
+  kMountStatus = 48,    // Empty -> MountStatusReply (a mount's query engine)
+
   kPing = 64,           // Ping -> Ping (echo)
 };
 // "register-node", "apply", ...; "unknown" for numbers not listed.
@@ -341,6 +343,20 @@ struct NodeStatusReply {
   int64_t failing_since_ns = 0;
 };
 
+// A mount's side of the index (client/fuse/index_writer.h): the updates it could not deliver
+// yet. Since 1.6.
+struct MountStatusReply {
+  uint64_t pending = 0;           // updates waiting in the mount's queue
+  int64_t degraded_since_ns = 0;  // wall clock; 0 = the index takes updates
+  std::string last_error;         // why it could not, last time
+  uint64_t sent = 0;              // updates acknowledged at once
+  uint64_t queued = 0;            // updates that went through the queue
+  uint64_t delivered = 0;         // of those, delivered
+  uint64_t refused = 0;           // updates the index refused as invalid (dropped, logged)
+  uint64_t errors = 0;            // operations failed: could be neither sent nor queued
+  uint64_t admit_refusals = 0;    // operations refused (ENOSPC) before they began
+};
+
 struct Ping {
   std::string payload;
 };
@@ -396,6 +412,7 @@ PROPELLER_WIRE_MESSAGE(SearchDone)
 PROPELLER_WIRE_MESSAGE(GetRecordRequest)
 PROPELLER_WIRE_MESSAGE(RecordReply)
 PROPELLER_WIRE_MESSAGE(NodeStatusReply)
+PROPELLER_WIRE_MESSAGE(MountStatusReply)
 PROPELLER_WIRE_MESSAGE(Ping)
 PROPELLER_WIRE_MESSAGE(ListEdgesRequest)
 PROPELLER_WIRE_MESSAGE(EdgesReply)

@@ -120,6 +120,8 @@ PROPELLER_TIE(RecordReply, m.record)
 PROPELLER_TIE(NodeStatusReply, m.node_id, m.acgs, m.files, m.cached_updates, m.wal_bytes,
               m.disk_bytes, m.index_memory_bytes, m.acg_list, m.commit_error,
               m.failing_since_ns)
+PROPELLER_TIE(MountStatusReply, m.pending, m.degraded_since_ns, m.last_error, m.sent,
+              m.queued, m.delivered, m.refused, m.errors, m.admit_refusals)
 PROPELLER_TIE(Ping, m.payload)
 PROPELLER_TIE(MoveAcgRequest, m.acg, m.from_node, m.to_node)
 PROPELLER_TIE(MigrateAcgRequest, m.acg, m.to_node)
@@ -341,6 +343,10 @@ void Fill(Gen& g, NodeStatusReply* m) {
         g.List(5, [&] { return RandomAcgLoad(g); }), g.Str(60),
         static_cast<int64_t>(g.U64() >> 1)};
 }
+void Fill(Gen& g, MountStatusReply* m) {
+  *m = {g.U64(), static_cast<int64_t>(g.U64() >> 1), g.Str(60), g.U64(), g.U64(), g.U64(),
+        g.U64(),  g.U64(), g.U64()};
+}
 void Fill(Gen& g, Ping* m) { m->payload = g.Str(100); }
 void Fill(Gen& g, MoveAcgRequest* m) { *m = {g.U64(), g.U32(), g.U32()}; }
 void Fill(Gen& g, MigrateAcgRequest* m) { *m = {g.U64(), g.U32()}; }
@@ -408,6 +414,8 @@ PROPELLER_SPEC(RecordReply, 1, "a", "record")
 PROPELLER_SPEC(NodeStatusReply, 1, "uuuuuuuasi", "node_id", "acgs", "files", "cached_updates",
                "wal_bytes", "disk_bytes", "index_memory_bytes", "acg_list", "commit_error",
                "failing_since_ns")
+PROPELLER_SPEC(MountStatusReply, 1, "uisuuuuuu", "pending", "degraded_since_ns", "last_error",
+               "sent", "queued", "delivered", "refused", "errors", "admit_refusals")
 PROPELLER_SPEC(Ping, 0, "s", "payload")
 PROPELLER_SPEC(MoveAcgRequest, 3, "uuu", "acg", "from_node", "to_node")
 PROPELLER_SPEC(MigrateAcgRequest, 2, "uu", "acg", "to_node")
@@ -420,7 +428,8 @@ PROPELLER_SPEC(ReleaseAcgRequest, 1, "u", "acg")
       FilesRequest, AssignFilesRequest, LocationsReply, LocateAcgsRequest, AcgLocationsReply,  \
       IndexDef, IndexName, IndexesReply, RegisterVolumeRequest, VolumeInfo, VolumesReply,      \
       ClusterStatusReply, ApplyRequest, SearchQuery, SearchHitsChunk, SearchDone,              \
-      GetRecordRequest, RecordReply, NodeStatusReply, Ping, NewAcgRequest, NewAcgReply,        \
+      GetRecordRequest, RecordReply, NodeStatusReply, MountStatusReply, Ping, NewAcgRequest,   \
+      NewAcgReply,                                                                             \
       SplitDoneRequest, SplitDoneReply, MoveAcgRequest, MigrateAcgRequest, MigrateAcgReply,    \
       ReleaseAcgRequest
 using AllMessages = ::testing::Types<PROPELLER_ALL_MESSAGES>;
@@ -1111,6 +1120,7 @@ TEST(EnvelopeTest, MsgTypeNames) {
       {MsgType::kNewAcg, "new-acg"},            {MsgType::kSplitDone, "split-done"},
       {MsgType::kMoveAcg, "move-acg"},          {MsgType::kMigrateAcg, "migrate-acg"},
       {MsgType::kAdoptAcg, "adopt-acg"},        {MsgType::kReleaseAcg, "release-acg"},
+      {MsgType::kMountStatus, "mount-status"},
   };
   for (const auto& [type, name] : names) EXPECT_STREQ(MsgTypeName(type), name);
   // Every number 0..1000 that is not listed is "unknown".
@@ -1157,7 +1167,7 @@ TEST(HostileInputTest, HugeClaimsFailBeforeParsing) {
                           "c6ffffffff", "c9ffffffff01", "91ddffffffff", "93cd03e840c6ffffffff",
                           "95cd03e800a0ddffffffff", "dd0001000001"};
   const auto decoders = AllDecoders();
-  ASSERT_EQ(decoders.size(), 37u);
+  ASSERT_EQ(decoders.size(), 38u);
   for (const char* hex : claims) {
     const std::string bytes = Unhex(hex);
     for (const auto& [name, decode] : decoders) {

@@ -6,6 +6,9 @@
 
 #include "client/cli/args.h"
 #include "client/cli/commands.h"
+#include "client/lib/mount_registry.h"
+#include "common/rpc/rpc.h"
+#include "schemas/wire_call.h"
 
 namespace propeller::cli {
 namespace {
@@ -32,9 +35,91 @@ floating-point number when it reads as one, else as a string (--string forces a 
 
 constexpr const char* kStatusHelp = R"(usage: propeller status [--json]
 
-Shows the master, every index node (up or down, partitions, files, cached updates, disk),
-the volumes and the user-defined indexes.
+Shows the Propeller mounts of this host and their queues of index updates not delivered yet
+(docs/faults.md), then the master, every index node (up or down, partitions, files, cached
+updates, disk, failing commits), the volumes and the user-defined indexes. Without --master,
+the cluster shown is the default one, else that of a mount of this host.
 )";
+
+// A mount of this host and its queue of index updates (kMountStatus of its query engine).
+struct MountQueue {
+  MountRecord mount;
+  Result<wire::MountStatusReply> status = Status::Unavailable("not asked");
+};
+
+std::vector<MountQueue> MountQueues() {
+  std::vector<MountQueue> out;
+  for (MountRecord& m : ListMounts()) {
+    MountQueue q;
+    q.mount = std::move(m);
+    rpc::ChannelOptions co;
+    co.endpoint = q.mount.engine_endpoint;
+    auto channel = rpc::Channel::Connect(co);
+    if (channel.ok()) {
+      wire::MountStatusReply rep;
+      rpc::CallOptions call;
+      call.timeout_ms = 2000;
+      Status st = wire::WireCall(**channel, wire::MsgType::kMountStatus, wire::Empty{}, &rep, call);
+      q.status = st.ok() ? Result<wire::MountStatusReply>(rep) : Result<wire::MountStatusReply>(st);
+    } else {
+      q.status = channel.status();
+    }
+    out.push_back(std::move(q));
+  }
+  return out;
+}
+
+void PrintMountQueues(const std::vector<MountQueue>& mounts) {
+  if (mounts.empty()) return;
+  std::printf("mounts   %zu\n", mounts.size());
+  for (const MountQueue& q : mounts) {
+    std::printf("  %s (of %s, pid %u): ", q.mount.mountpoint.c_str(), q.mount.backing.c_str(),
+                q.mount.pid);
+    if (!q.status.ok()) {
+      std::printf("(%s)\n", q.status.status().ToString().c_str());
+      continue;
+    }
+    const wire::MountStatusReply& r = *q.status;
+    if (r.pending == 0 && r.degraded_since_ns == 0) {
+      std::printf("index current");
+    } else {
+      std::printf("%" PRIu64 " index updates pending since %s: %s", r.pending,
+                  FormatTime(r.degraded_since_ns).c_str(), r.last_error.c_str());
+    }
+    std::printf(" (%" PRIu64 " sent, %" PRIu64 " through the queue", r.sent, r.queued);
+    if (r.refused != 0) std::printf(", %" PRIu64 " refused by the index", r.refused);
+    if (r.errors != 0) std::printf(", %" PRIu64 " calls failed", r.errors);
+    if (r.admit_refusals != 0) {
+      std::printf(", %" PRIu64 " changes refused for a full queue", r.admit_refusals);
+    }
+    std::printf(")\n");
+  }
+}
+
+std::string MountQueuesJson(const std::vector<MountQueue>& mounts) {
+  std::string out = "[";
+  for (size_t i = 0; i < mounts.size(); ++i) {
+    const MountQueue& q = mounts[i];
+    out += (i ? "," : "") + std::string("{\"mountpoint\":") + JsonString(q.mount.mountpoint) +
+           ",\"backing\":" + JsonString(q.mount.backing) +
+           ",\"pid\":" + std::to_string(q.mount.pid);
+    if (q.status.ok()) {
+      const wire::MountStatusReply& r = *q.status;
+      out += ",\"pending\":" + std::to_string(r.pending) +
+             ",\"degraded_since_ns\":" + std::to_string(r.degraded_since_ns) +
+             ",\"last_error\":" + JsonString(r.last_error) +
+             ",\"sent\":" + std::to_string(r.sent) + ",\"queued\":" + std::to_string(r.queued) +
+             ",\"delivered\":" + std::to_string(r.delivered) +
+             ",\"refused\":" + std::to_string(r.refused) +
+             ",\"errors\":" + std::to_string(r.errors) +
+             ",\"admit_refusals\":" + std::to_string(r.admit_refusals);
+    } else {
+      out += ",\"error\":" + JsonString(q.status.status().ToString());
+    }
+    out += "}";
+  }
+  return out + "]";
+}
 
 bool WantsHelp(const std::vector<std::string>& argv) {
   for (const std::string& a : argv) {
@@ -170,13 +255,29 @@ int RunStatus(const GlobalOptions& global, const std::vector<std::string>& argv)
   }
   auto args = Args::Parse(argv, {}, {"--json"});
   if (!args.ok()) return ReportError(args.status(), /*usage=*/true);
+  const std::vector<MountQueue> mounts = MountQueues();
   auto client = ConnectOrReport(global);
   if (!client) return kExitError;
   auto status = client->GetStatus();
-  if (!status.ok()) return ReportError(status.status());
+  const bool named = !global.client.master_endpoint.empty() || std::getenv("PROPELLER_MASTER");
+  if (!status.ok() && !named && !mounts.empty()) {
+    // No default cluster here: that of a mount (an embedded mount's own master).
+    ClientOptions o = global.client;
+    o.master_endpoint = mounts.front().mount.master_endpoint;
+    auto other = Client::Connect(o);
+    if (other.ok()) {
+      auto retry = (*other)->GetStatus();
+      if (retry.ok()) status = std::move(retry);
+    }
+  }
+  if (!status.ok()) {
+    if (!args->Has("--json")) PrintMountQueues(mounts);
+    return ReportError(status.status());
+  }
   const ClusterStatus& s = *status;
   if (args->Has("--json")) {
-    std::string out = "{\"master\":" + JsonString(s.master_endpoint) +
+    std::string out = "{\"mounts\":" + MountQueuesJson(mounts) +
+                      ",\"master\":" + JsonString(s.master_endpoint) +
                       ",\"acgs\":" + std::to_string(s.acgs) +
                       ",\"files\":" + std::to_string(s.files) + ",\"nodes\":[";
     for (size_t i = 0; i < s.nodes.size(); ++i) {
@@ -209,6 +310,7 @@ int RunStatus(const GlobalOptions& global, const std::vector<std::string>& argv)
     std::printf("%s]}\n", out.c_str());
     return kExitOk;
   }
+  PrintMountQueues(mounts);
   std::printf("master   %s\n", s.master_endpoint.c_str());
   std::printf("files    %" PRIu64 " in %" PRIu64 " partitions (ACGs)\n", s.files, s.acgs);
   std::printf("nodes    %zu\n", s.nodes.size());

@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -10,6 +11,7 @@
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
+#include <shared_mutex>
 #include <thread>
 
 #include "client/cli/args.h"
@@ -17,6 +19,8 @@
 #include "client/cli/embedded_service.h"
 #include "client/cli/service_options.h"
 #include "client/fuse/capture_fs.h"
+#include "client/fuse/index_writer.h"
+#include "client/fuse/pending_updates.h"
 #include "client/lib/mount_registry.h"
 #include "client/lib/query_engine.h"
 #include "common/env.h"
@@ -42,10 +46,23 @@ process (the embedded default) with their data in --data (0700); other local pro
 them through unix sockets only (/run/propeller for root), and every user searches with their own
 permissions. No network port is opened. The first mount of a BACKING indexes the files already
 there. Runs in the foreground until unmounted (fusermount3 -u MOUNTPOINT), Ctrl-C or SIGTERM.
+
+A file operation never fails or stalls because the index cannot take its update (its node
+down, its disk full): after --index-timeout the update goes to a durable queue in
+DATA/pending and is delivered in order once the index takes updates again; until then a
+search under the files concerned waits up to --search-wait, then fails with "index catching
+up" and the number of updates pending (a query directory: EAGAIN) rather than answer stale. If even the
+queue's reserve is used up, changes are refused with ENOSPC before they happen. `propeller
+status` shows the queue. See docs/faults.md.
 Options:
-  --data DIR          embedded mode: data directory (default $XDG_DATA_HOME/propeller/mount,
-                      else ~/.local/share/propeller/mount). Must be outside BACKING and
-                      MOUNTPOINT.
+  --data DIR          data directory (default $XDG_DATA_HOME/propeller/mount, else
+                      ~/.local/share/propeller/mount): the embedded master and node, and the
+                      queue of pending updates (with --master too). Must be outside BACKING
+                      and MOUNTPOINT; one mount at a time.
+  --index-timeout MS  how long a file operation waits for the index before its update is
+                      queued (default 2000)
+  --search-wait MS    how long a search waits for queued updates under its scope before it
+                      fails with "index catching up" (default 2000)
   --durability LEVEL  embedded mode: default (log fsynced every 10 ms) or sync
   --writeback         use the kernel's writeback cache (the kernel owns size and mtime until
                       close); turns kernel passthrough off
@@ -96,12 +113,96 @@ Status ImportTree(Client* client, const std::string& root, uint32_t volume) {
   return Status::OK();
 }
 
+// The queue's reserve (PendingUpdates): 64 MiB, at most an eighth of the data directory's
+// file system.
+uint64_t QueueReserve(const std::string& data) {
+  constexpr uint64_t kMax = 64ull << 20;
+  struct statvfs sv;
+  if (::statvfs(data.c_str(), &sv) != 0) return kMax;
+  return std::min<uint64_t>(kMax, uint64_t{sv.f_blocks} * sv.f_frsize / 8);
+}
+
+wire::MountStatusReply MountStatusOf(const fuse::IndexWriterStats& s) {
+  wire::MountStatusReply r;
+  r.pending = s.pending;
+  r.degraded_since_ns = s.degraded_since_ns;
+  r.last_error = s.last_error;
+  r.sent = s.sent;
+  r.queued = s.queued;
+  r.delivered = s.delivered;
+  r.refused = s.refused;
+  r.errors = s.errors;
+  r.admit_refusals = s.admit_refusals;
+  return r;
+}
+
+// Makes every search of this mount's files wait for the updates queued under its scope, then
+// fail with "index catching up" (IndexWriter::WaitForScope): searches through the embedded
+// node (any local process), the query engine and the query directories (CaptureFs itself).
+// Open once the writer exists; Close before it goes (waits for searches in the gate).
+class SearchGate {
+ public:
+  SearchGate(std::string backing, int64_t wait_ms)
+      : backing_(std::move(backing)), wait_ms_(wait_ms) {}
+
+  void Open(fuse::IndexWriter* writer, uint32_t volume) {
+    std::unique_lock<std::shared_mutex> lock(mu_);
+    writer_ = writer;
+    volume_ = volume;
+  }
+  void Close() {
+    std::unique_lock<std::shared_mutex> lock(mu_);
+    writer_ = nullptr;
+  }
+
+  // A search as the index node gets it: in-volume scope with a volume, else a host path.
+  Status Check(const wire::SearchQuery& q) {
+    std::shared_lock<std::shared_mutex> lock(mu_);
+    if (writer_ == nullptr) return Status::OK();
+    std::string scope;
+    if (q.volume) {
+      if (*q.volume != volume_) return Status::OK();
+      scope = q.scope.empty() ? "/" : q.scope;
+    } else if (PathInScope(q.scope, backing_)) {
+      scope = q.scope.size() == backing_.size() || backing_ == "/"
+                  ? (backing_ == "/" ? q.scope : "/")
+                  : q.scope.substr(backing_.size());
+    } else if (PathInScope(backing_, q.scope)) {
+      scope = "/";
+    } else {
+      return Status::OK();
+    }
+    return WaitLocked(scope);
+  }
+  Status CheckInVolume(const std::string& scope) {
+    std::shared_lock<std::shared_mutex> lock(mu_);
+    if (writer_ == nullptr) return Status::OK();
+    return WaitLocked(scope);
+  }
+
+ private:
+  Status WaitLocked(const std::string& scope) {
+    const uint64_t n = writer_->WaitForScope(scope, wait_ms_);
+    if (n == 0) return Status::OK();
+    return Status::Unavailable(std::string(kIndexCatchingUp) + " (" + std::to_string(n) +
+                               " updates pending under " + scope + " of " + backing_ +
+                               "; propeller status shows the queue)");
+  }
+
+  const std::string backing_;
+  const int64_t wait_ms_;
+  std::shared_mutex mu_;
+  fuse::IndexWriter* writer_ = nullptr;  // Under mu_.
+  uint32_t volume_ = 0;                  // Under mu_.
+};
+
 }  // namespace
 
 int RunMount(const GlobalOptions& global, const std::vector<std::string>& argv) {
   auto args = Args::Parse(argv,
                           {"--data", "--durability", "--cache-timeout", "--threads",
-                           "--poll-us", "--ready-file", "--log-level"},
+                           "--poll-us", "--ready-file", "--log-level", "--index-timeout",
+                           "--search-wait"},
                           {"--help", "-h", "--writeback", "--no-passthrough", "--no-import",
                            "--no-allow-other", "--no-capture", "--debug"});
   if (!args.ok()) return ReportError(args.status(), /*usage=*/true);
@@ -134,6 +235,18 @@ int RunMount(const GlobalOptions& global, const std::vector<std::string>& argv) 
       return ReportError(Status::InvalidArgument("--cache-timeout takes seconds (0..86400)"),
                          /*usage=*/true);
     }
+  }
+  auto index_timeout = args->GetUint("--index-timeout", 2000);
+  if (!index_timeout.ok()) return ReportError(index_timeout.status(), /*usage=*/true);
+  if (*index_timeout == 0 || *index_timeout > 600'000) {
+    return ReportError(Status::InvalidArgument("--index-timeout must be 1..600000 ms"),
+                       /*usage=*/true);
+  }
+  auto search_wait = args->GetUint("--search-wait", 2000);
+  if (!search_wait.ok()) return ReportError(search_wait.status(), /*usage=*/true);
+  if (*search_wait > 600'000) {
+    return ReportError(Status::InvalidArgument("--search-wait must be 0..600000 ms"),
+                       /*usage=*/true);
   }
   auto durability_opt = ParseDurabilityOption(args->GetOr("--durability", "default"));
   if (!durability_opt.ok()) return ReportError(durability_opt.status(), /*usage=*/true);
@@ -172,9 +285,8 @@ int RunMount(const GlobalOptions& global, const std::vector<std::string>& argv) 
       global.client.master_endpoint.empty() && std::getenv("PROPELLER_MASTER") == nullptr;
   std::unique_ptr<EmbeddedService> service;
   ClientOptions copts = global.client;
-  std::string data;
-  if (embedded) {
-    data = args->GetOr("--data", JoinPath(DefaultDataDir(), "mount"));
+  std::string data = args->GetOr("--data", JoinPath(DefaultDataDir(), "mount"));
+  {
     char dres[PATH_MAX];
     if (::realpath(data.c_str(), dres) != nullptr) {
       data = dres;
@@ -182,10 +294,14 @@ int RunMount(const GlobalOptions& global, const std::vector<std::string>& argv) 
       char cwd[PATH_MAX];
       if (::getcwd(cwd, sizeof(cwd)) != nullptr) data = JoinPath(cwd, data);
     }
-    if (PathInScope(data, backing) || PathInScope(data, mountpoint)) {
-      return ReportError(Status::InvalidArgument(
-          "--data " + data + " is inside the tree this mount serves; put it elsewhere"));
-    }
+  }
+  if (PathInScope(data, backing) || PathInScope(data, mountpoint)) {
+    return ReportError(Status::InvalidArgument(
+        "--data " + data + " is inside the tree this mount serves; put it elsewhere"));
+  }
+  // Searches of this mount's files, wherever they come from, wait for its queue (SearchGate).
+  auto gate = std::make_shared<SearchGate>(backing, static_cast<int64_t>(*search_wait));
+  if (embedded) {
     // Other local processes reach the embedded master and node through unix sockets only
     // (docs/security.md); this process's own client calls them directly.
     const std::string runtime = DefaultRuntimeDir();
@@ -197,11 +313,14 @@ int RunMount(const GlobalOptions& global, const std::vector<std::string>& argv) 
     eo.node_listen = "ipc://" + runtime + "/" + tag + ".node.sock";
     eo.tag = tag;
     eo.durability = durability;
+    eo.search_gate = [gate](const wire::SearchQuery& q) { return gate->Check(q); };
     auto started = StartEmbeddedService(eo);
     if (!started.ok()) return ReportError(started.status());
     service = std::move(started).value();
     copts = service->client_options;
     copts.timeout_ms = global.client.timeout_ms;
+  } else if (Status s = PrepareDataDir(data); !s.ok()) {
+    return ReportError(s);
   }
   auto client = Client::Connect(copts);
   if (!client.ok()) return ReportError(client.status());
@@ -217,12 +336,30 @@ int RunMount(const GlobalOptions& global, const std::vector<std::string>& argv) 
     if (Status s = ImportTree(client->get(), backing, *volume); !s.ok()) return ReportError(s);
   }
 
+  // The queue of updates the index could not take (docs/faults.md), and what feeds the index.
+  auto pending = fuse::PendingUpdates::Open(
+      JoinPath(data, "pending"), QueueReserve(data),
+      "cluster " + (embedded ? std::string("embedded in ") + data : (*client)->master_endpoint()) +
+          "\nvolume " + std::to_string(*volume) + "\nbacking " + backing + "\n");
+  if (!pending.ok()) return ReportError(pending.status());
+  fuse::IndexWriterOptions wo;
+  wo.client = client->get();
+  wo.backing = backing;
+  wo.volume = *volume;
+  wo.queue = pending->get();
+  wo.timeout_ms = static_cast<int64_t>(*index_timeout);
+  auto writer = std::make_unique<fuse::IndexWriter>(wo);
+  writer->Start();
+  gate->Open(writer.get(), *volume);
+
   // The local query engine (for `propeller search --scope MOUNTPOINT/...` and libpropeller).
   QueryEngineOptions qo;
   qo.client = client->get();
   qo.volume = *volume;
   qo.backing = backing;
   qo.mountpoint = mountpoint;
+  qo.before_search = [gate](const std::string& scope) { return gate->CheckInVolume(scope); };
+  qo.mount_status = [w = writer.get()] { return MountStatusOf(w->stats()); };
   auto engine = QueryEngine::Start(qo);
   if (!engine.ok()) return ReportError(engine.status().WithContext("query engine"));
 
@@ -231,6 +368,8 @@ int RunMount(const GlobalOptions& global, const std::vector<std::string>& argv) 
   fo.mountpoint = mountpoint;
   fo.volume = *volume;
   fo.client = client->get();
+  fo.index = writer.get();
+  fo.search_wait_ms = static_cast<int64_t>(*search_wait);
   fo.writeback = args->Has("--writeback");
   fo.passthrough = !args->Has("--no-passthrough");
   fo.entry_timeout_s = cache_timeout;
@@ -280,16 +419,27 @@ int RunMount(const GlobalOptions& global, const std::vector<std::string>& argv) 
   pthread_kill(signals.native_handle(), SIGTERM);
   signals.join();
   const fuse::CaptureFsStats stats = raw->stats();
-  std::fprintf(stderr,
-               "propeller: %s unmounted: %llu index updates (%llu calls failed on one), %llu "
-               "opens in kernel passthrough, %llu requests served by the polling reader\n",
-               mountpoint.c_str(), static_cast<unsigned long long>(stats.updates),
-               static_cast<unsigned long long>(stats.update_errors),
-               static_cast<unsigned long long>(stats.passthrough_opens),
-               static_cast<unsigned long long>(stats.polled_requests));
   RemoveMountRecord(mountpoint);
   fs->reset();
   engine->reset();
+  gate->Close();
+  const fuse::IndexWriterStats ws = writer->stats();
+  writer.reset();
+  std::fprintf(stderr,
+               "propeller: %s unmounted: %llu index updates (%llu through the queue), %llu "
+               "opens in kernel passthrough, %llu requests served by the polling reader\n",
+               mountpoint.c_str(), static_cast<unsigned long long>(ws.sent + ws.delivered),
+               static_cast<unsigned long long>(ws.queued),
+               static_cast<unsigned long long>(stats.passthrough_opens),
+               static_cast<unsigned long long>(stats.polled_requests));
+  if (ws.pending > 0) {
+    std::fprintf(stderr,
+                 "propeller: %llu index updates are still queued in %s; the next mount of %s "
+                 "with --data %s delivers them\n",
+                 static_cast<unsigned long long>(ws.pending),
+                 JoinPath(data, "pending").c_str(), backing.c_str(), data.c_str());
+  }
+  pending->reset();
   client->reset();
   // Commits every cache and syncs the log: a failure there is this command's failure too.
   Status stopped = service ? service->Stop() : Status::OK();

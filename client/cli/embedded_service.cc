@@ -60,6 +60,7 @@ Result<std::unique_ptr<EmbeddedService>> StartEmbeddedService(const EmbeddedServ
   no.durability = o.durability;
   no.cluster_key_file = o.cluster_key_file;
   no.insecure = o.insecure;
+  no.search_gate = o.search_gate;
   auto node = IndexNodeServer::Start(no);
   if (!node.ok()) return node.status().WithContext("index node");
   service->node = std::move(node).value();

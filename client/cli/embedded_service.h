@@ -29,6 +29,8 @@ struct EmbeddedServiceOptions {
   uint64_t acg_threshold = 50'000;
   std::string cluster_key_file;  // for tcp:// endpoints only
   bool insecure = false;
+  // The node's NodeServiceOptions::search_gate (a mount: its queue of pending updates).
+  std::function<Status(const wire::SearchQuery&)> search_gate;
 };
 
 struct EmbeddedService {

@@ -9,7 +9,8 @@ namespace propeller::cli {
 
 int ReportError(const Status& status, bool usage) {
   std::string text = status.message().empty() ? status.ToString() : status.message();
-  if (status.code() == StatusCode::kUnavailable || status.code() == StatusCode::kTimeout) {
+  if ((status.code() == StatusCode::kUnavailable || status.code() == StatusCode::kTimeout) &&
+      !IsIndexCatchingUp(status)) {
     text += " (is Propeller running? `propeller up` starts it; --master or $PROPELLER_MASTER "
             "names another master)";
   }

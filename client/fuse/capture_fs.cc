@@ -28,6 +28,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "client/fuse/errno_map.h"
+#include "client/fuse/index_writer.h"
 #include "client/fuse/kernel_io.h"
 #include "client/fuse/process_table.h"
 #include "client/fuse/query_listings.h"
@@ -458,8 +460,7 @@ class CaptureFs::Impl {
 
   CaptureFsStats stats() const {
     CaptureFsStats s;
-    s.updates = updates_.load();
-    s.update_errors = update_errors_.load();
+    s.read_errors = read_errors_.load();
     s.edges_sent = edges_sent_.load();
     s.edge_errors = edge_errors_.load();
     s.query_dirs = query_dirs_.load();
@@ -681,7 +682,7 @@ class CaptureFs::Impl {
   // A file with several links keeps its other paths (from the index) that still name it.
   void AddOtherLinks(const std::string& path, FileRecord* rec) {
     if (rec->nlink > 1 && rec->type != FileType::kDirectory) {
-      Result<FileRecord> old = options_.client->Get(rec->id);
+      Result<FileRecord> old = options_.index->Get(rec->id);
       if (old.ok()) {
         for (const std::string& p : old->paths) {
           if (p == path) continue;
@@ -695,17 +696,10 @@ class CaptureFs::Impl {
     }
   }
 
-  // Sends `ups` and waits for the acknowledgement; 0 or EIO (logged).
-  int Send(std::vector<FileUpdate>& ups, const std::string& what) {
-    if (ups.empty()) return 0;
-    Status s = options_.client->Update(ups);
-    if (!s.ok()) {
-      ++update_errors_;
-      Log(LogLevel::kError, "mount: indexing %s failed: %s", what.c_str(), s.ToString().c_str());
-      return EIO;
-    }
-    updates_ += ups.size();
-    return 0;
+  // Sends `ups`, or queues them when the index cannot take them (IndexWriter::Send).
+  int Send(std::vector<FileUpdate>& ups, const std::string& what,
+           const std::vector<std::string>& touched = {}) {
+    return options_.index->Send(ups, what, touched);
   }
 
   // Indexes the file at `path` (kPut of its current record); with `creator` set, the placement
@@ -739,10 +733,10 @@ class CaptureFs::Impl {
                  Inode* changed_dir = nullptr) {
     if (read.code() == StatusCode::kNotFound) return 0;
     if (!read.ok()) {
-      ++update_errors_;
+      ++read_errors_;
       Log(LogLevel::kError, "mount: reading %s for the index: %s", path.c_str(),
           read.ToString().c_str());
-      return EIO;
+      return ErrnoOf(read);
     }
     if (creator != nullptr) u.app = creator->app;
     if (producers != nullptr) u.producers = *producers;
@@ -799,8 +793,15 @@ class CaptureFs::Impl {
       ups->push_back(std::move(u));
       return;
     }
-    Result<FileRecord> old = options_.client->Get(id);
-    if (!old.ok()) return;  // not indexed: nothing to remove
+    Result<FileRecord> old = options_.index->Get(id);
+    if (!old.ok() && old.status().code() == StatusCode::kNotFound) return;  // nothing to remove
+    if (!old.ok()) {
+      // The index cannot say which names it knows: the name's removal is queued, and its
+      // delivery re-reads the file's names (IndexWriter::Refresh).
+      u.record.id = id;
+      ups->push_back(std::move(u));
+      return;
+    }
     u.record = std::move(*old);
     std::erase(u.record.paths, path);
     u.record.nlink = st.st_nlink - 1;
@@ -816,17 +817,12 @@ class CaptureFs::Impl {
 
   // Takes the routes of the deletes in `ups` now, before the names go (RemovedName). A
   // failure is left for Send to report (the routes are then looked up there).
-  void ResolveRoutes(std::vector<FileUpdate>* ups) {
-    Status s = options_.client->ResolveRoutes(*ups);
-    if (!s.ok()) {
-      Log(LogLevel::kWarning, "mount: routing a delete ahead of the unlink: %s",
-          s.ToString().c_str());
-    }
-  }
+  void ResolveRoutes(std::vector<FileUpdate>* ups) { options_.index->ResolveRoutes(ups); }
 
   // Re-indexes every file under the directory now at in-volume `dir` (after a rename moved
-  // it): every descendant's path changed.
-  int IndexSubtree(const std::string& dir, uint64_t parent_ino) {
+  // it from `old`): every descendant's path changed.
+  int IndexSubtree(const std::string& dir, const std::string& old, uint64_t parent_ino) {
+    const std::vector<std::string> touched = {old};
     std::vector<FileUpdate> ups;
     int err = 0;
     TreeWalkOptions wo;
@@ -836,7 +832,7 @@ class CaptureFs::Impl {
       if (rec.paths.size() == 1 && rec.paths[0] == dir) rec.parent_ino = parent_ino;
       if (rec.nlink > 1 && rec.type != FileType::kDirectory) {
         // Other links outside the subtree keep their paths.
-        Result<FileRecord> old = options_.client->Get(rec.id);
+        Result<FileRecord> old = options_.index->Get(rec.id);
         if (old.ok()) {
           for (const std::string& p : old->paths) {
             if (std::find(rec.paths.begin(), rec.paths.end(), p) != rec.paths.end()) continue;
@@ -853,7 +849,7 @@ class CaptureFs::Impl {
       u.record = std::move(rec);
       ups.push_back(std::move(u));
       if (ups.size() >= 1000) {
-        err = Send(ups, dir + " (subtree)");
+        err = Send(ups, dir + " (subtree)", touched);
         ups.clear();
         if (err != 0) return Status::IOError("index update failed");
       }
@@ -861,11 +857,11 @@ class CaptureFs::Impl {
     }, nullptr);
     if (err != 0) return err;
     if (!s.ok()) {
-      ++update_errors_;
+      ++read_errors_;
       Log(LogLevel::kError, "mount: re-indexing %s: %s", dir.c_str(), s.ToString().c_str());
-      return EIO;
+      return ErrnoOf(s);
     }
-    return Send(ups, dir + " (subtree)");
+    return Send(ups, dir + " (subtree)", touched);
   }
 
   // ---- credentials of the caller for creating files ----
@@ -977,6 +973,13 @@ class CaptureFs::Impl {
   int ListQuery(const Credentials& caller, Inode* qdir, std::vector<QueryEntry>* out) {
     std::string scope;
     if (!PathOf(qdir->parent(), &scope)) return ENOENT;
+    // Never a stale answer: updates still queued under the scope are waited for, a while.
+    if (const uint64_t n = options_.index->WaitForScope(scope, options_.search_wait_ms); n > 0) {
+      Log(LogLevel::kWarning, "mount: query directory '?%s' under %s: index catching up (%llu "
+                              "updates pending)", qdir->query.c_str(), scope.c_str(),
+          static_cast<unsigned long long>(n));
+      return EAGAIN;
+    }
     ClientSearchOptions so;
     so.volume = options_.volume;
     so.scope = scope;
@@ -1003,7 +1006,7 @@ class CaptureFs::Impl {
     if (!s.ok()) {
       Log(LogLevel::kError, "mount: query directory '?%s' under %s: %s", qdir->query.c_str(),
           scope.c_str(), s.ToString().c_str());
-      return s.code() == StatusCode::kInvalidArgument ? EINVAL : EIO;
+      return ErrnoOf(s);
     }
     std::sort(entries.begin(), entries.end(),
               [](const QueryEntry& a, const QueryEntry& b) { return a.name < b.name; });
@@ -1145,10 +1148,12 @@ class CaptureFs::Impl {
 
   void OnSetattr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int valid,
                  struct fuse_file_info* fi) {
+    Client::Deadline deadline(options_.index->timeout_ms());  // all its index calls
     Inode* inode = Get(ino);
     if (inode->kind != Kind::kFile) return (void)fuse_reply_err(req, EROFS);
     std::string abs;
     if (!AbsPathOf(inode, &abs) && fi == nullptr) return (void)fuse_reply_err(req, ENOENT);
+    if (const int err = options_.index->Admit(); err != 0) return (void)fuse_reply_err(req, err);
     int rc = 0;
     if (valid & FUSE_SET_ATTR_MODE) {
       rc = fi != nullptr ? ::fchmod(HandleOf(fi)->fd, attr->st_mode)
@@ -1237,11 +1242,13 @@ class CaptureFs::Impl {
   // and indexes it.
   template <typename MakeFn>
   void MakeEntry(fuse_req_t req, fuse_ino_t parent_ino, const char* name, MakeFn make) {
+    Client::Deadline deadline(options_.index->timeout_ms());  // all its index calls
     Inode* parent = Get(parent_ino);
     if (parent->kind != Kind::kFile) return (void)fuse_reply_err(req, EROFS);
     if (IsQueryName(name)) return (void)fuse_reply_err(req, EINVAL);
     std::string dir_abs;
     if (!AbsPathOf(parent, &dir_abs)) return (void)fuse_reply_err(req, ENOENT);
+    if (const int err = options_.index->Admit(); err != 0) return (void)fuse_reply_err(req, err);
     {
       AsCaller as(this, req);
       if (make(ChildPath(dir_abs, name)) != 0) return (void)fuse_reply_err(req, errno);
@@ -1278,6 +1285,7 @@ class CaptureFs::Impl {
   }
 
   void OnLink(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent_ino, const char* newname) {
+    Client::Deadline deadline(options_.index->timeout_ms());  // all its index calls
     Inode* inode = Get(ino);
     Inode* newparent = Get(newparent_ino);
     if (inode->kind != Kind::kFile || newparent->kind != Kind::kFile) {
@@ -1288,6 +1296,7 @@ class CaptureFs::Impl {
     if (!AbsPathOf(inode, &from) || !AbsPathOf(newparent, &to_dir)) {
       return (void)fuse_reply_err(req, ENOENT);
     }
+    if (const int err = options_.index->Admit(); err != 0) return (void)fuse_reply_err(req, err);
     {
       AsCaller as(this, req);
       if (::link(from.c_str(), ChildPath(to_dir, newname).c_str()) != 0) {
@@ -1309,6 +1318,7 @@ class CaptureFs::Impl {
   }
 
   void OnUnlinkOrRmdir(fuse_req_t req, fuse_ino_t parent_ino, const char* name, bool dir) {
+    Client::Deadline deadline(options_.index->timeout_ms());  // all its index calls
     Inode* parent = Get(parent_ino);
     if (parent->kind != Kind::kFile) return (void)fuse_reply_err(req, EROFS);
     std::string dir_abs;
@@ -1316,6 +1326,7 @@ class CaptureFs::Impl {
     const std::string abs = ChildPath(dir_abs, name);
     struct stat st;
     if (::lstat(abs.c_str(), &st) != 0) return (void)fuse_reply_err(req, errno);
+    if (const int err = options_.index->Admit(); err != 0) return (void)fuse_reply_err(req, err);
     std::string dpath;
     const bool named = PathOf(parent, &dpath);
     std::vector<FileUpdate> ups;
@@ -1332,11 +1343,12 @@ class CaptureFs::Impl {
     }
     if (!named) return (void)fuse_reply_err(req, 0);
     AddDirUpdate(parent, &ups);
-    fuse_reply_err(req, Send(ups, ChildPath(dpath, name)));
+    fuse_reply_err(req, Send(ups, ChildPath(dpath, name), {ChildPath(dpath, name)}));
   }
 
   void OnRename(fuse_req_t req, fuse_ino_t parent_ino, const char* name, fuse_ino_t newparent_ino,
                 const char* newname, unsigned int flags) {
+    Client::Deadline deadline(options_.index->timeout_ms());  // all its index calls
     Inode* parent = Get(parent_ino);
     Inode* newparent = Get(newparent_ino);
     if (parent->kind != Kind::kFile || newparent->kind != Kind::kFile) {
@@ -1351,6 +1363,7 @@ class CaptureFs::Impl {
     to_abs = ChildPath(to_abs, newname);
     struct stat src, dst;
     if (::lstat(from_abs.c_str(), &src) != 0) return (void)fuse_reply_err(req, errno);
+    if (const int err = options_.index->Admit(); err != 0) return (void)fuse_reply_err(req, err);
     const bool had_dst = ::lstat(to_abs.c_str(), &dst) == 0;
     // The file replaced at the destination loses that name: its removal is prepared (and its
     // route taken) before the rename, as for an unlink.
@@ -1387,18 +1400,19 @@ class CaptureFs::Impl {
     if (had_dst && src.st_ino == dst.st_ino && src.st_dev == dst.st_dev) {
       return (void)fuse_reply_err(req, 0);  // two links of one file: rename does nothing
     }
-    int err = Send(replaced, replaced_path);
+    int err = Send(replaced, replaced_path, {replaced_path});
     // The moved file (or tree) under its new name; with RENAME_EXCHANGE the other one too.
     auto reindex = [&](const struct stat& st, const std::string& path, const std::string& old,
                        Inode* dir) -> int {
-      if (S_ISDIR(st.st_mode)) return IndexSubtree(path, dir->ino);
+      if (S_ISDIR(st.st_mode)) return IndexSubtree(path, old, dir->ino);
       FileUpdate u;
       Status s = RecordAt(path, dir->ino, &u.record);
-      if (!s.ok()) return s.code() == StatusCode::kNotFound ? 0 : EIO;
+      if (s.code() == StatusCode::kNotFound) return 0;
+      if (!s.ok()) return ErrnoOf(s);
       std::erase(u.record.paths, old);
       std::vector<FileUpdate> ups;
       ups.push_back(std::move(u));
-      return Send(ups, path);
+      return Send(ups, path, {old});
     };
     if (err == 0) err = reindex(src, to, from, newparent);
     if (err == 0 && had_dst && (flags & RENAME_EXCHANGE)) err = reindex(dst, from, to, parent);
@@ -1441,6 +1455,7 @@ class CaptureFs::Impl {
 
   void OnCreate(fuse_req_t req, fuse_ino_t parent_ino, const char* name, mode_t mode,
                 struct fuse_file_info* fi) {
+    Client::Deadline deadline(options_.index->timeout_ms());  // all its index calls
     Inode* parent = Get(parent_ino);
     if (parent->kind != Kind::kFile) return (void)fuse_reply_err(req, EROFS);
     if (IsQueryName(name)) return (void)fuse_reply_err(req, EINVAL);
@@ -1452,6 +1467,7 @@ class CaptureFs::Impl {
     // have gained it since; an exclusive open tells, and an existing file is opened as the
     // caller asked (O_CREAT without O_EXCL).
     bool created = true;
+    if (const int err = options_.index->Admit(); err != 0) return (void)fuse_reply_err(req, err);
     {
       AsCaller as(this, req);
       const std::string abs = ChildPath(dir_abs, name);
@@ -1516,6 +1532,10 @@ class CaptureFs::Impl {
     if (inode->kind != Kind::kFile) return (void)fuse_reply_err(req, EISDIR);
     std::string abs;
     if (!AbsPathOf(inode, &abs)) return (void)fuse_reply_err(req, ENOENT);
+    const bool write = (fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC);
+    if (write) {
+      if (const int err = options_.index->Admit(); err != 0) return (void)fuse_reply_err(req, err);
+    }
     int fd = ::open(abs.c_str(), OpenFlags(fi->flags));
     if (fd < 0) return (void)fuse_reply_err(req, errno);
     if (KillprivV2::KillRequested()) {  // O_TRUNC by a caller without CAP_FSETID
@@ -1528,7 +1548,7 @@ class CaptureFs::Impl {
     auto h = std::make_unique<Handle>();
     h->fd = fd;
     h->inode = inode;
-    h->write = (fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC);
+    h->write = write;
     Capture(req, inode, h.get(), fi->flags, /*created=*/false, nullptr);
     if (passthrough_.enabled()) {
       struct stat st;
@@ -1569,6 +1589,7 @@ class CaptureFs::Impl {
   }
 
   void OnFlush(fuse_req_t req, struct fuse_file_info* fi) {
+    Client::Deadline deadline(options_.index->timeout_ms());  // all its index calls
     Handle* h = HandleOf(fi);
     // close() of a duplicate releases POSIX locks the caller holds, as a local close would.
     int rc = ::close(::dup(h->fd));
@@ -1757,7 +1778,13 @@ class CaptureFs::Impl {
     fuse_reply_buf(req, buf.data(), static_cast<size_t>(n));
   }
 
+  // Only user.* attributes are indexed.
+  int AdmitXattrChange(const char* name) {
+    return std::strncmp(name, "user.", 5) == 0 ? options_.index->Admit() : 0;
+  }
+
   void XattrChanged(fuse_req_t req, Inode* inode, const char* name) {
+    Client::Deadline deadline(options_.index->timeout_ms());  // all its index calls
     if (std::strncmp(name, "user.", 5) != 0) return (void)fuse_reply_err(req, 0);
     fuse_reply_err(req, IndexInode(inode));
   }
@@ -1766,6 +1793,7 @@ class CaptureFs::Impl {
                   size_t size, int flags) {
     Inode* inode = Get(ino);
     if (inode->kind != Kind::kFile) return (void)fuse_reply_err(req, EROFS);
+    if (const int err = AdmitXattrChange(name); err != 0) return (void)fuse_reply_err(req, err);
     if (::lsetxattr(XattrPath(inode).c_str(), name, value, size, flags) != 0) {
       return (void)fuse_reply_err(req, errno);
     }
@@ -1775,6 +1803,7 @@ class CaptureFs::Impl {
   void OnRemovexattr(fuse_req_t req, fuse_ino_t ino, const char* name) {
     Inode* inode = Get(ino);
     if (inode->kind != Kind::kFile) return (void)fuse_reply_err(req, EROFS);
+    if (const int err = AdmitXattrChange(name); err != 0) return (void)fuse_reply_err(req, err);
     if (::lremovexattr(XattrPath(inode).c_str(), name) != 0) {
       return (void)fuse_reply_err(req, errno);
     }
@@ -1809,7 +1838,7 @@ class CaptureFs::Impl {
   std::condition_variable flusher_cv_;
   bool flusher_stop_ = false;  // Under flusher_mu_.
 
-  std::atomic<uint64_t> updates_{0}, update_errors_{0}, edges_sent_{0}, edge_errors_{0},
+  std::atomic<uint64_t> read_errors_{0}, edges_sent_{0}, edge_errors_{0},
       query_dirs_{0}, passthrough_opens_{0}, polled_requests_{0};
 };
 
@@ -1921,8 +1950,8 @@ Result<std::unique_ptr<CaptureFs>> CaptureFs::Mount(const CaptureFsOptions& opti
   if (options.mountpoint.empty() || options.mountpoint[0] != '/') {
     return Status::InvalidArgument("the mount point must be an absolute path");
   }
-  if (options.client == nullptr || options.volume == 0) {
-    return Status::InvalidArgument("a client and a volume are required");
+  if (options.client == nullptr || options.index == nullptr || options.volume == 0) {
+    return Status::InvalidArgument("a client, an index writer and a volume are required");
   }
   auto impl = std::make_unique<Impl>(options);
   PROPELLER_RETURN_IF_ERROR(impl->Init());

@@ -5,8 +5,9 @@
 //   - keeps the index exact: on create, mkdir, mknod, symlink, link, unlink, rmdir, rename
 //     (a directory's whole subtree gets its new paths), setattr, user.* setxattr/removexattr
 //     and on close of a file opened for writing, the file's new record reaches its index node
-//     before the call returns (libpropeller's acknowledged Update; on failure or timeout the
-//     call fails with EIO and the log names the file and the error); the directories whose
+//     before the call returns (libpropeller's acknowledged Update), or, when the index cannot
+//     take it within a bound, the mount's durable queue (IndexWriter, index_writer.h: the
+//     call succeeds, searches wait for the queue); the directories whose
 //     entries changed (their mtime, ctime, nlink) are re-indexed in the same request. A file
 //     this mount creates (exclusive open, mkdir, mknod, symlink) is marked `created`, so the
 //     master places it afresh even if a forget of its inode number's previous file is late.
@@ -42,8 +43,8 @@
 // to the daemon, so capture and indexing are unchanged.
 //
 // Threading: FUSE callbacks run on libfuse's worker threads; no callback waits on the network
-// except for the acknowledged index update (and, for a query directory, its search), both
-// bounded by the client's timeout. ACG edges go out on the flusher thread.
+// except for the acknowledged index update (bounded by IndexWriterOptions::timeout_ms, then
+// queued) and, for a query directory, its search. ACG edges go out on the flusher thread.
 #ifndef PROPELLER_CLIENT_FUSE_CAPTURE_FS_H_
 #define PROPELLER_CLIENT_FUSE_CAPTURE_FS_H_
 
@@ -51,6 +52,7 @@
 #include <memory>
 #include <string>
 
+#include "client/fuse/index_writer.h"
 #include "client/lib/propeller.h"
 #include "common/status.h"
 
@@ -61,6 +63,11 @@ struct CaptureFsOptions {
   std::string mountpoint;  // REQUIRED: an absolute, existing directory (not inside backing)
   uint32_t volume = 0;     // REQUIRED: the volume id of `backing` (Client::RegisterVolume)
   Client* client = nullptr;  // REQUIRED; not owned; outlives the CaptureFs
+  // REQUIRED; not owned; outlives the CaptureFs: where index updates go (sent or queued).
+  IndexWriter* index = nullptr;
+  // A query directory's listing waits this long for updates still queued under its scope,
+  // then fails with EAGAIN ("index catching up", logged).
+  int64_t search_wait_ms = 2000;
   // Kernel caching (PITFALLS: writeback cache makes the kernel own size and mtime).
   bool writeback = false;
   // Kernel passthrough of open files' reads, writes and mmap to the backing files
@@ -85,8 +92,7 @@ struct CaptureFsOptions {
 };
 
 struct CaptureFsStats {
-  uint64_t updates = 0;         // records sent (acknowledged)
-  uint64_t update_errors = 0;   // calls failed with EIO because an update failed
+  uint64_t read_errors = 0;     // calls failed because the changed file could not be read
   uint64_t edges_sent = 0;
   uint64_t edge_errors = 0;     // edges dropped (weakly consistent)
   uint64_t query_dirs = 0;      // query-directory listings computed

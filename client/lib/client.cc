@@ -33,6 +33,24 @@ namespace {
 // Attempts for an update group whose owner keeps changing (each redirect refreshes the route).
 constexpr int kMaxRouteAttempts = 4;
 
+// Client::Deadline of this thread (steady-clock nanoseconds; 0 = none).
+thread_local int64_t t_deadline_ns = 0;
+
+int64_t SteadyNanos() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// A thread that runs `fn` under the deadline of the thread that starts it.
+template <typename Fn>
+std::thread ThreadUnderDeadline(Fn fn) {
+  return std::thread([deadline = t_deadline_ns, fn = std::move(fn)]() mutable {
+    t_deadline_ns = deadline;
+    fn();
+  });
+}
+
 int64_t WallNanos() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
              std::chrono::system_clock::now().time_since_epoch())
@@ -409,6 +427,12 @@ class Client::Impl {
     rpc::CallOptions o;
     o.timeout_ms = options_.timeout_ms;
     o.idempotent = idempotent;
+    if (t_deadline_ns != 0) {
+      // Client::Deadline: wait at most what is left, and only once.
+      const int64_t left_ms = (t_deadline_ns - SteadyNanos() + 999'999) / 1'000'000;
+      o.timeout_ms = std::clamp<int64_t>(left_ms, 0, o.timeout_ms);
+      o.retries = 0;
+    }
     return o;
   }
 
@@ -749,7 +773,8 @@ class Client::Impl {
                                on_chunk);
     if (!chunk_error.ok()) return chunk_error;
     if (!st.ok() && !(stopped && st.code() == StatusCode::kAborted)) {
-      if (st.code() == StatusCode::kTimeout || st.code() == StatusCode::kUnavailable) {
+      if ((st.code() == StatusCode::kTimeout || st.code() == StatusCode::kUnavailable) &&
+          !IsIndexCatchingUp(st)) {
         return st.WithContext("the query engine of the mount at " + mount.mountpoint +
                               " (pid " + std::to_string(mount.pid) + ") does not answer");
       }
@@ -1132,7 +1157,9 @@ class Client::Impl {
       send(0);
     } else {
       std::vector<std::thread> threads;
-      for (size_t g = 0; g < batches.size(); ++g) threads.emplace_back(send, g);
+      for (size_t g = 0; g < batches.size(); ++g) {
+        threads.push_back(ThreadUnderDeadline([&send, g] { send(g); }));
+      }
       for (std::thread& t : threads) t.join();
     }
     for (size_t g = 0; g < batches.size(); ++g) {
@@ -1414,6 +1441,12 @@ Result<FileId> Client::FileIdOf(const std::string& path) {
   return FileId{resolved.first, static_cast<uint64_t>(st.st_ino)};
 }
 Status Client::Update(std::span<const FileUpdate> updates) { return impl_->SendUpdates(updates); }
+
+Client::Deadline::Deadline(int64_t ms) : saved_ns_(t_deadline_ns) {
+  const int64_t at = SteadyNanos() + std::max<int64_t>(ms, 0) * 1'000'000;
+  t_deadline_ns = saved_ns_ != 0 ? std::min(saved_ns_, at) : at;
+}
+Client::Deadline::~Deadline() { t_deadline_ns = saved_ns_; }
 Status Client::ResolveRoutes(std::span<FileUpdate> updates) {
   return impl_->ResolveRoutes(updates);
 }

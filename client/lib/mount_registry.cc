@@ -120,9 +120,13 @@ void RemoveMountRecord(const std::string& mountpoint) {
   ::unlink((MountRegistryDir() + "/" + FileNameOf(mountpoint)).c_str());
 }
 
-Result<std::optional<MountRecord>> FindMountFor(const std::string& path) {
+namespace {
+
+// The mount points of every Propeller file system in /proc/self/mountinfo.
+std::vector<std::string> PropellerMountPoints() {
+  std::vector<std::string> out;
   std::ifstream info("/proc/self/mountinfo");
-  std::string line, best;
+  std::string line;
   while (std::getline(info, line)) {
     // "36 35 98:0 /root /mnt/x rw,noatime master:1 - fuse.propeller propeller:/src rw,..."
     std::istringstream in(line);
@@ -133,25 +137,50 @@ Result<std::optional<MountRecord>> FindMountFor(const std::string& path) {
     while (dash < fields.size() && fields[dash] != "-") ++dash;
     if (fields.size() < 5 || dash + 1 >= fields.size()) continue;
     if (fields[dash + 1] != "fuse.propeller") continue;
-    std::string mp = Unescape(fields[4]);
-    if (PathInScope(path, mp) && mp.size() > best.size()) best = mp;
+    out.push_back(Unescape(fields[4]));
   }
-  if (best.empty()) return std::optional<MountRecord>();
-  // This user's registry, then root's (a mount root made for every user).
+  return out;
+}
+
+// The record of the mount at `mountpoint`: this user's registry, then root's (a mount root
+// made for every user).
+Result<MountRecord> RecordOf(const std::string& mountpoint) {
   std::vector<std::string> dirs = {MountRegistryDir()};
   if (MountRegistryDir() != kRootRegistry) dirs.push_back(kRootRegistry);
   for (const std::string& dir : dirs) {
-    std::ifstream in(dir + "/" + FileNameOf(best));
+    std::ifstream in(dir + "/" + FileNameOf(mountpoint));
     if (!in) continue;
     std::stringstream ss;
     ss << in.rdbuf();
     MountRecord r;
     PROPELLER_RETURN_IF_ERROR(DecodeMountRecord(ss.str(), &r).WithContext(dir));
-    if (r.mountpoint != best) continue;
-    return std::optional<MountRecord>(std::move(r));
+    if (r.mountpoint != mountpoint) continue;
+    return r;
   }
-  return Status::NotFound("no query engine is registered for the Propeller mount at " + best +
+  return Status::NotFound("no query engine is registered for the Propeller mount at " +
+                          mountpoint +
                           " (was it mounted by another propeller version or namespace?)");
+}
+
+}  // namespace
+
+Result<std::optional<MountRecord>> FindMountFor(const std::string& path) {
+  std::string best;
+  for (const std::string& mp : PropellerMountPoints()) {
+    if (PathInScope(path, mp) && mp.size() > best.size()) best = mp;
+  }
+  if (best.empty()) return std::optional<MountRecord>();
+  PROPELLER_ASSIGN_OR_RETURN(MountRecord r, RecordOf(best));
+  return std::optional<MountRecord>(std::move(r));
+}
+
+std::vector<MountRecord> ListMounts() {
+  std::vector<MountRecord> out;
+  for (const std::string& mp : PropellerMountPoints()) {
+    Result<MountRecord> r = RecordOf(mp);
+    if (r.ok()) out.push_back(std::move(r).value());
+  }
+  return out;
 }
 
 }  // namespace propeller

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "common/status.h"
 
@@ -41,6 +42,8 @@ void RemoveMountRecord(const std::string& mountpoint);
 // mounted Propeller file system; NotFound when it is but no registry (root's, then this
 // user's) has a live record for it; Corruption for an unreadable record.
 Result<std::optional<MountRecord>> FindMountFor(const std::string& path);
+// Every Propeller file system mounted in this namespace that has a readable record.
+std::vector<MountRecord> ListMounts();
 
 // Encodes/decodes the record file's text ("key value" lines).
 std::string EncodeMountRecord(const MountRecord& record);

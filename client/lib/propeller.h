@@ -40,6 +40,14 @@
 
 namespace propeller {
 
+// How a search answers while a mount still queues updates under its scope (docs/faults.md):
+// Unavailable, its message holding this phrase (after any context added on the way).
+inline constexpr std::string_view kIndexCatchingUp = "index catching up";
+inline bool IsIndexCatchingUp(const Status& s) {
+  return s.code() == StatusCode::kUnavailable &&
+         std::string_view(s.message()).find(kIndexCatchingUp) != std::string_view::npos;
+}
+
 // A standalone propeller-master's default endpoint.
 inline constexpr const char* kDefaultMasterEndpoint = "tcp://127.0.0.1:7470";
 
@@ -242,6 +250,22 @@ class Client {
 
   const std::string& master_endpoint() const;
   ClientUpdateStats update_stats();
+
+  // While a Deadline lives, the calls this thread makes through any Client (and the threads
+  // they fan out to) give up once `ms` milliseconds have passed since it was made: each
+  // request waits at most the time left and is not re-sent, so Update, Get and ResolveRoutes
+  // return Timeout or Unavailable by then. The mount bounds every file operation this way
+  // (docs/faults.md). Nested deadlines: the earlier one wins.
+  class Deadline {
+   public:
+    explicit Deadline(int64_t ms);
+    ~Deadline();
+    Deadline(const Deadline&) = delete;
+    Deadline& operator=(const Deadline&) = delete;
+
+   private:
+    int64_t saved_ns_;
+  };
 
  private:
   class Impl;

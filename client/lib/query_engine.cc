@@ -53,6 +53,9 @@ class QueryEngine::Impl {
       st = wire::Decode(env.body, &ping);
       return st.ok() ? wire::EncodeOkReply(ping) : ErrorReply(st);
     }
+    if (env.type == wire::MsgType::kMountStatus && options_.mount_status) {
+      return wire::EncodeOkReply(options_.mount_status());
+    }
     if (env.type != wire::MsgType::kSearch) {
       return ErrorReply(Status::NotSupported(std::string("a mount's query engine serves searches "
                                                          "only, not ") +
@@ -73,6 +76,9 @@ class QueryEngine::Impl {
     if (!HostPathWalkable(options_.mountpoint, *so.creds)) {
       return ErrorReply(Status::PermissionDenied("you may not search " + options_.mountpoint +
                                                  ": a directory above it denies you access"));
+    }
+    if (options_.before_search) {
+      if (Status gate = options_.before_search(so.scope); !gate.ok()) return ErrorReply(gate);
     }
     so.limit = static_cast<size_t>(q.limit);
     so.sort_by = q.sort_by;

@@ -4,7 +4,8 @@
 //
 // It speaks the index node's search messages (kSearch: SearchQuery -> SearchHitsChunk*,
 // SearchDone): the scope is an in-volume path, hits carry in-volume paths, and the caller maps
-// them under the mount point. Whatever credentials a request carries, the search runs as the
+// them under the mount point. kMountStatus answers the mount's queue of index updates
+// (`propeller status`). Whatever credentials a request carries, the search runs as the
 // peer the kernel names (SO_PEERCRED: uid, gid and the supplementary groups of its process):
 // DESIGN §10 — a user sees only what they could find by walking the tree.
 //
@@ -13,11 +14,13 @@
 #define PROPELLER_CLIENT_LIB_QUERY_ENGINE_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
 #include "client/lib/propeller.h"
 #include "common/status.h"
+#include "schemas/messages.h"
 
 namespace propeller {
 
@@ -29,6 +32,11 @@ struct QueryEngineOptions {
   // "" = ipc://<registry dir>/../engine-<pid>.sock (outside every mount).
   std::string endpoint;
   int worker_threads = 4;
+  // Asked before each search with its in-volume scope; a failure is the search's answer (the
+  // mount: "index catching up" while updates under the scope are queued). Null = none.
+  std::function<Status(const std::string& scope)> before_search;
+  // kMountStatus's answer. Null = NotSupported.
+  std::function<wire::MountStatusReply()> mount_status;
 };
 
 class QueryEngine {

@@ -222,6 +222,7 @@ Status IndexNodeServer::Impl::Init(const IndexNodeOptions& options) {
   so.scratch_dir = JoinPath(options_.data_dir, "migrate");
   so.stray_dir = JoinPath(options_.data_dir, "stray");
   so.migrate_step_hook = options_.migrate_step_hook;
+  so.search_gate = options_.search_gate;
   so.connect_peer = [keys = link->keys](
                         const std::string& endpoint) -> Result<std::unique_ptr<rpc::Channel>> {
     rpc::ChannelOptions peer;

@@ -34,6 +34,7 @@
 
 #include "common/status.h"
 #include "indexnode/engine.h"
+#include "schemas/messages.h"
 
 namespace propeller {
 
@@ -71,6 +72,8 @@ struct IndexNodeOptions {
   EngineOptions engine;
   // Tests: NodeServiceOptions::migrate_step_hook.
   std::function<void(int step)> migrate_step_hook;
+  // NodeServiceOptions::search_gate (the embedded node of a mount).
+  std::function<Status(const wire::SearchQuery&)> search_gate;
   // An ACG adopted from another node is thawed this long after its adoption even if the
   // source never sent kReleaseAcg (it died after dropping its copy).
   int64_t release_wait_ms = 30'000;

@@ -265,6 +265,9 @@ std::string NodeService::HandleSearch(std::string_view body, CallerAccess& calle
   wire::SearchQuery q;
   Status st = wire::Decode(body, &q);
   if (!st.ok()) return BadRequest("search", st);
+  if (options_.search_gate) {
+    if (Status gate = options_.search_gate(q); !gate.ok()) return ErrorReply(gate);
+  }
 
   SearchRequest req;
   req.query = std::move(q.query);

@@ -106,6 +106,10 @@ struct NodeServiceOptions {
   std::string stray_dir;
   // Who may do what (schemas/access.h); trust_plain_tcp only with --insecure.
   wire::AccessPolicy access = wire::DefaultAccessPolicy();
+  // Asked before every search with its query; a failure is the search's answer. The embedded
+  // node of a mount: "index catching up" while the mount's queue holds updates under the
+  // scope (client/fuse/index_writer.h). Null = none.
+  std::function<Status(const wire::SearchQuery&)> search_gate;
 };
 
 // Counters for tests and status output.

@@ -32,7 +32,7 @@ inline constexpr const char* kReplyTypeNames[] = {
     "RecordReply",  "NodeStatusReply",    "Ping",            "EdgesReply",
     "NewAcgReply",  "SplitDoneReply",
 };
-inline constexpr size_t kNumReplyTypes = 18;
+inline constexpr size_t kNumReplyTypes = 19;
 // storage_fuzz: data[0] % 7 picks 0 DecodeFileIdKey, 1 DecodeEdgeKey, 2 SplitIndexEntryKey,
 // 3 CheckWalHeader, 4 ParseWalRecord (+ DecodeUpdateBatch of its payload),
 // 5 ParseWalSegmentName, 6 DecodeOrdered{U64,I64,Double}.

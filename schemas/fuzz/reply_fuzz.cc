@@ -34,6 +34,7 @@ void CheckReplyBody(size_t pick, std::string_view body) {
     case 15: return CheckMessage<EdgesReply>("EdgesReply", body);
     case 16: return CheckMessage<NewAcgReply>("NewAcgReply", body);
     case 17: return CheckMessage<SplitDoneReply>("SplitDoneReply", body);
+    case 18: return CheckMessage<MountStatusReply>("MountStatusReply", body);
     default:
       for (size_t i = 0; i < kNumReplyTypes; ++i) CheckReplyBody(i, body);
   }

@@ -62,6 +62,7 @@ void CheckRequestBody(MsgType type, std::string_view body) {
     case MsgType::kClusterStatus:
     case MsgType::kListVolumes:
     case MsgType::kNodeStatus:
+    case MsgType::kMountStatus:
       return CheckMessage<wire::Empty>("Empty", body);
   }
   // Unknown numbers: a dispatcher answers NotSupported without decoding the body.

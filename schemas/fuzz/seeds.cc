@@ -127,6 +127,8 @@ std::vector<std::string> ReplyBodies() {
       Body(EdgesReply{{{5, {1, 10}, {1, 11}, 3}, {5, {1, 12}, {1, 11}, 1}}, false}),
       Body(NewAcgReply{9}),
       Body(SplitDoneReply{2}),
+      Body(MountStatusReply{12, 1'700'000'000'000'000'000, "no connection to ipc:///x", 5, 12,
+                            0, 0, 0, 0}),
   };
 }
 
