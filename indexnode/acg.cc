@@ -10,6 +10,8 @@
 #include <filesystem>
 #include <set>
 
+#include "common/env.h"
+#include "common/lmdb_check.h"
 #include "common/logging.h"
 #include "common/secure_dir.h"
 #include "indexnode/index/kdtree_index.h"
@@ -225,6 +227,14 @@ Status Acg::OpenEnv(bool first) {
         return Status::Corruption("ACG format version " + std::to_string(version) +
                                   " is newer than this program's");
       }
+      if (version < kAcgFormatVersion) {
+        // Records without a checksum stay readable; new ones get one (keys.h).
+        std::string v;
+        AppendOrderedU64(kAcgFormatVersion, &v);
+        MDB_val nv = Val(v);
+        rc = mdb_put(raw, meta_dbi_, &key, &nv, 0);
+        if (rc != 0) return LmdbStatus(rc, "writing ACG version");
+      }
     }
     // applied_lsn and the summary live in memory from here on; later opens find in LMDB what
     // this object last wrote.
@@ -432,6 +442,15 @@ bool Acg::TryClose() {
   return true;
 }
 
+void Acg::CloseClean() {
+  std::unique_lock<std::shared_mutex> lock(rw_);
+  if (cached() > 0 || retired_.load()) return;
+  if (open_.load()) CloseLocked();
+  if (!damage().empty()) return;
+  Status s = WriteLmdbFileMark(JoinPath(dir_, "data.mdb"), JoinPath(dir_, kCleanMark));
+  if (!s.ok()) Log(LogLevel::kWarning, "%s: %s", AcgName(id_).c_str(), s.ToString().c_str());
+}
+
 Status Acg::EnsureOpen() {
   if (open_.load(std::memory_order_acquire)) return Status::OK();
   {
@@ -615,7 +634,7 @@ Status Acg::BuildIndex(MDB_txn* txn, Index* index) {
   FileRecord rec;
   for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == 0 && s.ok();
        rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
-    s = DecodeRecord(View(v), &rec);
+    s = DecodeStored(View(v), &rec);
     if (!s.ok()) break;
     if (name == kInodeIndex) {
       s = index->InsertPoint(txn, AcgSummary::PointOf(rec), rec.id);
@@ -653,7 +672,9 @@ Status Acg::ScanPoints(MDB_txn* txn, const KdReserve& reserve, const KdAddPoint&
   FileRecord rec;
   for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == 0;
        rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
-    s = DecodeRecordHead(View(v), &rec);
+    std::string_view bytes;
+    s = UnwrapStored(View(v), &bytes);
+    if (s.ok()) s = DecodeRecordHead(bytes, &rec);
     if (s.ok()) s = add(rec.id, AcgSummary::PointOf(rec));
     if (!s.ok()) break;
   }
@@ -980,6 +1001,32 @@ Status Acg::ScanEdges(MDB_txn* txn,
   return Status::OK();
 }
 
+Status Acg::UnwrapStored(std::string_view stored, std::string_view* record) const {
+  Status s = UnwrapStoredRecord(stored, record);
+  if (s.ok()) return s;
+  s = s.WithContext(AcgName(id_) + " (" + dir_ + "/data.mdb)");
+  std::lock_guard<std::mutex> lock(damage_mu_);
+  if (damage_.empty()) {
+    damage_ = s.message() + " (the next start quarantines it for a rebuild)";
+    Log(LogLevel::kError, "%s; searches of this partition fail until the next start "
+                          "quarantines and rebuilds it (docs/faults.md)", s.ToString().c_str());
+    // Best effort: the next start quarantines it (the log line above says why).
+    (void)WriteFileAtomically(Env::Default(), JoinPath(dir_, kDamagedMark), damage_ + "\n");
+  }
+  return s;
+}
+
+Status Acg::DecodeStored(std::string_view stored, FileRecord* record) const {
+  std::string_view bytes;
+  PROPELLER_RETURN_IF_ERROR(UnwrapStored(stored, &bytes));
+  return DecodeRecord(bytes, record);
+}
+
+std::string Acg::damage() const {
+  std::lock_guard<std::mutex> lock(damage_mu_);
+  return damage_;
+}
+
 Status Acg::ReadRecord(MDB_txn* txn, FileId id, FileRecord* rec, bool* found) {
   std::string key;
   AppendFileIdKey(id, &key);
@@ -991,7 +1038,7 @@ Status Acg::ReadRecord(MDB_txn* txn, FileId id, FileRecord* rec, bool* found) {
   }
   if (rc != 0) return LmdbStatus(rc, "reading a record");
   *found = true;
-  return DecodeRecord(View(v), rec);
+  return DecodeStored(View(v), rec);
 }
 
 Status Acg::UpdateIndexes(MDB_txn* txn, const FileRecord* old_rec, const FileRecord* new_rec) {
@@ -1052,8 +1099,9 @@ Status Acg::UpdateIndexes(MDB_txn* txn, const FileRecord* old_rec, const FileRec
   AppendFileIdKey(id, &key);
   MDB_val k = Val(key);
   if (new_rec && new_rec->type == FileType::kDirectory) {
-    std::string bytes;
-    EncodeRecord(*new_rec, &bytes);
+    std::string record, bytes;
+    EncodeRecord(*new_rec, &record);
+    EncodeStoredRecord(record, &bytes);
     MDB_val v = Val(bytes);
     int rc = mdb_put(txn, dirs_dbi_, &k, &v, 0);
     if (rc != 0) return LmdbStatus(rc, "writing a directory record");
@@ -1094,7 +1142,7 @@ Status Acg::ApplyOne(MDB_txn* txn, MDB_cursor* files, const Update& u,
   int rc = mdb_cursor_get(files, &k, &old_v, MDB_SET_KEY);
   if (rc != 0 && rc != MDB_NOTFOUND) return LmdbStatus(rc, "reading a record");
   const bool found = rc == 0;
-  if (found) PROPELLER_RETURN_IF_ERROR(DecodeRecord(View(old_v), &old_rec));
+  if (found) PROPELLER_RETURN_IF_ERROR(DecodeStored(View(old_v), &old_rec));
   k = Val(key);
 
   const FileRecord* new_rec = nullptr;
@@ -1137,7 +1185,9 @@ Status Acg::ApplyOne(MDB_txn* txn, MDB_cursor* files, const Update& u,
       EncodeRecord(*new_rec, &commit_bytes_);
       bytes = commit_bytes_;
     }
-    MDB_val v = Val(bytes);
+    commit_stored_.clear();
+    EncodeStoredRecord(bytes, &commit_stored_);
+    MDB_val v = Val(commit_stored_);
     rc = mdb_cursor_put(files, &k, &v, found ? MDB_CURRENT : 0);
     if (rc != 0) return LmdbStatus(rc, "writing a record");
   } else if (found) {
@@ -1524,7 +1574,7 @@ Status Acg::ListDirectories(std::vector<FileRecord>* dirs) {
     for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == 0;
          rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
       FileRecord rec;
-      s = DecodeRecord(View(v), &rec);
+      s = DecodeStored(View(v), &rec);
       if (!s.ok()) break;
       dirs->push_back(std::move(rec));
     }

@@ -284,6 +284,11 @@ class Acg {
   void Retire();
   bool retired() const { return retired_.load(std::memory_order_acquire); }
 
+  // Damage found in the data file while serving — a stored record failing its checksum
+  // (schemas/record_format.h, EncodeStoredRecord) — or "" while none was. Kept in memory and
+  // in <dir>/DAMAGED (kDamagedMark), so the engine quarantines the ACG at its next start.
+  std::string damage() const;
+
   uint64_t files() const { return files_.load(std::memory_order_relaxed); }
   uint64_t edges() const { return edges_.load(std::memory_order_relaxed); }
   uint64_t disk_bytes() const;
@@ -310,6 +315,9 @@ class Acg {
   // Closes the environment and drops hash tables if the ACG is open, idle (not pinned) and its
   // lock is free right now; never blocks. True when it closed it.
   bool TryClose();
+  // At shutdown, after the last commit: closes the environment and records the data file as
+  // known good (kCleanMark), unless updates are still cached.
+  void CloseClean();
   // Unmaps the map's pages from this process (MADV_DONTNEED; the page cache keeps them, so
   // the next read maps them again with a minor fault) and restarts mapped_bytes() at 0, if
   // the ACG is open, idle and its lock is free right now; never blocks. True
@@ -365,6 +373,10 @@ class Acg {
                   AcgSummary* widened);
   Status UpdateIndexes(MDB_txn* txn, const FileRecord* old_rec, const FileRecord* new_rec);
   Status ReadRecord(MDB_txn* txn, FileId id, FileRecord* rec, bool* found);
+  // The record bytes of a stored value, or Corruption naming this ACG's data file (which
+  // also records the damage: damage()).
+  Status UnwrapStored(std::string_view stored, std::string_view* record) const;
+  Status DecodeStored(std::string_view stored, FileRecord* record) const;
   // The entries of the files and edges databases in `txn`.
   Status ReadCounts(MDB_txn* txn, uint64_t* files, uint64_t* edges);
   // Calls fn(src, dst, weight) for every edge in `txn`, in key order; Corruption for a
@@ -445,11 +457,14 @@ class Acg {
     uint32_t index;
   };
   std::vector<CommitRef> commit_order_;
+  mutable std::mutex damage_mu_;
+  mutable std::string damage_;  // Under damage_mu_.
   Update commit_update_;
   FileRecord commit_old_;
   FileRecord commit_merged_;
   std::string commit_key_;
   std::string commit_bytes_;
+  std::string commit_stored_;
 
   // A split's watch (StartWatch): ids applied by commits since. Under rw_ exclusive.
   bool watching_ = false;
@@ -465,6 +480,12 @@ class Acg {
   // "cleanup" in meta: moved records await RemoveHeld. Under rw_ (written exclusively).
   bool cleanup_pending_ = false;
   static constexpr char kCleanupKey[] = "cleanup";
+ public:
+  // Files in an ACG's directory: damage found while serving (damage()), and the data file's
+  // size and time at the last clean close (common/lmdb_check.h: WriteLmdbFileMark).
+  static constexpr char kDamagedMark[] = "DAMAGED";
+  static constexpr char kCleanMark[] = "CLEAN";
+ private:
 
   mutable std::mutex cache_mu_;
   std::vector<Slice> cache_;           // Under cache_mu_. In LSN order.

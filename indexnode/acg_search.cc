@@ -411,7 +411,7 @@ Status Acg::SearchOpen(const AcgSearchRequest& req, AcgSearchStats* stats,
   const bool routed = cleanup_pending_ && has_routes();
   auto verify = [&](std::string_view bytes) -> Result<bool> {  // false = stop
     if (stats) ++stats->candidates;
-    PROPELLER_RETURN_IF_ERROR(DecodeRecord(bytes, &rec));
+    PROPELLER_RETURN_IF_ERROR(DecodeStored(bytes, &rec));
     if (req.volume && rec.id.volume != *req.volume) return true;
     if (routed && RouteOf(rec.id) != 0) return true;
     const std::string* in_scope = nullptr;

@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "common/crc32c.h"
+#include "common/lmdb_check.h"
 #include "common/logging.h"
 #include "common/query/query.h"
 #include "common/secure_dir.h"
@@ -40,6 +41,8 @@ namespace {
 constexpr int64_t kCommitterTickNs = 50'000'000;  // how often the committer looks at caches
 // An administrator's consent to start without a lost log (Engine::Impl::CheckLogPresent).
 constexpr char kStartWithoutLog[] = "START-WITHOUT-LOG";
+// In an ACG's directory: quarantined damage, the ACG to be rebuilt (Engine::Impl::Quarantine).
+constexpr char kRebuildMark[] = "REBUILD";
 
 Status ValidateUpdate(const Update& u) {
   if (u.acg == 0) return Status::InvalidArgument("update names ACG 0 (ACG ids start at 1)");
@@ -185,6 +188,11 @@ class Engine::Impl {
       result = CommitAll();
       Status synced = wal_->Close();
       if (result.ok()) result = synced;
+      // Every ACG committed and closed: its data file is known good as it is now, so the
+      // next start may skip reading it all (CheckAcgFiles).
+      if (result.ok()) {
+        for (Acg* acg : AllAcgs()) acg->CloseClean();
+      }
     }
     wal_.reset();
     return result;
@@ -255,7 +263,18 @@ class Engine::Impl {
         split_targets.push_back(id);
         continue;
       }
-      PROPELLER_RETURN_IF_ERROR(open_acg(id));
+      PROPELLER_RETURN_IF_ERROR(CheckAcgFiles(id));
+      Status opened = open_acg(id);
+      if (opened.code() == StatusCode::kCorruption && damaged_.count(id) == 0) {
+        // LMDB, or the ACG's own meta data, refused it: damage too.
+        {
+          std::unique_lock<std::shared_mutex> lock(acgs_mu_);
+          acgs_.erase(id);
+        }
+        PROPELLER_RETURN_IF_ERROR(Quarantine(id, opened.message()));
+        opened = open_acg(id);
+      }
+      PROPELLER_RETURN_IF_ERROR(opened);
       PROPELLER_RETURN_IF_ERROR(FindReports(id));
     }
     // A split's target whose source recorded the move is complete (the source's transaction
@@ -989,6 +1008,14 @@ class Engine::Impl {
       NoteRecentMoves(acgs, &wanted, &stats);
     } else if (any_recent_moves_.load(std::memory_order_acquire)) {
       NoteRecentMoves(acgs, nullptr, &stats);
+    }
+    // A damaged ACG's files cannot be searched, and which they are is unknown: a search that
+    // would include it fails rather than answer without them.
+    for (Acg* acg : acgs) {
+      if (std::string why = DamageOf(acg); !why.empty()) {
+        return Status::Unavailable("ACG " + std::to_string(acg->id()) + " is damaged and not rebuilt yet, so "
+                                   "this search cannot be answered whole: " + why);
+      }
     }
     stats.acgs_total = acgs.size();
     std::vector<Acg*> todo;
@@ -1885,6 +1912,8 @@ class Engine::Impl {
       if (!ec) PROPELLER_RETURN_IF_ERROR(SyncFile(data).WithContext(what));
     }
     if (ec) return Status::IOError(what + ": placing " + path + ": " + ec.message());
+    // A copy that came over the network is read whole before LMDB maps it (lmdb_check.h).
+    PROPELLER_RETURN_IF_ERROR(CheckLmdbFile(data, /*deep=*/true).WithContext(what));
     PROPELLER_RETURN_IF_ERROR(
         WriteFileAtomically(env, JoinPath(staging, kAdoptMarker), "").WithContext(what));
     PROPELLER_RETURN_IF_ERROR(RemoveDir(dir).WithContext(what));  // a drop's leftover
@@ -2135,6 +2164,98 @@ class Engine::Impl {
   static constexpr size_t kSplitCatchUpPasses = 4;
   static constexpr size_t kSplitSmallDelta = 256;
 
+ public:
+  // ---- damaged ACGs (docs/faults.md, "Damaged files") ----
+
+  // Before ACG `id` is opened at start: a data file that is damaged (CheckLmdbFile: always
+  // the quick check, the deep one unless the file is as the last clean close left it), or
+  // that damage was found in while serving (Acg::kDamagedMark), is quarantined; one left
+  // to rebuild by an earlier start is noted. IOError when the files cannot be read.
+  Status CheckAcgFiles(uint64_t id) {
+    const std::string dir = AcgDir(id);
+    const std::string data = JoinPath(dir, "data.mdb");
+    std::string text;
+    if (ReadFileToString(options_.env, JoinPath(dir, kRebuildMark), &text).ok()) {
+      std::lock_guard<std::mutex> lock(damaged_mu_);
+      damaged_[id] = TrimLine(text);
+      return Status::OK();
+    }
+    if (ReadFileToString(options_.env, JoinPath(dir, Acg::kDamagedMark), &text).ok()) {
+      return Quarantine(id, TrimLine(text));
+    }
+    if (!options_.env->FileExists(data)) return Status::OK();
+    const bool clean = LmdbFileMatchesMark(data, JoinPath(dir, Acg::kCleanMark));
+    Status check = CheckLmdbFile(data, /*deep=*/!clean);
+    if (check.code() == StatusCode::kCorruption) return Quarantine(id, check.message());
+    return check;
+  }
+
+  // Moves ACG `id`'s directory to <data>/quarantine/acg-<id>-<time> (never removed) and
+  // leaves an empty one marked to rebuild: searches that need the ACG fail with `why` until
+  // MarkRebuilt (a mount re-indexes its backing tree first), updates go on.
+  Status Quarantine(uint64_t id, const std::string& why) {
+    const std::string base =
+        JoinPath(JoinPath(options_.data_dir, "quarantine"),
+                 "acg-" + std::to_string(id) + "-" +
+                     std::to_string(options_.env->NowNanos() / 1'000'000'000));
+    std::string to = base;
+    for (int n = 2; options_.env->FileExists(to); ++n) to = base + "-" + std::to_string(n);
+    PROPELLER_RETURN_IF_ERROR(MakeDirs(JoinPath(options_.data_dir, "quarantine"), 0700));
+    std::error_code ec;
+    std::filesystem::rename(AcgDir(id), to, ec);
+    if (ec) return Status::IOError("moving damaged " + AcgDir(id) + " to " + to + ": " + ec.message());
+    const std::string reason = why + "; quarantined in " + to;
+    Log(LogLevel::kError, "ACG %llu is damaged: %s. Searches that need it fail until it is "
+                          "rebuilt (a mount rebuilds it from its backing tree; docs/faults.md)",
+        static_cast<unsigned long long>(id), reason.c_str());
+    PROPELLER_RETURN_IF_ERROR(MakeDirs(AcgDir(id), 0700));
+    PROPELLER_RETURN_IF_ERROR(
+        WriteFileAtomically(options_.env, JoinPath(AcgDir(id), kRebuildMark), reason + "\n"));
+    std::lock_guard<std::mutex> lock(damaged_mu_);
+    damaged_[id] = reason;
+    return Status::OK();
+  }
+
+  static std::string TrimLine(std::string s) {
+    while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+    return s;
+  }
+
+  std::map<uint64_t, std::string> DamagedAcgs() {
+    std::map<uint64_t, std::string> out;
+    {
+      std::lock_guard<std::mutex> lock(damaged_mu_);
+      out = damaged_;
+    }
+    for (Acg* acg : AllAcgs()) {
+      if (std::string d = acg->damage(); !d.empty()) out.emplace(acg->id(), d);
+    }
+    return out;
+  }
+
+  Status MarkRebuilt(uint64_t id) {
+    {
+      std::lock_guard<std::mutex> lock(damaged_mu_);
+      if (damaged_.erase(id) == 0) {
+        return Status::NotFound("ACG " + std::to_string(id) + " is not being rebuilt");
+      }
+    }
+    Status s = options_.env->RemoveFile(JoinPath(AcgDir(id), kRebuildMark));
+    if (s.ok()) Log(LogLevel::kInfo, "ACG %llu rebuilt", static_cast<unsigned long long>(id));
+    return s;
+  }
+
+  // Why ACG `acg` cannot answer searches, or "".
+  std::string DamageOf(Acg* acg) {
+    {
+      std::lock_guard<std::mutex> lock(damaged_mu_);
+      auto it = damaged_.find(acg->id());
+      if (it != damaged_.end()) return it->second;
+    }
+    return acg->damage();
+  }
+
+ private:
   std::string AcgDir(uint64_t id) const {
     return JoinPath(JoinPath(options_.data_dir, "acg"), std::to_string(id));
   }
@@ -2243,6 +2364,9 @@ class Engine::Impl {
   // threads took before stay valid. Under acgs_mu_.
   std::vector<std::unique_ptr<Acg>> retired_;
   std::map<uint64_t, uint64_t> moved_;  // Under acgs_mu_. ACG -> node it moved to (<data>/moved)
+  // ACGs quarantined and not rebuilt yet -> why (a file kRebuildMark in each one's directory).
+  std::mutex damaged_mu_;
+  std::map<uint64_t, std::string> damaged_;  // Under damaged_mu_.
   std::atomic<bool> any_moved_{false};  // moved_ is not empty
   // When ACGs moved away or were adopted, monotonic ns (SearchStats::moved, adopted); pruned
   // after kRecentMoveNs. Under acgs_mu_.
@@ -2362,6 +2486,8 @@ Status Engine::ThawAcg(uint64_t acg) { return impl_->ThawAcg(acg); }
 Status Engine::DropMovedAcg(uint64_t acg, uint64_t destination, const std::string& set_aside) {
   return impl_->DropMovedAcg(acg, destination, set_aside);
 }
+std::map<uint64_t, std::string> Engine::DamagedAcgs() { return impl_->DamagedAcgs(); }
+Status Engine::MarkRebuilt(uint64_t acg) { return impl_->MarkRebuilt(acg); }
 Status Engine::AdoptAcg(uint64_t acg, const std::string& path, bool frozen) {
   return impl_->AdoptAcg(acg, path, frozen);
 }

@@ -345,6 +345,15 @@ class Engine {
   // `set_aside` (not "") keeps the directory, renamed to that path, instead of removing it:
   // a copy the cluster says is another node's is kept for an administrator to look at.
   Status DropMovedAcg(uint64_t acg, uint64_t destination, const std::string& set_aside = "");
+
+  // Damaged ACGs (docs/faults.md): a data file found damaged at start (common/lmdb_check.h)
+  // or while serving (a record failing its checksum) is quarantined — moved to
+  // <data>/quarantine/acg-<id>-<time>, never removed, a log line naming the file — and an
+  // empty ACG takes its place, marked to rebuild. Until MarkRebuilt, a search that would
+  // include it fails with Unavailable saying why; updates go on. ACG -> why.
+  std::map<uint64_t, std::string> DamagedAcgs();
+  // The ACG holds every file again (its volume was re-indexed): searches may use it.
+  Status MarkRebuilt(uint64_t acg);
   // Destination: installs the file `path` written by FreezeAndCopyAcg (on any node) as ACG
   // `acg` here. The file is renamed into the data directory (copied when on another file
   // system). The ACG's applied LSN becomes this node's log position, so a crash replays

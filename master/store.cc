@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <limits>
 
+#include "common/lmdb_check.h"
 #include "common/logging.h"
 #include "common/secure_dir.h"
 #include "schemas/keys.h"
@@ -198,8 +199,12 @@ MasterStore::~MasterStore() {
     syncer_.join();
   }
   if (env_ != nullptr) {
-    if (!options_.sync) mdb_env_sync(env_, 1);  // a clean stop loses nothing
+    const bool synced = options_.sync || mdb_env_sync(env_, 1) == 0;  // a clean stop loses nothing
     mdb_env_close(env_);
+    // Known good as it is now: the next open may skip reading it all (OpenEnv).
+    if (synced) {
+      (void)WriteLmdbFileMark(options_.dir + "/data.mdb", options_.dir + "/CLEAN");
+    }
   }
   if (lock_fd_ >= 0) ::close(lock_fd_);  // releases the flock
 }
@@ -259,6 +264,18 @@ Status MasterStore::OpenEnv() {
   rc = mdb_env_set_mapsize(env_, map_bytes);
   if (rc != 0) return LmdbStatus(rc, "mdb_env_set_mapsize");
   map_bytes_ = map_bytes;
+  // LMDB trusts its file: a truncated or damaged one would crash the master at the first
+  // read (the mirror reads everything below). Read it first (common/lmdb_check.h), all of it
+  // unless it is as the last clean stop left it.
+  if (::stat(data_file.c_str(), &st) == 0) {
+    const bool clean = LmdbFileMatchesMark(data_file, options_.dir + "/CLEAN");
+    Status check = CheckLmdbFile(data_file, /*deep=*/!clean);
+    if (!check.ok()) {
+      return check.WithContext("the master's map of files to partitions cannot be used (move "
+                               "the directory aside and restore it from a backup; docs/"
+                               "faults.md)");
+    }
+  }
   // MDB_NOTLS: read transactions run on rpc worker threads and are not tied to them.
   unsigned flags = MDB_NOTLS;
   if (!options_.sync) flags |= MDB_NOSYNC;

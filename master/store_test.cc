@@ -6,6 +6,9 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <sstream>
+
 #include "master/master_test_util.h"
 #include "schemas/keys.h"
 
@@ -324,6 +327,51 @@ TEST(MasterStoreTest, ReadsFormatOneFileValuesAsGenerationZero) {
   ASSERT_NE(store, nullptr);
   ASSERT_TRUE(store->LookupFiles({FileId{1, 2}}, &acgs, &gens).ok());
   EXPECT_EQ(gens, std::vector<uint64_t>{g3});
+}
+
+// A damaged map is a refusal naming the file, never a crash (LMDB would fault on a truncated
+// file, SIGBUS, at the first read of the mirror): the file is read first (lmdb_check.h).
+TEST(MasterStoreTest, ADamagedMapIsARefusalNotACrash) {
+  TempDir dir;
+  {
+    auto store = OpenStore(dir.path());
+    ASSERT_NE(store, nullptr);
+    ASSERT_TRUE(store->Update([&](MasterStore::Txn& t) -> Status {
+      PROPELLER_ASSIGN_OR_RETURN(uint32_t node, t.NewNodeId());
+      PROPELLER_RETURN_IF_ERROR(t.PutNode(node, "tcp://127.0.0.1:1"));
+      PROPELLER_ASSIGN_OR_RETURN(uint64_t acg, t.CreateAcg(node, ""));
+      for (uint64_t ino = 1; ino <= 20000; ++ino) {
+        PROPELLER_RETURN_IF_ERROR(t.MapFile(FileId{1, ino}, acg));
+      }
+      return Status::OK();
+    }).ok());
+  }
+  const std::string data = dir.path() + "/data.mdb";
+  std::string bytes;
+  {
+    std::ifstream in(data, std::ios::binary);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    bytes = ss.str();
+  }
+  ASSERT_GT(bytes.size(), 16u * 4096);
+  for (const std::string& bad : {bytes.substr(0, bytes.size() / 2), [&] {
+         std::string b = bytes;
+         for (size_t page = 2; page * 4096 < b.size(); ++page) b[page * 4096 + 12] ^= 0x40;
+         return b;
+       }()}) {
+    {
+      std::ofstream out(data, std::ios::binary | std::ios::trunc);
+      out << bad;
+    }
+    MasterStoreOptions o;
+    o.dir = dir.path();
+    auto store = MasterStore::Open(o);
+    ASSERT_FALSE(store.ok());
+    EXPECT_EQ(store.status().code(), StatusCode::kCorruption) << store.status().ToString();
+    EXPECT_NE(store.status().ToString().find(data), std::string::npos)
+        << store.status().ToString();
+  }
 }
 
 }  // namespace

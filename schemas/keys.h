@@ -19,7 +19,10 @@
 
 namespace propeller {
 
-inline constexpr uint32_t kAcgFormatVersion = 1;
+// 2: records are stored with a checksum (record_format.h: EncodeStoredRecord). A version-1
+// ACG is read as is (its records have none until rewritten) and marked 2 when opened, so an
+// older program refuses it rather than misread a checksummed record.
+inline constexpr uint32_t kAcgFormatVersion = 2;
 
 inline constexpr size_t kFileIdKeySize = 12;
 // FileId -> 12 bytes: volume u32 big-endian ‖ ino u64 big-endian.

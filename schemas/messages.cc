@@ -775,17 +775,20 @@ Status Get(const msgpack::object& o, RecordReply* m) {
 //   7     acg_list               [AcgLoad]                                              1.0
 //   8     commit_error           str                   "" = commits succeed             1.5
 //   9     failing_since_ns       int                   wall clock; 0 = not failing      1.5
+//   10    damaged_acgs           [str]                 "ACG <id>: why", not rebuilt     1.6
 void Put(Writer& w, const NodeStatusReply& m) {
   PutFields(w, m.node_id, m.acgs, m.files, m.cached_updates, m.wal_bytes, m.disk_bytes,
-            m.index_memory_bytes, m.acg_list, m.commit_error, m.failing_since_ns);
+            m.index_memory_bytes, m.acg_list, m.commit_error, m.failing_since_ns,
+            m.damaged_acgs);
 }
 Status Get(const msgpack::object& o, NodeStatusReply* m) {
   return GetFields(o, 1,
                    {"node_id", "acgs", "files", "cached_updates", "wal_bytes", "disk_bytes",
-                    "index_memory_bytes", "acg_list", "commit_error", "failing_since_ns"},
+                    "index_memory_bytes", "acg_list", "commit_error", "failing_since_ns",
+                    "damaged_acgs"},
                    &m->node_id, &m->acgs, &m->files, &m->cached_updates, &m->wal_bytes,
                    &m->disk_bytes, &m->index_memory_bytes, &m->acg_list, &m->commit_error,
-                   &m->failing_since_ns);
+                   &m->failing_since_ns, &m->damaged_acgs);
 }
 
 // MountStatusReply (kMountStatus)

@@ -341,6 +341,8 @@ struct NodeStatusReply {
   // since when. Updates wait in the caches and the log meanwhile.
   std::string commit_error;
   int64_t failing_since_ns = 0;
+  // Since 1.6: damaged ACGs not rebuilt yet, "ACG <id>: why" each (docs/faults.md).
+  std::vector<std::string> damaged_acgs;
 };
 
 // A mount's side of the index (client/fuse/index_writer.h): the updates it could not deliver

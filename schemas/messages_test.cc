@@ -119,7 +119,7 @@ PROPELLER_TIE(GetRecordRequest, m.acg, m.file)
 PROPELLER_TIE(RecordReply, m.record)
 PROPELLER_TIE(NodeStatusReply, m.node_id, m.acgs, m.files, m.cached_updates, m.wal_bytes,
               m.disk_bytes, m.index_memory_bytes, m.acg_list, m.commit_error,
-              m.failing_since_ns)
+              m.failing_since_ns, m.damaged_acgs)
 PROPELLER_TIE(MountStatusReply, m.pending, m.degraded_since_ns, m.last_error, m.sent,
               m.queued, m.delivered, m.refused, m.errors, m.admit_refusals)
 PROPELLER_TIE(Ping, m.payload)
@@ -341,7 +341,7 @@ void Fill(Gen& g, RecordReply* m) { m->record = g.Record(); }
 void Fill(Gen& g, NodeStatusReply* m) {
   *m = {g.U32(), g.U64(), g.U64(), g.U64(), g.U64(), g.U64(), g.U64(),
         g.List(5, [&] { return RandomAcgLoad(g); }), g.Str(60),
-        static_cast<int64_t>(g.U64() >> 1)};
+        static_cast<int64_t>(g.U64() >> 1), g.List(3, [&] { return g.Str(40); })};
 }
 void Fill(Gen& g, MountStatusReply* m) {
   *m = {g.U64(), static_cast<int64_t>(g.U64() >> 1), g.Str(60), g.U64(), g.U64(), g.U64(),
@@ -411,9 +411,9 @@ PROPELLER_SPEC(SearchDone, 0, "uuuuaa", "acgs_total", "acgs_skipped", "candidate
                "moved", "adopted")
 PROPELLER_SPEC(GetRecordRequest, 2, "ua", "acg", "file")
 PROPELLER_SPEC(RecordReply, 1, "a", "record")
-PROPELLER_SPEC(NodeStatusReply, 1, "uuuuuuuasi", "node_id", "acgs", "files", "cached_updates",
+PROPELLER_SPEC(NodeStatusReply, 1, "uuuuuuuasia", "node_id", "acgs", "files", "cached_updates",
                "wal_bytes", "disk_bytes", "index_memory_bytes", "acg_list", "commit_error",
-               "failing_since_ns")
+               "failing_since_ns", "damaged_acgs")
 PROPELLER_SPEC(MountStatusReply, 1, "uisuuuuuu", "pending", "degraded_since_ns", "last_error",
                "sent", "queued", "delivered", "refused", "errors", "admit_refusals")
 PROPELLER_SPEC(Ping, 0, "s", "payload")

@@ -16,6 +16,7 @@
 #include <limits>
 #include <utility>
 
+#include "common/crc32c.h"
 #include "schemas/msgpack_util.h"
 
 namespace propeller {
@@ -444,6 +445,31 @@ Status DecodeUpdateBatch(std::string_view bytes, std::vector<Update>* updates) {
       [updates](const msgpack::object& o) {
         return msgpack_util::DecodeBatchObject(o, updates);
       });
+}
+
+void EncodeStoredRecord(std::string_view record, std::string* out) {
+  const uint32_t crc = Crc32cMask(Crc32c(record));
+  out->push_back(kStoredRecordMark);
+  for (int i = 0; i < 4; ++i) out->push_back(static_cast<char>((crc >> (8 * i)) & 0xff));
+  out->append(record);
+}
+
+Status UnwrapStoredRecord(std::string_view stored, std::string_view* record) {
+  if (stored.empty() || stored[0] != kStoredRecordMark) {
+    *record = stored;  // format 1: no checksum
+    return Status::OK();
+  }
+  if (stored.size() < kStoredRecordHeader) {
+    return Status::Corruption("stored record of " + std::to_string(stored.size()) +
+                              " bytes is too short for its checksum");
+  }
+  uint32_t crc = 0;
+  for (int i = 3; i >= 0; --i) crc = (crc << 8) | static_cast<unsigned char>(stored[1 + i]);
+  *record = stored.substr(kStoredRecordHeader);
+  if (Crc32cMask(Crc32c(*record)) != crc) {
+    return Status::Corruption("stored record fails its checksum");
+  }
+  return Status::OK();
 }
 
 }  // namespace propeller

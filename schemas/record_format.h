@@ -39,6 +39,18 @@ Status DecodeRecord(std::string_view bytes, FileRecord* record);
 // its points this way.)
 Status DecodeRecordHead(std::string_view bytes, FileRecord* record);
 
+// A record as an ACG stores it (the `files` and `dirs` databases), since ACG format 2: the
+// byte 0xC1, the masked CRC-32C (common/crc32c.h) of the record's bytes (4 bytes, little-
+// endian), then EncodeRecord's bytes. 0xC1 is the one byte msgpack never uses, so a stored
+// value that does not start with it is a format-1 record without a checksum (read as is).
+// Damage in a stored record — a flipped bit LMDB cannot see — is caught at every read.
+inline constexpr char kStoredRecordMark = '\xC1';
+inline constexpr size_t kStoredRecordHeader = 5;
+// Appends the stored form of the record encoded as `record` (EncodeRecord's bytes).
+void EncodeStoredRecord(std::string_view record, std::string* out);
+// The record bytes of stored value `stored`; Corruption when its checksum does not match.
+Status UnwrapStoredRecord(std::string_view stored, std::string_view* record);
+
 // A batch of updates, as one WAL record payload.
 void EncodeUpdateBatch(std::span<const Update> updates, std::string* out);
 // The same bytes, reusing encodings the caller already has: records(i) returns

@@ -291,7 +291,11 @@ int RunStatus(const GlobalOptions& global, const std::vector<std::string>& argv)
         out += ",\"cached_updates\":" + std::to_string(n.node->cached_updates) +
                ",\"disk_bytes\":" + std::to_string(n.node->disk_bytes) +
                ",\"wal_bytes\":" + std::to_string(n.node->wal_bytes) +
-               ",\"commit_error\":" + JsonString(n.node->commit_error);
+               ",\"commit_error\":" + JsonString(n.node->commit_error) + ",\"damaged\":[";
+        for (size_t d = 0; d < n.node->damaged_acgs.size(); ++d) {
+          out += (d ? "," : "") + JsonString(n.node->damaged_acgs[d]);
+        }
+        out += "]";
       } else {
         out += ",\"error\":" + JsonString(n.error);
       }
@@ -321,6 +325,10 @@ int RunStatus(const GlobalOptions& global, const std::vector<std::string>& argv)
     if (n.node) {
       std::printf("  %" PRIu64 " cached updates, %.1f MB on disk\n", n.node->cached_updates,
                   static_cast<double>(n.node->disk_bytes) / 1e6);
+      for (const std::string& d : n.node->damaged_acgs) {
+        std::printf("    DAMAGED, searches that need it fail until it is rebuilt: %s\n",
+                    d.c_str());
+      }
       if (!n.node->commit_error.empty()) {
         std::printf("    commits failing since %s: %s (updates wait in the log)\n",
                     FormatTime(n.node->failing_since_ns).c_str(), n.node->commit_error.c_str());

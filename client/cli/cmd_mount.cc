@@ -335,6 +335,22 @@ int RunMount(const GlobalOptions& global, const std::vector<std::string>& argv) 
   if (!known && !args->Has("--no-import")) {
     if (Status s = ImportTree(client->get(), backing, *volume); !s.ok()) return ReportError(s);
   }
+  if (service) {
+    // Partitions quarantined for damage (docs/faults.md) are rebuilt from the backing tree
+    // before the mount serves: every file is put again, and goes to the partition the master
+    // maps it to.
+    const std::map<uint64_t, std::string> damaged = service->node->engine()->DamagedAcgs();
+    if (!damaged.empty()) {
+      std::fprintf(stderr, "propeller: rebuilding %zu damaged partition(s) from %s\n",
+                   damaged.size(), backing.c_str());
+      if (Status s = ImportTree(client->get(), backing, *volume); !s.ok()) {
+        return ReportError(s.WithContext("rebuilding damaged partitions"));
+      }
+      for (const auto& [acg, why] : damaged) {
+        if (Status s = service->node->engine()->MarkRebuilt(acg); !s.ok()) return ReportError(s);
+      }
+    }
+  }
 
   // The queue of updates the index could not take (docs/faults.md), and what feeds the index.
   auto pending = fuse::PendingUpdates::Open(

@@ -438,6 +438,9 @@ std::string NodeService::HandleNodeStatus(std::string_view body) {
   reply.index_memory_bytes = es.index_memory_bytes;
   reply.commit_error = es.commit_error;
   reply.failing_since_ns = es.commit_failing_since_ns;
+  for (const auto& [acg, why] : options_.engine->DamagedAcgs()) {
+    reply.damaged_acgs.push_back("ACG " + std::to_string(acg) + ": " + why);
+  }
   for (const AcgInfo& a : engine_->ListAcgs()) reply.acg_list.push_back({a.id, a.files});
   return wire::EncodeOkReply(reply);
 }
