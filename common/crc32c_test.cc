@@ -60,6 +60,11 @@ TEST(Crc32cTest, MatchesBitwiseReferenceAtAllLengthsAndAlignments) {
     for (size_t len = 0; len + offset <= buf.size(); len += (len < 40 ? 1 : 37)) {
       std::string_view s(buf.data() + offset, len);
       ASSERT_EQ(Crc32c(s), ReferenceCrc32c(s)) << "offset=" << offset << " len=" << len;
+      // Both implementations (the hardware one is what Crc32c uses on x86-64 with SSE4.2).
+      ASSERT_EQ(Crc32cSoftware(0, s.data(), s.size()), ReferenceCrc32c(s))
+          << "offset=" << offset << " len=" << len;
+      ASSERT_EQ(Crc32cSoftware(0x12345678, s.data(), s.size()),
+                Crc32cExtend(0x12345678, s.data(), s.size()));
     }
   }
 }
