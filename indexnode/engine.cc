@@ -269,7 +269,13 @@ class Engine::Impl {
         // LMDB, or the ACG's own meta data, refused it: damage too.
         {
           std::unique_lock<std::shared_mutex> lock(acgs_mu_);
-          acgs_.erase(id);
+          auto it = acgs_.find(id);
+          if (it != acgs_.end()) {
+            // It may have opened (and joined the open set) before its meta data was refused.
+            std::lock_guard<std::mutex> lru(lru_mu_);
+            std::erase(open_set_, it->second.get());
+            acgs_.erase(it);
+          }
         }
         PROPELLER_RETURN_IF_ERROR(Quarantine(id, opened.message()));
         opened = open_acg(id);

@@ -20,16 +20,20 @@
 //     process's credentials (DESIGN §10).
 //
 // Files are identified as (volume, backing inode number); the volume is the backing root
-// registered with the master. Query-directory entries are named by their path relative to the
-// query's scope with '%' written as "%25" and '/' as "%2F" (unique, reversible, and a plain file
-// name), and point to "../<relative path>".
+// registered with the master.
 //
-// Inodes: every known file is keyed by (st_dev, st_ino) and lives while the kernel holds a
-// lookup reference (as in libfuse's passthrough_ll), but holds no descriptor: the kernel may
-// know more inodes than the process may open files. An inode holds its names (directory,
-// name), kept current by rename, link and unlink, and operations work on the paths they give.
-// The record sent on create and on close is read from the open descriptor (fstat; the user.*
-// attributes only when the file has some).
+// The pieces (each file says more):
+//   inode_table.h    the inodes the kernel knows, their names, and the virtual inodes of query
+//                    directories; paths are the handles (no descriptor per inode)
+//   open_files.h     open handles, kernel passthrough of open files, set-ID bits (KILLPRIV_V2)
+//   query_dirs.h     query directories: per-caller listings, entry names, "index catching up"
+//   edge_capture.h   ACG edges (ProcessTable) and their flusher thread
+//   file_indexer.h   the index updates an operation makes (records, directories, deletes,
+//                    renamed subtrees), handed to
+//   index_writer.h   which sends them under a deadline or queues them (pending_updates.h)
+//   session.h        the FUSE session: mount, worker loop, polling reader, stop
+//   errno_map.h      the one Status -> errno mapping
+// This file holds the operation handlers that put them together.
 //
 // Set-ID bits: the mount negotiates FUSE_HANDLE_KILLPRIV_V2 (kernel_io.h), which libfuse 3.14
 // cannot ask for, through its own read and writev on /dev/fuse. The daemon then drops
@@ -127,11 +131,6 @@ class CaptureFs {
   explicit CaptureFs(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
-
-// Query-directory entry names (see above). Exposed for tests.
-std::string EncodeEntryName(std::string_view relative_path);
-// The relative path of an entry name; false when `name` is not an encoding.
-bool DecodeEntryName(std::string_view name, std::string* relative_path);
 
 }  // namespace propeller::fuse
 
