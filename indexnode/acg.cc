@@ -894,6 +894,8 @@ Status Acg::CommitOnce(const std::vector<Slice>& slices) {
   CursorGuard files(files_raw);  // declared after txn: closed before the transaction ends
   std::vector<CommitRef>& order = commit_order_;
   order.clear();
+  commit_edges_.clear();
+  commit_deletes_.clear();
   for (uint32_t s = 0; s < slices.size(); ++s) {
     const StagedBatch& b = *slices[s].batch;
     for (uint32_t i = slices[s].begin; i < slices[s].end; ++i) {
@@ -922,7 +924,12 @@ Status Acg::CommitOnce(const std::vector<Slice>& slices) {
     if (watching_) watched_.insert(order[run].id);
     for (size_t k = run; k < run_end; ++k) {
       const CachedUpdate& e = entry(order[k]);
-      if (k < first_live && e.op != UpdateOp::kAddEdge) continue;  // replaced later on
+      if (e.op == UpdateOp::kAddEdge) {  // after the records, in log order (below)
+        commit_edges_.push_back(order[k]);
+        continue;
+      }
+      // Replaced later on; a delete still runs: it takes the file's edges with it.
+      if (k < first_live && e.op != UpdateOp::kDelete) continue;
       const StagedBatch& b = *slices[order[k].slice].batch;
       u.op = e.op;
       u.acg = id_;
@@ -939,10 +946,44 @@ Status Acg::CommitOnce(const std::vector<Slice>& slices) {
       }
       const std::string_view encoded =
           e.size > 0 ? std::string_view(b.data).substr(e.offset, e.size) : std::string_view();
+      commit_deleted_ = false;
       PROPELLER_RETURN_IF_ERROR(ApplyOne(raw, files.get(), u, encoded, &widened));
+      // An unconditional delete ends the file even when no record was stored (created and
+      // deleted within this commit); a conditional one only when it removed the record.
+      if (commit_deleted_ || (e.op == UpdateOp::kDelete && e.size == 0)) {
+        commit_deletes_.push_back(order[k]);
+      }
     }
     run = run_end;
   }
+  // Edges, in log order with the deletes: a deleted file's edges go (one pass over the edges
+  // for a run of deletes), those added after its delete stay.
+  auto log_order = [](const CommitRef& a, const CommitRef& b) {
+    return a.slice != b.slice ? a.slice < b.slice : a.index < b.index;
+  };
+  std::sort(commit_edges_.begin(), commit_edges_.end(), log_order);
+  std::sort(commit_deletes_.begin(), commit_deletes_.end(), log_order);
+  FileIdSet gone;
+  size_t next_delete = 0;
+  for (const CommitRef& r : commit_edges_) {
+    while (next_delete < commit_deletes_.size() && log_order(commit_deletes_[next_delete], r)) {
+      gone.insert(commit_deletes_[next_delete++].id);
+    }
+    const CachedUpdate& e = entry(r);
+    if (!gone.empty() && (gone.contains(e.id) || gone.contains(e.edge_dst))) {
+      PROPELLER_RETURN_IF_ERROR(DropEdgesOf(raw, gone));
+      gone.clear();
+    }
+    u.op = e.op;
+    u.acg = id_;
+    u.record.id = e.id;
+    u.record.paths.clear();
+    u.edge_dst = e.edge_dst;
+    u.edge_weight = e.edge_weight;
+    PROPELLER_RETURN_IF_ERROR(ApplyOne(raw, files.get(), u, std::string_view(), &widened));
+  }
+  while (next_delete < commit_deletes_.size()) gone.insert(commit_deletes_[next_delete++].id);
+  PROPELLER_RETURN_IF_ERROR(DropEdgesOf(raw, gone));
   const uint64_t lsn = slices.back().batch->lsn;
   std::string v;
   AppendOrderedU64(lsn, &v);
@@ -967,6 +1008,33 @@ Status Acg::CommitOnce(const std::vector<Slice>& slices) {
   applied_lsn_ = lsn;
   files_ = files_count;
   edges_ = edges_count;
+  return Status::OK();
+}
+
+Status Acg::DropEdgesOf(MDB_txn* txn, const FileIdSet& gone) {
+  if (gone.empty()) return Status::OK();
+  MDB_stat st{};
+  int rc = mdb_stat(txn, edges_dbi_, &st);
+  if (rc != 0) return LmdbStatus(rc, "mdb_stat");
+  if (st.ms_entries == 0) return Status::OK();
+  // One pass over the ACG's edges per commit that deleted files (an edge is keyed by its
+  // source, so incoming edges have no index of their own; ACGs are small by design).
+  MDB_cursor* raw = nullptr;
+  rc = mdb_cursor_open(txn, edges_dbi_, &raw);
+  if (rc != 0) return LmdbStatus(rc, "mdb_cursor_open");
+  CursorGuard cur(raw);
+  MDB_val k, v;
+  for (rc = mdb_cursor_get(raw, &k, &v, MDB_FIRST); rc == 0;) {
+    FileId src, dst;
+    PROPELLER_RETURN_IF_ERROR(DecodeEdgeKey(View(k), &src, &dst).WithContext(AcgName(id_)));
+    if (gone.contains(src) || gone.contains(dst)) {
+      rc = mdb_cursor_del(raw, 0);
+      if (rc != 0) return LmdbStatus(rc, "deleting an edge");
+    }
+    // After a delete MDB_NEXT yields the entry that took the deleted one's place.
+    rc = mdb_cursor_get(raw, &k, &v, MDB_NEXT);
+  }
+  if (rc != MDB_NOTFOUND) return LmdbStatus(rc, "scanning edges");
   return Status::OK();
 }
 
@@ -1193,6 +1261,7 @@ Status Acg::ApplyOne(MDB_txn* txn, MDB_cursor* files, const Update& u,
   } else if (found) {
     rc = mdb_cursor_del(files, 0);
     if (rc != 0) return LmdbStatus(rc, "deleting a record");
+    commit_deleted_ = true;
   }
   return Status::OK();
 }

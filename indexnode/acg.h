@@ -378,6 +378,8 @@ class Acg {
   Status UnwrapStored(std::string_view stored, std::string_view* record) const;
   Status DecodeStored(std::string_view stored, FileRecord* record) const;
   // The entries of the files and edges databases in `txn`.
+  // Removes every edge of which a file of `gone` is an end. REQUIRES: rw_ exclusive.
+  Status DropEdgesOf(MDB_txn* txn, const FileIdSet& gone);
   Status ReadCounts(MDB_txn* txn, uint64_t* files, uint64_t* edges);
   // Calls fn(src, dst, weight) for every edge in `txn`, in key order; Corruption for a
   // malformed entry.
@@ -461,6 +463,11 @@ class Acg {
   mutable std::string damage_;  // Under damage_mu_.
   Update commit_update_;
   FileRecord commit_old_;
+  // The commit's edges and the deletes that removed a record, in log order (slice, index):
+  // a file's edges go with it (DropEdgesOf), those added after its delete stay.
+  std::vector<CommitRef> commit_edges_;
+  std::vector<CommitRef> commit_deletes_;
+  bool commit_deleted_ = false;  // the last ApplyOne removed a record
   FileRecord commit_merged_;
   std::string commit_key_;
   std::string commit_bytes_;

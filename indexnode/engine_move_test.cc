@@ -91,7 +91,7 @@ struct World {
     return u;
   }
   void Acknowledged(const Update& u) {
-    models[u.acg].Apply(u);
+    if (models[u.acg].Apply(u) && u.acg == kMoving) testing::DropEdgesOf(u.record.id, &edges);
     if (u.op == UpdateOp::kAddEdge && u.acg == kMoving) {
       edges[{u.record.id, u.edge_dst}] += u.edge_weight;
     }

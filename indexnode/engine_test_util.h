@@ -87,7 +87,9 @@ struct Model {
     return out;
   }
 
-  void Apply(const Update& u) {
+  // Returns true when `u` is a delete that ends the file — unconditional, or conditional and
+  // removing the record — after which its ACG has none of the file's edges.
+  bool Apply(const Update& u) {
     switch (u.op) {
       case UpdateOp::kPut:
         files[u.record.id] = u.record;
@@ -95,10 +97,12 @@ struct Model {
         break;
       case UpdateOp::kDelete: {
         auto it = files.find(u.record.id);
-        if (it == files.end() || !DeleteApplies(it->second, u.record)) break;
+        if (it == files.end() || !DeleteApplies(it->second, u.record)) {
+          return u.record.paths.empty();
+        }
         files.erase(it);
         acg_of.erase(u.record.id);
-        break;
+        return true;
       }
       case UpdateOp::kSetAttrs: {
         auto it = files.find(u.record.id);
@@ -116,8 +120,16 @@ struct Model {
       }
       case UpdateOp::kAddEdge: break;
     }
+    return false;
   }
 };
+
+// Drops the edges of which `id` is an end from `edges` (keyed (src, dst)), as an ACG does when
+// it deletes the file.
+template <typename EdgeMap>
+void DropEdgesOf(const FileId& id, EdgeMap* edges) {
+  std::erase_if(*edges, [&](const auto& kv) { return kv.first.first == id || kv.first.second == id; });
+}
 
 inline std::vector<std::string> HitPaths(const std::vector<SearchHit>& hits) {
   std::vector<std::string> out;

@@ -8,6 +8,7 @@
 #include <map>
 #include <set>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "client/cli/args.h"
 #include "client/cli/commands.h"
@@ -82,12 +83,20 @@ Result<SplitReport> SplitOf(uint64_t files, const std::vector<AcgEdge>& edges) {
 class Namer {
  public:
   Namer(Client* client, std::optional<MountRecord> mount) : client_(client), mount_(mount) {}
+  // Whether `id` is an indexed file. An edge whose other end was deleted, kept in another
+  // ACG than the deleted file's (an ACG drops the edges of the files it deletes), is no
+  // longer shown.
+  bool Live(const FileId& id) {
+    Name(id);
+    return !dead_.contains(id);
+  }
   std::string Name(const FileId& id) {
     auto it = cache_.find(id);
     if (it != cache_.end()) return it->second;
     std::string name = "(volume " + std::to_string(id.volume) + " inode " +
                        std::to_string(id.ino) + ")";
     Result<FileRecord> rec = client_->Get(id);
+    if (!rec.ok() && rec.status().code() == StatusCode::kNotFound) dead_.insert(id);
     if (rec.ok() && !rec->paths.empty()) {
       if (mount_ && mount_->volume == id.volume) {
         name = mount_->mountpoint + (rec->paths[0] == "/" ? "" : rec->paths[0]);
@@ -115,6 +124,7 @@ class Namer {
   std::optional<MountRecord> mount_;
   std::map<uint32_t, std::string> roots_;
   std::unordered_map<FileId, std::string, FileIdHash> cache_;
+  std::unordered_set<FileId, FileIdHash> dead_;
 };
 
 std::string DotQuote(const std::string& s) {
@@ -199,6 +209,7 @@ int Show(Client* client, const std::string& file, std::optional<MountRecord> mou
   std::set<uint64_t> acgs;
   std::vector<std::pair<std::string, uint64_t>> producers, products;
   for (const AcgEdge& e : *edges) {
+    if (!namer.Live(e.src) || !namer.Live(e.dst)) continue;
     if (e.dst == *id) {
       producers.push_back({namer.Name(e.src), e.weight});
       acgs.insert(e.acg);
@@ -235,6 +246,7 @@ int Export(Client* client, bool json, std::optional<MountRecord> mount) {
                   static_cast<unsigned long long>(g->files.count(acg) ? g->files[acg] : 0));
       bool first = true;
       for (const AcgEdge& e : edges) {
+        if (!namer.Live(e.src) || !namer.Live(e.dst)) continue;
         std::printf("%s{\"src\":%s,\"dst\":%s,\"weight\":%llu}", first ? "" : ",",
                     JsonString(namer.Name(e.src)).c_str(), JsonString(namer.Name(e.dst)).c_str(),
                     static_cast<unsigned long long>(e.weight));
@@ -251,6 +263,7 @@ int Export(Client* client, bool json, std::optional<MountRecord> mount) {
     std::printf("  subgraph cluster_%llu {\n    label=\"ACG %llu\";\n",
                 static_cast<unsigned long long>(acg), static_cast<unsigned long long>(acg));
     for (const AcgEdge& e : edges) {
+      if (!namer.Live(e.src) || !namer.Live(e.dst)) continue;
       std::printf("    %s -> %s [weight=%llu, label=%llu];\n",
                   DotQuote(namer.Name(e.src)).c_str(), DotQuote(namer.Name(e.dst)).c_str(),
                   static_cast<unsigned long long>(e.weight),

@@ -457,6 +457,7 @@ class CaptureFs::Impl {
       return (void)fuse_reply_err(req, errno);
     }
     inodes_.Unlinked(st, parent, name);
+    if (!dir && st.st_nlink <= 1) edges_.Forget(st.st_ino);  // its number may be reused now
     if (!named) return (void)fuse_reply_err(req, 0);
     indexer_.AddDirUpdate(parent, &ups);
     fuse_reply_err(req, indexer_.Send(ups, ChildPath(dpath, name), {ChildPath(dpath, name)}));
@@ -499,6 +500,10 @@ class CaptureFs::Impl {
     // lost that name (or, exchanged, took the old one).
     inodes_.Renamed(src, parent, name, had_dst ? &dst : nullptr, newparent, newname,
                     (flags & RENAME_EXCHANGE) != 0);
+    if (had_dst && !(flags & RENAME_EXCHANGE) && src.st_ino != dst.st_ino &&
+        !S_ISDIR(dst.st_mode) && dst.st_nlink <= 1) {
+      edges_.Forget(dst.st_ino);  // replaced: its number may be reused now
+    }
     std::string from_dir, to_dir;
     if (!inodes_.PathOf(parent, &from_dir) || !inodes_.PathOf(newparent, &to_dir)) {
       return (void)fuse_reply_err(req, 0);

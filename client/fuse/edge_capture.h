@@ -51,6 +51,9 @@ class EdgeCapture {
                   std::vector<FileId>* producers);
   // `owner` closed file `ino` that it wrote, opened with `mark`.
   void OnWriteClose(const ProcessInfo& owner, uint64_t ino, uint64_t mark);
+  // File `ino` lost its last name: it leaves every process's reads and pending edges (a new
+  // file may get its number).
+  void Forget(uint64_t ino) { processes_.Forget(FileId{options_.volume, ino}); }
   // Sends every captured edge now (also done periodically and at unmount).
   void Flush();
 

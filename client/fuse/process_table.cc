@@ -146,9 +146,16 @@ ProcessTable::Proc* ProcessTable::ParentOf(const ProcessInfo& p, int64_t now_ns)
   if (p.parent.pid == 0) return nullptr;
   auto it = procs_.find(p.parent);
   if (it != procs_.end()) return it->second.get();
-  // The parent has opened nothing itself yet; it still collects its children's opens.
+  // The parent has opened nothing itself yet; it still collects its descendants' reads. Its
+  // own parent comes from /proc now (once per process), so reads propagate further up.
   ProcessInfo pi;
   pi.key = p.parent;
+  uint64_t start = 0;
+  uint32_t ppid = 0;
+  if (StartTime(p.parent.pid, &start, &ppid) && start == p.parent.start && ppid > 1) {
+    uint64_t pstart = 0;
+    if (StartTime(ppid, &pstart, nullptr)) pi.parent = ProcessKey{ppid, pstart};
+  }
   return GetProc(pi, now_ns);
 }
 
@@ -182,7 +189,9 @@ void ProcessTable::AddEdgesTo(const ProcessInfo& p, const FileId& file, int64_t 
   for (size_t i = proc->opened.size(); i-- > 0 && proc->opened_mark[i] > since;) {
     add(proc->opened[i]);
   }
-  if (parent != nullptr) {
+  // A driver's stages (see the header): the reads of the parent's other children count too,
+  // but only when the parent read nothing itself.
+  if (parent != nullptr && !parent->reads_itself) {
     for (size_t i = parent->opened.size(); i-- > 0 && parent->opened_mark[i] > since;) {
       if (!proc->opened_set.contains(parent->opened[i])) add(parent->opened[i]);
     }
@@ -204,10 +213,35 @@ uint64_t ProcessTable::OnOpen(const ProcessInfo& p, const FileId& file, bool rea
   // Files remembered from now on get a larger mark than the one returned.
   const uint64_t mark = mark_;
   if (reads) {
+    proc->reads_itself = true;
     Remember(proc, file);
-    if (parent != nullptr) Remember(parent, file);
+    // Every ancestor collects it (bounded: kMaxAncestors levels, and a cycle of stale keys
+    // cannot loop).
+    Proc* up = parent;
+    for (size_t level = 0; up != nullptr && level < kMaxAncestors; ++level) {
+      Remember(up, file);
+      up = ParentOf(up->info, now_ns);
+    }
   }
   return mark;
+}
+
+void ProcessTable::Forget(const FileId& file) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& [key, proc] : procs_) {
+    if (proc->opened_set.erase(file) != 0) {
+      for (size_t i = 0; i < proc->opened.size(); ++i) {
+        if (proc->opened[i] != file) continue;
+        proc->opened.erase(proc->opened.begin() + static_cast<ptrdiff_t>(i));
+        proc->opened_mark.erase(proc->opened_mark.begin() + static_cast<ptrdiff_t>(i));
+        break;
+      }
+    }
+    if (!proc->edges.empty()) {
+      std::erase_if(proc->edges,
+                    [&](const auto& e) { return e.first == file || e.second == file; });
+    }
+  }
 }
 
 void ProcessTable::OnWriteClose(const ProcessInfo& p, const FileId& file, int64_t now_ns,

@@ -1,4 +1,4 @@
-// ProcessTable: who opened what, per process, for the access-causality graph (DESIGN §4).
+// ProcessTable: who opened what, per process, for the access-causality graph (docs/capture.md).
 //
 // A FUSE request names the calling *thread* (PITFALLS: fuse_req_ctx()->pid is a tid). The table
 // maps it to its process — thread-group id plus the process's start time, so a reused pid is a
@@ -9,19 +9,22 @@
 // writing it: a linker
 // opens its output before it reads its inputs, and a strict "opened before the write-open"
 // rule would never link objects to the binary. Each edge counts once per process (weight +1
-// per execution, DESIGN §3), however often the process reopens the file. Edges stay in RAM and are taken by
+// per process), however often the process reopens the file. Edges stay in RAM and are taken by
 // Sweep(): those of exited processes at once, those of live ones every flush interval. They are
-// weakly consistent (DESIGN §4): losing some never makes a search wrong.
+// weakly consistent (docs/capture.md): losing some never makes a search wrong.
 //
-// One deviation from "per process", written down in DESIGN notes: a process's opens also count
-// for its parent, one level up. A compiler driver runs its stages as children — cc1 reads the
-// sources and writes a temporary outside the tree, `as` reads that and writes the object — so
-// neither child alone ever both reads foo.c and writes foo.o; their parent (gcc) did. Only one
-// level: make itself (the grandparent) does not collect every target's sources, so unrelated
-// targets stay unrelated.
+// Inheritance between processes (docs/capture.md "The rule"): build tools run their
+// work in trees of processes — make runs a shell, the shell a script, the script sed; a
+// compiler driver runs cc1 and then as, which pass their data through a temporary outside the
+// tree — so a process's reads also count for every ancestor (up to kMaxAncestors levels): a
+// shell's redirect into command-list.h has the reads of the script's sed. A write takes as
+// producers the writer's own reads and its descendants', never its ancestors' own reads (make's
+// Makefile produced none of its targets) nor a sibling's, with one exception: when the parent
+// read nothing itself — a driver such as gcc, whose stages are its children — the reads of its
+// other children count too (cc1 read foo.c, `as` writes foo.o).
 //
 // What counts as a producer: a file opened for reading (O_RDONLY, or O_RDWR of an existing file
-// without O_TRUNC). DESIGN §4 also lists files opened for writing; a file the process itself
+// without O_TRUNC). Files opened for writing are not producers: a file the process itself
 // created or overwrote carries nothing into the next file it writes, and counting it turns a
 // process that writes many files (PostMark, an unpacker, a logger) into an edge storm of
 // written x written pairs. A file it reads back after writing is a producer again.
@@ -78,6 +81,8 @@ class ProcessTable {
   static constexpr size_t kMaxOpened = 256;
   static constexpr size_t kMaxPendingEdges = 1 << 16;
   static constexpr size_t kMaxProcesses = 4096;
+  // How far up the process tree a read is collected.
+  static constexpr size_t kMaxAncestors = 16;
   // At most this many producers are reported for placement.
   static constexpr size_t kMaxProducers = 16;
 
@@ -103,6 +108,10 @@ class ProcessTable {
   void OnWriteClose(const ProcessInfo& p, const FileId& file, int64_t now_ns,
                     uint64_t since = 0);
 
+  // `file` is gone (its last name was removed): it leaves every process's reads and pending
+  // edges, so a file that reuses its inode number inherits nothing.
+  void Forget(const FileId& file);
+
   // Appends the edges due: every edge of processes that exited (or all processes when `all`),
   // and of live processes whose last flush is older than the interval. Exited processes are
   // forgotten.
@@ -124,6 +133,7 @@ class ProcessTable {
       }
     };
     std::unordered_set<std::pair<FileId, FileId>, PairHash> edges;  // (src, dst), once each
+    bool reads_itself = false;  // it opened a file for reading itself (not a descendant)
     int64_t last_flush_ns = 0;
     int64_t last_seen_ns = 0;
   };

@@ -1,5 +1,7 @@
 // ProcessTable against a fake /proc: thread -> process mapping, pid reuse, the edge rules of
-// DESIGN §4 (with the one-level parent rule), and when edges are flushed.
+// docs/capture.md (reads count for every ancestor; a write takes its own and its descendants'
+// reads, and its siblings' only under a parent that read nothing itself), and when edges are
+// flushed.
 #include "client/fuse/process_table.h"
 
 #include <gtest/gtest.h>
@@ -116,13 +118,14 @@ TEST(ProcessTableTest, CloseWithTheOpenMarkAddsOnlyFilesOpenedSinceTheWriteOpen)
   // the mark re-adds none of them, a close without it re-adds all (the model: edges from
   // every file opened before the close, minus those the open already covered).
   FakeProc proc;
-  proc.AddProcess(400, 1, 1, "sh");
+  proc.AddProcess(400, 1, 1, "gcc");  // a driver: reads nothing itself
   proc.AddProcess(401, 400, 2, "app");
+  proc.AddProcess(402, 400, 3, "sibling");
   ProcessTable table(proc.root());
-  ProcessInfo parent, p;
-  ASSERT_TRUE(table.Identify(400, 0, &parent));
+  ProcessInfo sibling, p;
+  ASSERT_TRUE(table.Identify(402, 0, &sibling));
   ASSERT_TRUE(table.Identify(401, 0, &p));
-  table.OnOpen(parent, F(1), true, false, 0, nullptr);  // the parent's, before
+  table.OnOpen(sibling, F(1), true, false, 0, nullptr);  // the sibling's, before
   table.OnOpen(p, F(2), true, false, 0, nullptr);
   table.OnOpen(p, F(3), true, false, 0, nullptr);
   const uint64_t mark = table.OnOpen(p, F(9), false, true, 0, nullptr);
@@ -133,7 +136,7 @@ TEST(ProcessTableTest, CloseWithTheOpenMarkAddsOnlyFilesOpenedSinceTheWriteOpen)
                               {1, 9, 1}, {2, 9, 1}, {3, 9, 1}}));
   table.OnOpen(p, F(2), true, false, 0, nullptr);       // reopened: not new
   table.OnOpen(p, F(4), true, false, 0, nullptr);       // new since the write-open
-  table.OnOpen(parent, F(5), true, false, 0, nullptr);  // the parent's, since
+  table.OnOpen(sibling, F(5), true, false, 0, nullptr);  // the sibling's, since
   table.OnWriteClose(p, F(9), 0, mark);
   edges.clear();
   table.Sweep(0, /*all=*/true, &edges);
@@ -150,7 +153,59 @@ TEST(ProcessTableTest, CloseWithTheOpenMarkAddsOnlyFilesOpenedSinceTheWriteOpen)
   EXPECT_GT(table.OnOpen(p, F(10), false, true, 0, nullptr), mark);
 }
 
-TEST(ProcessTableTest, ChildrenOpensCountForTheParentOnlyOneLevelUp) {
+TEST(ProcessTableTest, AWriteTakesItsOwnAndItsDescendantsReadsNotItsAncestorsOwn) {
+  // make(10) reads Makefile, runs sh(11) -c './gen.sh list.txt > list.h': gen.sh(12) runs
+  // sed(13), which reads list.txt; sh writes list.h. Another sh(21) reads other.txt and writes
+  // other.o.
+  FakeProc proc;
+  proc.AddProcess(10, 1, 1, "make");
+  proc.AddProcess(11, 10, 2, "sh");
+  proc.AddProcess(12, 11, 3, "gen.sh");
+  proc.AddProcess(13, 12, 4, "sed");
+  proc.AddProcess(21, 10, 5, "sh");
+  ProcessTable table(proc.root());
+  const uint64_t makefile = 1, list_txt = 2, list_h = 3, other_txt = 4, other_o = 5;
+  ProcessInfo p;
+  ASSERT_TRUE(table.Identify(10, 0, &p));
+  table.OnOpen(p, F(makefile), true, false, 0, nullptr);
+  ASSERT_TRUE(table.Identify(21, 0, &p));
+  table.OnOpen(p, F(other_txt), true, false, 0, nullptr);
+  ASSERT_TRUE(table.Identify(13, 0, &p));
+  table.OnOpen(p, F(list_txt), true, false, 0, nullptr);  // a grandchild's read
+  ASSERT_TRUE(table.Identify(11, 0, &p));
+  std::vector<FileId> producers;
+  const uint64_t mark = table.OnOpen(p, F(list_h), false, true, 0, &producers);
+  EXPECT_EQ(producers, (std::vector<FileId>{F(list_txt)}));
+  table.OnWriteClose(p, F(list_h), 0, mark);
+  ASSERT_TRUE(table.Identify(21, 0, &p));
+  table.OnOpen(p, F(other_o), false, true, 0, nullptr);
+  std::vector<CapturedEdge> edges;
+  table.Sweep(0, /*all=*/true, &edges);
+  // Neither make's Makefile nor the other shell's input is a producer of list.h.
+  EXPECT_EQ(Edges(edges), (std::set<std::tuple<uint64_t, uint64_t, uint32_t>>{
+                              {list_txt, list_h, 1}, {other_txt, other_o, 1}}));
+}
+
+TEST(ProcessTableTest, AForgottenFileLeavesReadsAndPendingEdges) {
+  // sh -c 'cat a.txt; echo x > t; rm t'; then a new file reuses t's number.
+  FakeProc proc;
+  proc.AddProcess(30, 1, 1, "sh");
+  proc.AddProcess(31, 30, 2, "cat");
+  ProcessTable table(proc.root());
+  ProcessInfo sh, cat;
+  ASSERT_TRUE(table.Identify(31, 0, &cat));
+  table.OnOpen(cat, F(1), true, false, 0, nullptr);
+  ASSERT_TRUE(table.Identify(30, 0, &sh));
+  table.OnOpen(sh, F(2), false, true, 0, nullptr);
+  table.OnOpen(sh, F(2), true, false, 0, nullptr);  // read back: a producer
+  table.Forget(F(2));
+  table.OnOpen(sh, F(3), false, true, 0, nullptr);
+  std::vector<CapturedEdge> edges;
+  table.Sweep(0, /*all=*/true, &edges);
+  EXPECT_EQ(Edges(edges), (std::set<std::tuple<uint64_t, uint64_t, uint32_t>>{{1, 3, 1}}));
+}
+
+TEST(ProcessTableTest, ADriversStagesShareTheirReads) {
   // make(10) -> gcc(11) -> cc1(12) reads a.c, a.h; as(13) writes a.o.
   // make(10) -> gcc(21) -> cc1(22) reads b.c;     as(23) writes b.o.
   FakeProc proc;
