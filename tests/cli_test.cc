@@ -15,6 +15,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -293,6 +294,69 @@ TEST_F(CliTest, InterruptedImportResumes) {
     if (e.path.find("/zlinks/hardlink") == std::string::npos) want.push_back(e.path);
   }
   EXPECT_EQ(Sorted(Search("size>=0")), Sorted(want));
+}
+
+// Repeated imports of a changing tree converge to it (docs/reconcile.md): vanished files
+// leave the index, a file replaced by a directory of the same name is one entry, new and
+// changed files are in; an import that fails registers nothing, and volumes never overlap.
+TEST_F(CliTest, ReimportsOfAChangingTreeConvergeAndVolumesNeverOverlap) {
+  BuildTree(tree_, TestSeed(), 300);
+  ASSERT_EQ(::unlink((tree_ + "/zlinks/hardlink").c_str()), 0);  // links: a later issue
+  ASSERT_EQ(Cli({"import", tree_, "--state", dir_.path() + "/import.state"}).code, 0);
+  Random rnd(TestSeed() + 1);
+  auto regular_files = [&] {
+    std::vector<std::string> out;
+    for (const Entry& e : WalkOracle(tree_)) {
+      if (S_ISREG(e.st.st_mode)) out.push_back(e.path);
+    }
+    return Sorted(out);
+  };
+  for (int round = 0; round < 3; ++round) {
+    SCOPED_TRACE("round " + std::to_string(round));
+    std::vector<std::string> files = regular_files();
+    for (size_t i = 0; i < files.size(); ++i) {
+      const std::string& f = files[i];
+      switch (rnd.Uniform(8)) {
+        case 0: ASSERT_EQ(::unlink(f.c_str()), 0); break;
+        case 1:  // replaced by a directory of the same name
+          ASSERT_EQ(::unlink(f.c_str()), 0);
+          ASSERT_EQ(::mkdir(f.c_str(), 0755), 0);
+          WriteFile(f + "/in", "x");
+          break;
+        case 2: WriteFile(f, std::string(rnd.Uniform(3000), 'z')); break;
+        case 3: ASSERT_EQ(::rename(f.c_str(), (f + ".moved").c_str()), 0); break;
+        default: break;
+      }
+    }
+    WriteFile(tree_ + "/new" + std::to_string(round), "new");
+    CliResult again = Cli({"import", tree_});
+    ASSERT_EQ(again.code, 0) << again.err;
+    EXPECT_NE(again.out.find("reconciled " + tree_), std::string::npos) << again.out;
+    EXPECT_EQ(Sorted(Search("type=f")), regular_files());
+    std::vector<std::string> all = Search("size>=0");
+    EXPECT_EQ(std::set<std::string>(all.begin(), all.end()).size(), all.size())
+        << "a path printed twice";
+  }
+  // Nothing changed: nothing sent.
+  CliResult same = Cli({"import", tree_});
+  ASSERT_EQ(same.code, 0) << same.err;
+  EXPECT_NE(same.out.find("0 added, 0 changed, 0 removed"), std::string::npos)
+      << same.out << same.err;
+  // A failed import registers no volume; a directory inside a volume, or holding one, is
+  // refused with a message naming the volume.
+  const std::string before = Cli({"status"}).out;
+  CliResult file = Cli({"import", "/etc/passwd"});
+  EXPECT_EQ(file.code, 1);
+  EXPECT_NE(file.err.find("not a directory"), std::string::npos) << file.err;
+  CliResult inside = Cli({"import", tree_ + "/src"});
+  EXPECT_EQ(inside.code, 1);
+  EXPECT_NE(inside.err.find("inside volume"), std::string::npos) << inside.err;
+  CliResult holds = Cli({"import", dir_.path()});
+  EXPECT_EQ(holds.code, 1);
+  EXPECT_NE(holds.err.find("holds volume"), std::string::npos) << holds.err;
+  EXPECT_EQ(Cli({"status"}).out.find("/etc/passwd"), std::string::npos);
+  std::vector<std::string> src = Search("type=f", {"--scope", tree_ + "/src"});
+  EXPECT_EQ(std::set<std::string>(src.begin(), src.end()).size(), src.size());
 }
 
 TEST_F(CliTest, ErrorsAreOneLineWithDocumentedExitCodes) {

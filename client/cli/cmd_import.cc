@@ -16,6 +16,7 @@
 
 #include "client/cli/args.h"
 #include "client/cli/commands.h"
+#include "client/lib/reconcile.h"
 #include "common/env.h"
 #include "common/secure_dir.h"
 #include "common/tree_walk.h"
@@ -28,7 +29,9 @@ constexpr const char* kImportHelp = R"(usage: propeller import DIR [options]
 Indexes the existing tree under DIR: every file and directory (not following symlinks, not
 crossing into other file systems) with its attributes and user.* extended attributes. DIR
 becomes a volume; searches print paths under it. Interrupted imports resume where they stopped
-when run again.
+when run again. Importing a DIR imported before brings its index up to date with the tree
+(docs/reconcile.md): new, changed, renamed and vanished entries; only the differences are
+sent. A DIR inside an existing volume, or holding one, is refused: import the volume's root.
   propeller import /srv/data
 Options:
   --app NAME      application tag for placement of new partitions (default: import)
@@ -145,8 +148,30 @@ int RunImport(const GlobalOptions& global, const std::vector<std::string>& argv)
     return ReportError(Status::IOError("cannot open " + args->positional()[0], errno));
   }
   const std::string root = resolved;
+  struct stat root_st;
+  if (::stat(root.c_str(), &root_st) != 0) {
+    return ReportError(Status::IOError("cannot read " + root, errno));
+  }
+  if (!S_ISDIR(root_st.st_mode)) {
+    return ReportError(Status::InvalidArgument(root + " is not a directory: import takes the "
+                                               "directory tree to index"));
+  }
   auto client = ConnectOrReport(global);
   if (!client) return kExitError;
+  // Volumes never overlap: a path has one volume, so a hit is never printed twice.
+  auto volumes = client->ListVolumes();
+  if (!volumes.ok()) return ReportError(volumes.status());
+  bool known = false;
+  for (const wire::VolumeInfo& v : *volumes) {
+    if (v.root == root) {
+      known = true;
+    } else if (PathInScope(root, v.root) || PathInScope(v.root, root)) {
+      return ReportError(Status::InvalidArgument(
+          root + (PathInScope(root, v.root) ? " is inside" : " holds") + " volume " +
+          std::to_string(v.volume) + " (" + v.root + "); volumes cannot overlap: import " +
+          v.root + " to bring it up to date"));
+    }
+  }
   auto volume = client->RegisterVolume(root);
   if (!volume.ok()) return ReportError(volume.status());
 
@@ -171,6 +196,13 @@ int RunImport(const GlobalOptions& global, const std::vector<std::string>& argv)
     }
   }
   if (Status st = PrepareStateDir(state_path); !st.ok()) return ReportError(st);
+  if (known && checkpoint.last.empty()) {
+    // Imported before and not interrupted: only the differences (docs/reconcile.md).
+    ReconcileStats rs;
+    if (Status st = Reconcile(client.get(), root, *volume, &rs); !st.ok()) return ReportError(st);
+    std::printf("%s (volume %u)\n", ReconcileSummary(root, rs).c_str(), *volume);
+    return kExitOk;
+  }
 
   const std::string app = args->GetOr("--app", "import");
   const std::string resume_after = checkpoint.last;

@@ -23,6 +23,7 @@
 #include "client/fuse/pending_updates.h"
 #include "client/lib/mount_registry.h"
 #include "client/lib/query_engine.h"
+#include "client/lib/reconcile.h"
 #include "common/env.h"
 #include "common/logging.h"
 #include "common/record.h"
@@ -75,6 +76,8 @@ Options:
                       microseconds before it sleeps, so back-to-back calls skip a thread
                       wake-up (default 50; 0 = off). Spends CPU only while calls keep coming.
   --no-import         do not index the files already in BACKING on the first mount
+  --no-reconcile      do not bring the index up to date with BACKING at start (changes
+                      made while it was not mounted stay unseen; docs/reconcile.md)
   --no-capture        keep the index exact but capture no access-causality edges
   --no-allow-other    only the mounting user may use the mount (default: every user, with
                       normal permission checks; needs root)
@@ -204,7 +207,7 @@ int RunMount(const GlobalOptions& global, const std::vector<std::string>& argv) 
                            "--poll-us", "--ready-file", "--log-level", "--index-timeout",
                            "--search-wait"},
                           {"--help", "-h", "--writeback", "--no-passthrough", "--no-import",
-                           "--no-allow-other", "--no-capture", "--debug"});
+                           "--no-reconcile", "--no-allow-other", "--no-capture", "--debug"});
   if (!args.ok()) return ReportError(args.status(), /*usage=*/true);
   if (args->Has("--help") || args->Has("-h")) {
     std::fputs(kMountHelp, stdout);
@@ -350,6 +353,15 @@ int RunMount(const GlobalOptions& global, const std::vector<std::string>& argv) 
         if (Status s = service->node->engine()->MarkRebuilt(acg); !s.ok()) return ReportError(s);
       }
     }
+  }
+  if (known && !args->Has("--no-reconcile")) {
+    // What changed in BACKING while it was not mounted, and what a crash cut off
+    // (docs/reconcile.md), before the mount serves.
+    ReconcileStats rs;
+    if (Status s = Reconcile(client->get(), backing, *volume, &rs); !s.ok()) {
+      return ReportError(s);
+    }
+    std::fprintf(stderr, "propeller: %s\n", ReconcileSummary(backing, rs).c_str());
   }
 
   // The queue of updates the index could not take (docs/faults.md), and what feeds the index.
