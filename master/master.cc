@@ -574,6 +574,17 @@ Status Master::RegisterVolume(const wire::RegisterVolumeRequest& req, wire::Volu
   PROPELLER_RETURN_IF_ERROR(store_->Update([&](MasterStore::Txn& txn) -> Status {
     id = txn.FindVolume(req.root);
     if (id != 0) return Status::OK();
+    // Volumes never overlap: a file has one volume and one path in it, so a search never
+    // prints a file twice and its identity does not depend on how it was reached.
+    for (const auto& [other, root] : store_->Volumes()) {
+      const bool inside = PathInScope(req.root, root);
+      if (inside || PathInScope(root, req.root)) {
+        return Status::InvalidArgument(req.root + (inside ? " is inside" : " holds") +
+                                       " volume " + std::to_string(other) + " (" + root +
+                                       "); volumes cannot overlap: import or mount " + root +
+                                       " instead");
+      }
+    }
     PROPELLER_ASSIGN_OR_RETURN(id, txn.AddVolume(req.root));
     return Status::OK();
   }));

@@ -158,20 +158,11 @@ int RunImport(const GlobalOptions& global, const std::vector<std::string>& argv)
   }
   auto client = ConnectOrReport(global);
   if (!client) return kExitError;
-  // Volumes never overlap: a path has one volume, so a hit is never printed twice.
   auto volumes = client->ListVolumes();
   if (!volumes.ok()) return ReportError(volumes.status());
   bool known = false;
-  for (const wire::VolumeInfo& v : *volumes) {
-    if (v.root == root) {
-      known = true;
-    } else if (PathInScope(root, v.root) || PathInScope(v.root, root)) {
-      return ReportError(Status::InvalidArgument(
-          root + (PathInScope(root, v.root) ? " is inside" : " holds") + " volume " +
-          std::to_string(v.volume) + " (" + v.root + "); volumes cannot overlap: import " +
-          v.root + " to bring it up to date"));
-    }
-  }
+  for (const wire::VolumeInfo& v : *volumes) known = known || v.root == root;
+  // The master refuses a root inside or holding another volume (volumes never overlap).
   auto volume = client->RegisterVolume(root);
   if (!volume.ok()) return ReportError(volume.status());
 

@@ -354,15 +354,6 @@ int RunMount(const GlobalOptions& global, const std::vector<std::string>& argv) 
       }
     }
   }
-  if (known && !args->Has("--no-reconcile")) {
-    // What changed in BACKING while it was not mounted, and what a crash cut off
-    // (docs/reconcile.md), before the mount serves.
-    ReconcileStats rs;
-    if (Status s = Reconcile(client->get(), backing, *volume, &rs); !s.ok()) {
-      return ReportError(s);
-    }
-    std::fprintf(stderr, "propeller: %s\n", ReconcileSummary(backing, rs).c_str());
-  }
 
   // The queue of updates the index could not take (docs/faults.md), and what feeds the index.
   auto pending = fuse::PendingUpdates::Open(
@@ -370,6 +361,20 @@ int RunMount(const GlobalOptions& global, const std::vector<std::string>& argv) 
       "cluster " + (embedded ? std::string("embedded in ") + data : (*client)->master_endpoint()) +
           "\nvolume " + std::to_string(*volume) + "\nbacking " + backing + "\n");
   if (!pending.ok()) return ReportError(pending.status());
+  if (known && !args->Has("--no-reconcile")) {
+    // What changed in BACKING while it was not mounted, and what a crash cut off
+    // (docs/reconcile.md), before the mount serves. An index that cannot be reached does not
+    // keep the mount from serving (docs/faults.md): the next start reconciles.
+    ReconcileStats rs;
+    if (Status s = Reconcile(client->get(), backing, *volume, &rs); s.ok()) {
+      std::fprintf(stderr, "propeller: %s\n", ReconcileSummary(backing, rs).c_str());
+    } else {
+      std::fprintf(stderr,
+                   "propeller: warning: not reconciled with %s (%s); changes made while it "
+                   "was not mounted are not indexed until the next start\n",
+                   backing.c_str(), s.ToString().c_str());
+    }
+  }
   fuse::IndexWriterOptions wo;
   wo.client = client->get();
   wo.backing = backing;
