@@ -92,8 +92,9 @@ struct AcgSearchRequest {
   const Query* query = nullptr;
   std::string scope = "/";
   std::optional<uint32_t> volume;
-  // Called for each match with the first path in scope; return false to stop. The record is
-  // a scratch object the callee may move from (each match is decoded afresh).
+  // Called for each matching path: a record with hard links matches once per link in scope
+  // that satisfies the query with its own name and path. Return false to stop. The record is
+  // a scratch object the callee may move from (each match is decoded afresh, or copied).
   std::function<bool(const std::string& path, FileRecord& record)> on_match;
   const std::atomic<bool>* stop = nullptr;  // polled between candidates; may be null
 };

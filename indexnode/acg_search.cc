@@ -405,6 +405,7 @@ Status Acg::SearchOpen(const AcgSearchRequest& req, AcgSearchStats* stats,
   CountReads(planner.lmdb_reads());  // the candidates' records: NoteMapped below
 
   FileRecord rec;
+  std::vector<std::string> linked;  // the matching links of a hard-linked record
   // Files a split moved out stay here until the split's clean-up removes them (RemoveHeld):
   // they are answered by the ACG they moved to. Only then is a record's route looked up
   // (cleanup_pending_ is written under rw_, held here).
@@ -414,17 +415,29 @@ Status Acg::SearchOpen(const AcgSearchRequest& req, AcgSearchStats* stats,
     PROPELLER_RETURN_IF_ERROR(DecodeStored(bytes, &rec));
     if (req.volume && rec.id.volume != *req.volume) return true;
     if (routed && RouteOf(rec.id) != 0) return true;
-    const std::string* in_scope = nullptr;
+    if (rec.paths.size() == 1) {
+      if ((scoped && !PathInScope(rec.paths[0], req.scope)) || !req.query->Matches(rec)) {
+        return true;
+      }
+      if (stats) ++stats->matches;
+      const std::string path = rec.paths[0];  // on_match may move rec (and its paths) away
+      return req.on_match(path, rec);
+    }
+    // Hard links (docs/search.md "Hard links"): every link in scope that satisfies the query
+    // with its own name and path, each once, as find prints them.
+    linked.clear();
     for (const std::string& p : rec.paths) {
-      if (!scoped || PathInScope(p, req.scope)) {
-        in_scope = &p;
-        break;
+      if ((!scoped || PathInScope(p, req.scope)) && req.query->MatchesLink(rec, p)) {
+        linked.push_back(p);
       }
     }
-    if (!in_scope || !req.query->Matches(rec)) return true;
+    if (linked.empty()) return true;
     if (stats) ++stats->matches;
-    const std::string path = *in_scope;  // on_match may move rec (and its paths) away
-    return req.on_match(path, rec);
+    for (size_t i = 0; i + 1 < linked.size(); ++i) {
+      FileRecord copy = rec;
+      if (!req.on_match(linked[i], copy)) return false;
+    }
+    return req.on_match(linked.back(), rec);
   };
 
   // Most records to read: map the whole data file in one call (acg.h: Prefault). Fewer are

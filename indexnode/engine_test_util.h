@@ -31,19 +31,14 @@ struct Model {
   std::map<FileId, FileRecord> files;
   std::map<FileId, uint64_t> acg_of;
 
-  // Paths (sorted) of the records matching `q` with a path in `scope`: the first such path
-  // per record, as the engine reports it.
+  // Paths (sorted) matching `q` in `scope`: every link of a record that is in scope and
+  // satisfies the query with its own name and path, as find lists them.
   std::vector<std::string> Search(const Query& q, const std::string& scope) const {
     std::vector<std::string> out;
     for (const auto& [id, rec] : files) {
-      const std::string* first = nullptr;
       for (const std::string& p : rec.paths) {
-        if (PathInScope(p, scope)) {
-          first = &p;
-          break;
-        }
+        if (PathInScope(p, scope) && q.MatchesLink(rec, p)) out.push_back(p);
       }
-      if (first && q.Matches(rec)) out.push_back(*first);
     }
     std::sort(out.begin(), out.end());
     return out;
@@ -55,10 +50,7 @@ struct Model {
     std::vector<std::pair<const FileRecord*, std::string>> hits;
     for (const auto& [id, rec] : files) {
       for (const std::string& p : rec.paths) {
-        if (PathInScope(p, scope)) {
-          if (q.Matches(rec)) hits.emplace_back(&rec, p);
-          break;
-        }
+        if (PathInScope(p, scope) && q.MatchesLink(rec, p)) hits.emplace_back(&rec, p);
       }
     }
     auto num = [&](const FileRecord& r) -> int64_t {

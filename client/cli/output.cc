@@ -91,6 +91,28 @@ std::string RecordJson(const std::string& path, const FileRecord& r) {
                 r.id.volume, r.id.ino, static_cast<char>(r.type), r.size, r.mtime, r.ctime,
                 r.atime, r.uid, r.gid, r.mode & 07777, r.nlink);
   out += buf;
+  // Every link of the file the caller may see (docs/search.md "Hard links"), as paths like
+  // "path": the hit's own path ends with one of the record's in-volume paths, and what comes
+  // before that is the prefix of them all (the volume root, or the mount point).
+  if (r.paths.size() > 1) {
+    std::string prefix;
+    bool found = false;
+    for (const std::string& p : r.paths) {
+      if (p != "/" && path.size() >= p.size() &&
+          path.compare(path.size() - p.size(), p.size(), p) == 0) {
+        prefix = path.substr(0, path.size() - p.size());
+        found = true;
+        break;
+      }
+    }
+    if (found) {
+      out += ",\"links\":[";
+      for (size_t i = 0; i < r.paths.size(); ++i) {
+        out += (i ? "," : "") + JsonString(prefix + r.paths[i]);
+      }
+      out += "]";
+    }
+  }
   if (!r.attrs.empty()) {
     out += ",\"attrs\":{";
     bool first = true;

@@ -636,11 +636,12 @@ class Client::Impl {
     // While an ACG migrates, the old and the new node may both answer for it, with the same
     // records (both copies are frozen until the old one is gone): each file counts once.
     // Only needed with more than one node; a set of ids is cheap next to the hits themselves.
+    // A hit is a path of a file (each hard link is its own hit), so it is (file, path).
     const bool dedup = nodes.size() > 1;
-    std::unordered_set<FileId, FileIdHash> seen;
+    std::set<std::pair<FileId, std::string>> seen;
     auto deliver = [&](std::vector<ClientHit>& batch) {
       for (ClientHit& hit : batch) {
-        if (dedup && !seen.insert(hit.record.id).second) continue;
+        if (dedup && !seen.emplace(hit.record.id, hit.path).second) continue;
         if (sorted) {
           collected.push_back(std::move(hit));
           continue;

@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -82,12 +83,14 @@ bool StringHolds(CmpOp op, std::string_view subject, const std::string& value) {
 
 enum class PathPart { kName, kExt, kPath };
 
-// True when some path of the record satisfies the predicate ('!=' = no path equals).
-bool AnyPathMatches(const FileRecord& record, PathPart part, CmpOp op, const AttrValue& value) {
+// True when one of `paths` (the record's, or the one link evaluated) satisfies the predicate
+// ('!=' = none equals).
+bool AnyPathMatches(std::span<const std::string> paths, PathPart part, CmpOp op,
+                    const AttrValue& value) {
   const auto* text = std::get_if<std::string>(&value);
   if (text == nullptr) return op == CmpOp::kNe;
-  if (op == CmpOp::kNe) return !AnyPathMatches(record, part, CmpOp::kEq, value);
-  for (const std::string& path : record.paths) {
+  if (op == CmpOp::kNe) return !AnyPathMatches(paths, part, CmpOp::kEq, value);
+  for (const std::string& path : paths) {
     bool hit = false;
     switch (part) {
       case PathPart::kPath: hit = StringHolds(op, path, *text); break;
@@ -101,11 +104,11 @@ bool AnyPathMatches(const FileRecord& record, PathPart part, CmpOp op, const Att
   return false;
 }
 
-bool KeywordMatches(const FileRecord& record, CmpOp op, const AttrValue& value) {
+bool KeywordMatches(std::span<const std::string> paths, CmpOp op, const AttrValue& value) {
   const auto* keyword = std::get_if<std::string>(&value);
   if (keyword == nullptr || (op != CmpOp::kEq && op != CmpOp::kNe)) return op == CmpOp::kNe;
   bool found = false;
-  for (const std::string& path : record.paths) {
+  for (const std::string& path : paths) {
     if (PathHasKeyword(path, *keyword)) {
       found = true;
       break;
@@ -149,24 +152,41 @@ bool UserValueMatches(CmpOp op, const AttrValue& have, const AttrValue& want) {
   return Holds(op, order);
 }
 
-bool NodeMatches(const QueryNode& node, const FileRecord& record) {
+bool LinkPredicateMatches(const Predicate& pred, const FileRecord& record,
+                          std::span<const std::string> paths);
+
+bool NodeMatches(const QueryNode& node, const FileRecord& record,
+                 std::span<const std::string> paths) {
   switch (node.kind) {
     case QueryNode::Kind::kAnd:
       for (const auto& child : node.children) {
-        if (!NodeMatches(*child, record)) return false;
+        if (!NodeMatches(*child, record, paths)) return false;
       }
       return true;
     case QueryNode::Kind::kOr:
       for (const auto& child : node.children) {
-        if (NodeMatches(*child, record)) return true;
+        if (NodeMatches(*child, record, paths)) return true;
       }
       return false;
     case QueryNode::Kind::kNot:
-      return !node.children.empty() && !NodeMatches(*node.children[0], record);
+      return !node.children.empty() && !NodeMatches(*node.children[0], record, paths);
     case QueryNode::Kind::kPred:
-      return PredicateMatches(node.pred, record);
+      return LinkPredicateMatches(node.pred, record, paths);
   }
   return false;
+}
+
+// PredicateMatches with the path predicates (name, ext, path, keyword) evaluated on `paths`.
+bool LinkPredicateMatches(const Predicate& pred, const FileRecord& record,
+                          std::span<const std::string> paths) {
+  const CmpOp op = pred.op;
+  switch (pred.attr) {
+    case Attr::kName: return AnyPathMatches(paths, PathPart::kName, op, pred.value);
+    case Attr::kExt: return AnyPathMatches(paths, PathPart::kExt, op, pred.value);
+    case Attr::kPath: return AnyPathMatches(paths, PathPart::kPath, op, pred.value);
+    case Attr::kKeyword: return KeywordMatches(paths, op, pred.value);
+    default: return PredicateMatches(pred, record);
+  }
 }
 
 }  // namespace
@@ -183,10 +203,10 @@ bool PredicateMatches(const Predicate& pred, const FileRecord& record) {
     case Attr::kMode: return IntFieldMatches(op, record.mode & 07777, pred.value);
     case Attr::kNlink: return IntFieldMatches(op, record.nlink, pred.value);
     case Attr::kType: return TypeMatches(record, op, pred.value);
-    case Attr::kName: return AnyPathMatches(record, PathPart::kName, op, pred.value);
-    case Attr::kExt: return AnyPathMatches(record, PathPart::kExt, op, pred.value);
-    case Attr::kPath: return AnyPathMatches(record, PathPart::kPath, op, pred.value);
-    case Attr::kKeyword: return KeywordMatches(record, op, pred.value);
+    case Attr::kName: return AnyPathMatches(record.paths, PathPart::kName, op, pred.value);
+    case Attr::kExt: return AnyPathMatches(record.paths, PathPart::kExt, op, pred.value);
+    case Attr::kPath: return AnyPathMatches(record.paths, PathPart::kPath, op, pred.value);
+    case Attr::kKeyword: return KeywordMatches(record.paths, op, pred.value);
     case Attr::kUser: {
       const auto it = record.attrs.find(pred.user_attr);
       if (it == record.attrs.end()) return op == CmpOp::kNe;
@@ -197,7 +217,11 @@ bool PredicateMatches(const Predicate& pred, const FileRecord& record) {
 }
 
 bool Query::Matches(const FileRecord& record) const {
-  return root_ != nullptr && NodeMatches(*root_, record);
+  return root_ != nullptr && NodeMatches(*root_, record, record.paths);
+}
+
+bool Query::MatchesLink(const FileRecord& record, const std::string& path) const {
+  return root_ != nullptr && NodeMatches(*root_, record, std::span<const std::string>(&path, 1));
 }
 
 }  // namespace propeller

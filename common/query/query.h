@@ -105,8 +105,11 @@ class Query {
   // Never throws, never crashes on any input; inputs over 64 KiB are rejected.
   static Result<Query> Parse(std::string_view text, const ParseOptions& options = {});
 
-  // True when `record` satisfies the whole query.
+  // True when `record` satisfies the whole query (a path predicate: some path of it does).
   bool Matches(const FileRecord& record) const;
+  // True when the link `path` of `record` satisfies the query: the path predicates (name,
+  // ext, path, keyword) see that path only, as find sees one name of a hard-linked file.
+  bool MatchesLink(const FileRecord& record, const std::string& path) const;
   const QueryNode& root() const { return *root_; }
   const std::string& text() const { return text_; }
   int64_t now_ns() const { return now_ns_; }
