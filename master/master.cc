@@ -593,6 +593,21 @@ Status Master::RegisterVolume(const wire::RegisterVolumeRequest& req, wire::Volu
   return Status::OK();
 }
 
+Status Master::RemoveVolume(const wire::VolumeInfo& req) {
+  uint64_t unmapped = 0;
+  PROPELLER_RETURN_IF_ERROR(store_->Update([&](MasterStore::Txn& txn) -> Status {
+    const uint32_t id = txn.FindVolume(req.root);
+    if (id == 0 || id != req.volume) {
+      return Status::NotFound("no volume " + std::to_string(req.volume) + " with root " +
+                              req.root);
+    }
+    return txn.RemoveVolume(id, &unmapped);
+  }));
+  Log(LogLevel::kInfo, "volume %u (%s) removed: %llu file mappings dropped", req.volume,
+      req.root.c_str(), static_cast<unsigned long long>(unmapped));
+  return Status::OK();
+}
+
 Status Master::ListVolumes(wire::VolumesReply* reply) {
   *reply = wire::VolumesReply{};
   for (const auto& [id, root] : store_->Volumes()) {

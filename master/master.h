@@ -105,6 +105,10 @@ class Master {
   // Errors: InvalidArgument (root not an absolute, normalised path).
   Status RegisterVolume(const wire::RegisterVolumeRequest& req, wire::VolumeInfo* reply);
   Status ListVolumes(wire::VolumesReply* reply);
+  // Forgets volume req.volume, whose root must be req.root (a stale id cannot remove another
+  // volume), and unmaps its files. The records on the index nodes are the caller's to delete
+  // first (propeller volume remove does). NotFound, InvalidArgument on a root mismatch.
+  Status RemoveVolume(const wire::VolumeInfo& req);
   // The up nodes that serve the index: every up node for a built-in or catalogued index,
   // since any node may own ACGs with data for it (a node builds a catalogued index within a
   // heartbeat of learning it). Errors: NotFound (no such index).

@@ -137,6 +137,10 @@ std::string MasterService::Dispatch(std::string_view request, const wire::Caller
             return Status::OK();
           });
       break;
+    case MsgType::kRemoveVolume:
+      reply = Run<wire::VolumeInfo, wire::Empty>(
+          env.type, env.body, &st, [&](const auto& q, auto*) { return m.RemoveVolume(q); });
+      break;
     case MsgType::kIndexHolders:
       reply = Run<wire::IndexName, wire::NodesReply>(
           env.type, env.body, &st, [&](const auto& q, auto* r) { return m.IndexHolders(q, r); });

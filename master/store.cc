@@ -834,7 +834,44 @@ uint32_t MasterStore::Txn::FindVolume(std::string_view root) const {
     if (r == root) return id;
   }
   auto b = base().volume_by_root.find(root);
-  return b == base().volume_by_root.end() ? 0 : b->second;
+  if (b == base().volume_by_root.end() || removed_volumes_.count(b->second) != 0) return 0;
+  return b->second;
+}
+
+Status MasterStore::Txn::RemoveVolume(uint32_t volume, uint64_t* unmapped) {
+  *unmapped = 0;
+  if (!HasVolume(volume)) {
+    return Status::NotFound("volume " + std::to_string(volume) + " is not registered");
+  }
+  // Its files: the keys FileIdKey(volume, *) are contiguous (big-endian volume first).
+  std::vector<FileId> files;
+  {
+    MDB_cursor* raw = nullptr;
+    PROPELLER_RETURN_IF_ERROR(Check(mdb_cursor_open(txn_, store_->files_dbi_, &raw),
+                                    "mdb_cursor_open"));
+    std::string start;
+    AppendFileIdKey(FileId{volume, 0}, &start);
+    MDB_val k = Val(start), v;
+    int rc = mdb_cursor_get(raw, &k, &v, MDB_SET_RANGE);
+    Status s;
+    for (; rc == 0; rc = mdb_cursor_get(raw, &k, &v, MDB_NEXT)) {
+      FileId id;
+      s = DecodeFileIdKey(std::string_view(static_cast<const char*>(k.mv_data), k.mv_size), &id);
+      if (!s.ok() || id.volume != volume) break;
+      files.push_back(id);
+    }
+    mdb_cursor_close(raw);
+    PROPELLER_RETURN_IF_ERROR(s);
+    if (rc != 0 && rc != MDB_NOTFOUND) PROPELLER_RETURN_IF_ERROR(Check(rc, "scanning files"));
+  }
+  for (const FileId& id : files) {
+    bool was = false;
+    PROPELLER_RETURN_IF_ERROR(UnmapFile(id, &was));
+    *unmapped += was ? 1 : 0;
+  }
+  volumes_.erase(volume);
+  removed_volumes_.insert(volume);
+  return Status::OK();
 }
 
 Result<uint32_t> MasterStore::Txn::AddVolume(std::string_view root) {
@@ -848,7 +885,8 @@ Result<uint32_t> MasterStore::Txn::AddVolume(std::string_view root) {
 }
 
 bool MasterStore::Txn::HasVolume(uint32_t volume) const {
-  return volumes_.count(volume) != 0 || base().volumes.count(volume) != 0;
+  if (volumes_.count(volume) != 0) return true;
+  return removed_volumes_.count(volume) == 0 && base().volumes.count(volume) != 0;
 }
 
 Status MasterStore::Txn::Flush() {
@@ -881,6 +919,12 @@ Status MasterStore::Txn::Flush() {
   for (const auto& [id, root] : volumes_) {
     PROPELLER_RETURN_IF_ERROR(put(s.volumes_dbi_, U32Key(id), root, "writing a volume"));
   }
+  for (uint32_t id : removed_volumes_) {
+    const std::string key = U32Key(id);
+    MDB_val k = Val(key);
+    int rc = mdb_del(txn_, s.volumes_dbi_, &k, nullptr);
+    if (rc != MDB_NOTFOUND) PROPELLER_RETURN_IF_ERROR(Check(rc, "deleting a volume"));
+  }
   const std::pair<const char*, const std::optional<uint64_t>*> counters[] = {
       {"next_acg", &next_acg_}, {"next_node", &next_node_}, {"next_volume", &next_volume_}};
   for (const auto& [name, value] : counters) {
@@ -902,6 +946,12 @@ void MasterStore::Txn::Publish(Mirror* m) {
       auto it = m->indexes.find(name);
       if (it != m->indexes.end()) m->indexes.erase(it);
     }
+  }
+  for (uint32_t id : removed_volumes_) {
+    auto it = m->volumes.find(id);
+    if (it == m->volumes.end()) continue;
+    m->volume_by_root.erase(it->second);
+    m->volumes.erase(it);
   }
   for (auto& [id, root] : volumes_) {
     m->volume_by_root.insert_or_assign(root, id);

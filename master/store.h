@@ -49,6 +49,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <set>
 #include <memory>
 #include <condition_variable>
 #include <mutex>
@@ -271,6 +272,9 @@ class MasterStore::Txn {
   uint32_t FindVolume(std::string_view root) const;
   // Registers `root` under a new id and returns it. REQUIRES: FindVolume(root) == 0.
   Result<uint32_t> AddVolume(std::string_view root);
+  // Forgets volume `volume` and unmaps every file of it (ACG counts follow); *unmapped
+  // receives how many. NotFound when it is not registered.
+  Status RemoveVolume(uint32_t volume, uint64_t* unmapped);
   bool HasVolume(uint32_t volume) const;
 
  private:
@@ -293,6 +297,7 @@ class MasterStore::Txn {
   std::map<uint32_t, std::string> nodes_;
   std::map<std::string, std::optional<IndexType>, std::less<>> indexes_;
   std::map<uint32_t, std::string> volumes_;
+  std::set<uint32_t> removed_volumes_;
   std::optional<uint64_t> next_acg_, next_node_, next_volume_;
   int64_t files_delta_ = 0;
 };

@@ -121,6 +121,56 @@ TEST(MasterStoreTest, UpdateCommitsEverythingAndSurvivesReopen) {
   ExpectMirrorsMatch(*store);
 }
 
+TEST(MasterStoreTest, RemovingAVolumeUnmapsItsFilesOnlyAndSurvivesReopen) {
+  TempDir dir;
+  {
+    auto store = OpenStore(dir.path());
+    ASSERT_NE(store, nullptr);
+    ASSERT_TRUE(store->Update([&](MasterStore::Txn& t) -> Status {
+      PROPELLER_ASSIGN_OR_RETURN(uint32_t n, t.NewNodeId());
+      PROPELLER_RETURN_IF_ERROR(t.PutNode(n, "ipc:///n"));
+      PROPELLER_ASSIGN_OR_RETURN(uint64_t a, t.CreateAcg(n, ""));
+      PROPELLER_ASSIGN_OR_RETURN(uint32_t v1, t.AddVolume("/one"));
+      PROPELLER_ASSIGN_OR_RETURN(uint32_t v2, t.AddVolume("/two"));
+      PROPELLER_ASSIGN_OR_RETURN(uint32_t v3, t.AddVolume("/three"));
+      for (uint64_t ino = 1; ino <= 50; ++ino) {
+        for (uint32_t v : {v1, v2, v3}) PROPELLER_RETURN_IF_ERROR(t.MapFile(FileId{v, ino}, a));
+      }
+      return Status::OK();
+    }).ok());
+    uint64_t unmapped = 0;
+    ASSERT_TRUE(store->Update([&](MasterStore::Txn& t) -> Status {
+      PROPELLER_RETURN_IF_ERROR(t.RemoveVolume(2, &unmapped));
+      EXPECT_FALSE(t.HasVolume(2));
+      EXPECT_EQ(t.FindVolume("/two"), 0u);
+      EXPECT_EQ(t.FindAcg(1)->files, 100u);
+      return Status::OK();
+    }).ok());
+    EXPECT_EQ(unmapped, 50u);
+    EXPECT_EQ(store->Update([&](MasterStore::Txn& t) -> Status {
+      uint64_t n = 0;
+      return t.RemoveVolume(2, &n);
+    }).code(), StatusCode::kNotFound);
+    ExpectMirrorsMatch(*store);
+  }
+  auto store = OpenStore(dir.path());
+  ASSERT_NE(store, nullptr);
+  auto dump = store->Dump();
+  ASSERT_TRUE(dump.ok());
+  EXPECT_EQ(dump->volumes, (std::map<uint32_t, std::string>{{1, "/one"}, {3, "/three"}}));
+  EXPECT_EQ(dump->files.size(), 100u);
+  for (const auto& [id, acg] : dump->files) EXPECT_NE(id.volume, 2u);
+  EXPECT_EQ(dump->acgs.at(1).files, 100u);
+  ExpectMirrorsMatch(*store);
+  // A root registered again gets a new id.
+  uint32_t again = 0;
+  ASSERT_TRUE(store->Update([&](MasterStore::Txn& t) -> Status {
+    PROPELLER_ASSIGN_OR_RETURN(again, t.AddVolume("/two"));
+    return Status::OK();
+  }).ok());
+  EXPECT_EQ(again, 4u);
+}
+
 TEST(MasterStoreTest, FailedUpdateKeepsNothing) {
   TempDir dir;
   auto store = OpenStore(dir.path());

@@ -68,6 +68,7 @@ Access AccessOf(MsgType type) {
     case MsgType::kCreateIndex:
     case MsgType::kDropIndex:
     case MsgType::kRegisterVolume:
+    case MsgType::kRemoveVolume:
     case MsgType::kNewAcg:
     case MsgType::kSplitDone:
     case MsgType::kMoveAcg:

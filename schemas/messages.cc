@@ -939,6 +939,7 @@ const char* MsgTypeName(MsgType type) {
     case MsgType::kGetRecord: return "get-record";
     case MsgType::kNodeStatus: return "node-status";
     case MsgType::kMountStatus: return "mount-status";
+    case MsgType::kRemoveVolume: return "remove-volume";
     case MsgType::kPing: return "ping";
     case MsgType::kListEdges: return "list-edges";
     case MsgType::kMoveAcg: return "move-acg";

@@ -72,6 +72,7 @@ enum class MsgType : uint16_t {
   kReleaseAcg = 39,     // ReleaseAcgRequest -> Empty (owner to destination, after its drop)
 
   kMountStatus = 48,    // Empty -> MountStatusReply (a mount's query engine)
+  kRemoveVolume = 49,   // VolumeInfo (id and root) -> Empty: forget the volume and its files
 
   kPing = 64,           // Ping -> Ping (echo)
 };

@@ -430,6 +430,40 @@ TEST_F(CliTest, HardLinksAreSearchedAsFindSeesThem) {
   }
 }
 
+// propeller volume list|remove: a removed volume's records are gone, its root is no longer
+// searchable, and importing it again makes a new volume that matches the tree.
+TEST_F(CliTest, AVolumeIsListedRemovedAndImportedAgain) {
+  BuildTree(tree_, TestSeed(), 200);
+  ASSERT_EQ(Cli({"import", tree_, "--state", dir_.path() + "/import.state"}).code, 0);
+  const std::string other = dir_.path() + "/other";
+  BuildTree(other, TestSeed() + 1, 50);
+  ASSERT_EQ(Cli({"import", other, "--state", dir_.path() + "/import2.state"}).code, 0);
+  CliResult list = Cli({"volume", "list"});
+  ASSERT_EQ(list.code, 0) << list.err;
+  EXPECT_EQ(Lines(list.out), (std::vector<std::string>{"1\t" + tree_, "2\t" + other}));
+  const size_t other_before = Search("size>=0", {"--scope", other}).size();
+  ASSERT_GT(other_before, 50u);
+
+  CliResult removed = Cli({"volume", "remove", tree_});
+  ASSERT_EQ(removed.code, 0) << removed.err;
+  EXPECT_NE(removed.out.find("removed volume 1"), std::string::npos) << removed.out;
+  EXPECT_EQ(Lines(Cli({"volume", "list"}).out), (std::vector<std::string>{"2\t" + other}));
+  CliResult gone = Cli({"search", "size>=0", "--scope", tree_});
+  EXPECT_EQ(gone.code, 1);
+  EXPECT_NE(gone.err.find("not inside an indexed volume"), std::string::npos) << gone.err;
+  // The other volume is untouched; nothing of the removed one is left anywhere.
+  std::vector<std::string> all = Search("size>=0");
+  EXPECT_EQ(all.size(), other_before);
+  for (const std::string& p : all) EXPECT_EQ(p.rfind(tree_, 0), std::string::npos) << p;
+  EXPECT_EQ(Cli({"volume", "remove", "1"}).code, 1);  // no such volume any more
+
+  ASSERT_EQ(Cli({"import", tree_, "--state", dir_.path() + "/import3.state"}).code, 0);
+  std::vector<std::string> want;
+  for (const Entry& e : WalkOracle(tree_)) want.push_back(e.path);
+  EXPECT_EQ(Sorted(Search("size>=0", {"--scope", tree_})), Sorted(want));
+  EXPECT_EQ(Cli({"volume", "frobnicate"}).code, 2);
+}
+
 TEST_F(CliTest, ErrorsAreOneLineWithDocumentedExitCodes) {
   CliResult bad_query = Cli({"search", "size>>1m"});
   EXPECT_EQ(bad_query.code, 1);

@@ -29,6 +29,7 @@ int RunImport(const GlobalOptions& global, const std::vector<std::string>& args)
 int RunUp(const GlobalOptions& global, const std::vector<std::string>& args);
 int RunMount(const GlobalOptions& global, const std::vector<std::string>& args);
 int RunAcg(const GlobalOptions& global, const std::vector<std::string>& args);
+int RunVolume(const GlobalOptions& global, const std::vector<std::string>& args);
 
 // Prints "propeller: <status message>" and returns kExitError (kExitUsage for
 // InvalidArgument raised by argument parsing — callers pass usage=true).

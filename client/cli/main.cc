@@ -22,6 +22,7 @@ Real-time file-metadata search. Commands:
   index create|list|drop   user-defined indexes
   attr set|get|rm    user attributes of a file
   status             master, index nodes, volumes, indexes
+  volume list|remove ROOT|ID   the indexed directory trees; remove one from the index
   acg stats|show FILE|export|move ACG NODE
                                the captured access-causality graphs; move an ACG
 Run `propeller COMMAND --help` for a command's options.
@@ -107,6 +108,7 @@ int main(int argc, char** argv) {
   if (command == "up") return RunUp(global, rest);
   if (command == "mount") return RunMount(global, rest);
   if (command == "acg") return RunAcg(global, rest);
+  if (command == "volume") return RunVolume(global, rest);
   std::fprintf(stderr, "propeller: unknown command '%s' (see propeller --help)\n",
                command.c_str());
   return kExitUsage;

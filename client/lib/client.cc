@@ -1432,6 +1432,34 @@ Result<uint32_t> Client::RegisterVolume(const std::string& root) {
   return impl_->RegisterVolume(root);
 }
 Result<std::vector<wire::VolumeInfo>> Client::ListVolumes() { return impl_->ListVolumes(); }
+
+Status Client::RemoveVolume(uint32_t volume, const std::string& root, uint64_t* removed) {
+  if (removed != nullptr) *removed = 0;
+  // Every record first (their routes come from the master's map, which goes last).
+  ClientSearchOptions so;
+  so.volume = volume;
+  so.scope = "/";
+  PROPELLER_ASSIGN_OR_RETURN(std::vector<ClientHit> hits, SearchAll("size>=0", so));
+  std::vector<FileUpdate> batch;
+  std::unordered_set<FileId, FileIdHash> done;
+  for (const ClientHit& h : hits) {
+    if (!done.insert(h.record.id).second) continue;  // one hit per link
+    FileUpdate u;
+    u.op = UpdateOp::kDelete;
+    u.record.id = h.record.id;  // unconditional
+    batch.push_back(std::move(u));
+    if (batch.size() >= 1000) {
+      PROPELLER_RETURN_IF_ERROR(Update(batch));
+      batch.clear();
+    }
+  }
+  if (!batch.empty()) PROPELLER_RETURN_IF_ERROR(Update(batch));
+  if (removed != nullptr) *removed = done.size();
+  wire::Empty rep;
+  PROPELLER_RETURN_IF_ERROR(
+      impl_->MasterCall(wire::MsgType::kRemoveVolume, wire::VolumeInfo{volume, root}, &rep));
+  return ListVolumes().status();  // the cached list forgets it
+}
 Result<std::pair<uint32_t, std::string>> Client::ResolvePath(const std::string& path) {
   return impl_->ResolvePath(path);
 }

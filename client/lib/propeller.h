@@ -191,6 +191,11 @@ class Client {
   // Volumes: RegisterVolume is idempotent (same root, same id). `root` must be absolute.
   Result<uint32_t> RegisterVolume(const std::string& root);
   Result<std::vector<wire::VolumeInfo>> ListVolumes();
+  // Removes volume `volume` (root `root`): deletes every record of it from the index nodes,
+  // then the master forgets the volume and its files. Searches of `root` then fail with "not
+  // inside an indexed volume"; importing it again makes a new volume. *removed (optional)
+  // receives the number of records deleted.
+  Status RemoveVolume(uint32_t volume, const std::string& root, uint64_t* removed = nullptr);
   // The volume containing host path `path` and the in-volume path; NotFound if none does
   // (the longest registered root wins).
   Result<std::pair<uint32_t, std::string>> ResolvePath(const std::string& path);

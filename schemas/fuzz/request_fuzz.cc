@@ -35,6 +35,8 @@ void CheckRequestBody(MsgType type, std::string_view body) {
       return CheckMessage<wire::IndexName>("IndexName", body);
     case MsgType::kRegisterVolume:
       return CheckMessage<wire::RegisterVolumeRequest>("RegisterVolumeRequest", body);
+    case MsgType::kRemoveVolume:
+      return CheckMessage<wire::VolumeInfo>("VolumeInfo", body);
     case MsgType::kApply:
       return CheckMessage<wire::ApplyRequest>("ApplyRequest", body);
     case MsgType::kSearch:
