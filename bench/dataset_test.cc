@@ -152,7 +152,7 @@ TEST(DatasetTest, TimesUidsAndModes) {
     ASSERT_LE(r.atime, now);
     if (r.mtime > now - kNanosPerDay) ++recent;
     if (r.ctime > r.mtime) ++ctime_later;
-    oldest = std::min(oldest, r.mtime);
+    oldest = std::min<int64_t>(oldest, ClampToInt64(r.mtime));
     uids.insert(r.uid);
     gids.insert(r.gid);
     ASSERT_TRUE(S_ISREG(r.mode));

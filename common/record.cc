@@ -160,10 +160,23 @@ Status CheckSortKey(std::string_view key) {
                                  "' (use size, mtime, ctime, atime, uid, gid, path or name)");
 }
 
+std::string FileTimeToString(FileTime t) {
+  if (t == 0) return "0";
+  const bool negative = t < 0;
+  std::string digits;
+  while (t != 0) {
+    const int d = static_cast<int>(t % 10);
+    digits.push_back(static_cast<char>('0' + (d < 0 ? -d : d)));
+    t /= 10;
+  }
+  if (negative) digits.push_back('-');
+  return std::string(digits.rbegin(), digits.rend());
+}
+
 namespace {
 
-int64_t SortNumber(std::string_view key, const FileRecord& r) {
-  if (key == "size") return static_cast<int64_t>(std::min<uint64_t>(r.size, INT64_MAX));
+FileTime SortNumber(std::string_view key, const FileRecord& r) {
+  if (key == "size") return static_cast<FileTime>(r.size);
   if (key == "mtime") return r.mtime;
   if (key == "ctime") return r.ctime;
   if (key == "atime") return r.atime;
@@ -181,7 +194,7 @@ bool SortsBefore(std::string_view key, bool descending, std::string_view path_a,
     std::string_view kb = key == "path" ? path_b : PathBaseName(path_b);
     if (ka != kb) return descending ? ka > kb : ka < kb;
   } else if (!key.empty()) {
-    int64_t na = SortNumber(key, a), nb = SortNumber(key, b);
+    const FileTime na = SortNumber(key, a), nb = SortNumber(key, b);
     if (na != nb) return descending ? na > nb : na < nb;
   }
   return path_a < path_b;

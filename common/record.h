@@ -43,7 +43,36 @@ enum class FileType : uint8_t {
 // A user attribute value: integer, floating point or string (DESIGN §3).
 using AttrValue = std::variant<int64_t, double, std::string>;
 
-// The indexed document. Times are nanoseconds since the Unix epoch.
+// A file time: nanoseconds since the Unix epoch, negative before 1970. 128 bits, so every
+// time a file system can store (64-bit seconds plus nanoseconds; years 1 to 9999 and far
+// beyond) is exact — 64 bits of nanoseconds end in 1677 and 2262. Stored as int64
+// nanoseconds when it fits, else as seconds and nanoseconds (schemas/record_format.cc).
+using FileTime = __int128;
+inline constexpr int64_t kNanosPerSecond = 1'000'000'000;
+inline FileTime FileTimeOf(int64_t sec, int64_t nsec) {
+  return static_cast<FileTime>(sec) * kNanosPerSecond + nsec;
+}
+// Seconds (floor) and nanoseconds [0, 1e9) of a time.
+inline int64_t FileTimeSeconds(FileTime t) {
+  FileTime s = t / kNanosPerSecond;
+  if (t % kNanosPerSecond < 0) --s;
+  return static_cast<int64_t>(s);
+}
+inline int64_t FileTimeNanos(FileTime t) {
+  const int64_t r = static_cast<int64_t>(t % kNanosPerSecond);
+  return r < 0 ? r + kNanosPerSecond : r;
+}
+// The time clamped into int64 nanoseconds: the K-D tree's and the summaries' coordinate (a
+// monotonic map, so ranges stay ranges; the exact time decides at verification).
+inline int64_t ClampToInt64(FileTime t) {
+  if (t > INT64_MAX) return INT64_MAX;
+  if (t < INT64_MIN) return INT64_MIN;
+  return static_cast<int64_t>(t);
+}
+// Decimal text of a time in nanoseconds (printf has no 128-bit conversion).
+std::string FileTimeToString(FileTime t);
+
+// The indexed document. Times are FileTime (nanoseconds since the Unix epoch).
 struct FileRecord {
   FileId id;
   // Absolute paths within the volume ("/src/foo.c"; the root is "/"), one per hard link,
@@ -52,9 +81,9 @@ struct FileRecord {
   uint64_t parent_ino = 0;  // of paths[0]
   FileType type = FileType::kRegular;
   uint64_t size = 0;
-  int64_t mtime = 0;
-  int64_t ctime = 0;
-  int64_t atime = 0;
+  FileTime mtime = 0;
+  FileTime ctime = 0;
+  FileTime atime = 0;
   uint32_t uid = 0;
   uint32_t gid = 0;
   uint32_t mode = 0;  // permission bits and S_IFMT bits as in st_mode

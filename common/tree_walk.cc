@@ -13,8 +13,8 @@
 namespace propeller {
 namespace {
 
-int64_t Nanos(const struct timespec& ts) {
-  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+FileTime Nanos(const struct timespec& ts) {
+  return FileTimeOf(static_cast<int64_t>(ts.tv_sec), ts.tv_nsec);
 }
 
 FileType TypeOf(mode_t mode) {

@@ -265,3 +265,82 @@ TEST_F(EngineTest, InodeTreeReadsRecordsAndDropsAnOlderVersionsPoints) {
 
 }  // namespace
 }  // namespace propeller
+
+namespace propeller {
+namespace {
+
+// Times of every year (docs/search.md "Times"): files dated from year 1 to 9999, before 1970
+// and beyond int64 nanoseconds (1677..2262), searched through the summaries and the K-D tree,
+// from the write cache and after commit and reopen, equal a brute-force evaluation.
+TEST_F(EngineTest, TimesOfEveryYearCompareRight) {
+  const FileTime times[] = {
+      FileTimeOf(-62135596800, 0),          // 0001-01-01
+      FileTimeOf(-14831769600, 123456789),  // 1500-01-01
+      FileTimeOf(-631152000, 0),            // 1950-01-01
+      FileTimeOf(1717200000, 0),            // 2024-06-01
+      FileTimeOf(13569465600, 1),           // 2400-01-01T00:00:00.000000001
+      FileTimeOf(253402300799, 999999999),  // 9999-12-31T23:59:59.999999999
+      FileTime{INT64_MAX}, FileTime{INT64_MAX} + 1, FileTime{INT64_MIN}, FileTime{INT64_MIN} - 1};
+  std::vector<FileRecord> records;
+  std::vector<Update> batch;
+  uint64_t ino = 100;
+  for (FileTime m : times) {
+    for (FileTime c : {FileTime{0}, m}) {
+      Update u = Put(1, ino, {"/t/f" + std::to_string(ino)});
+      u.record.mtime = m;
+      u.record.ctime = c;
+      u.record.atime = -m;
+      ++ino;
+      records.push_back(u.record);
+      batch.push_back(u);
+    }
+  }
+  ASSERT_TRUE(engine_->Apply(batch).ok());
+  const std::vector<std::string> queries = {
+      "mtime<1900-01-01", "mtime>2300-01-01", "mtime>=0001-01-01", "mtime<=0001-01-01",
+      "mtime=2400-01-01T00:00:00.000000001", "mtime!=2400-01-01T00:00:00.000000001",
+      "mtime>9999-12-31T23:59:59.999999998", "mtime>9999-12-31", "mtime<1677-01-01",
+      "mtime>2262-04-11T23:47:16.854775807", "mtime>=2262-04-11T23:47:16.854775807",
+      "mtime<1d", "mtime>1d", "mtime<1969-12-31 & ctime<1d", "atime>2300-01-01",
+      "atime<0001-01-02", "mtime>1949-12-31 & mtime<2024-06-02", "size>=0 & mtime>2262-05-01",
+      "!(mtime<1900-01-01)", "mtime>2300-01-01 | atime>2300-01-01",
+      "mtime<1677-09-21T00:12:43.145224192", "mtime<=1677-09-21T00:12:43.145224192"};
+  auto check = [&](const char* when) {
+    for (const std::string& q : queries) {
+      SCOPED_TRACE(std::string(when) + ": " + q);
+      ParseOptions po;
+      po.now_ns = kNow;
+      auto parsed = Query::Parse(q, po);
+      ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+      std::vector<std::string> want;
+      for (const FileRecord& r : records) {
+        if (parsed->Matches(r)) want.push_back(r.paths[0]);
+      }
+      SearchRequest req;
+      req.query = q;
+      req.now_ns = kNow;
+      req.scope = "/t";
+      auto hits = engine_->SearchAll(req);
+      ASSERT_TRUE(hits.ok()) << hits.status().ToString();
+      std::vector<std::string> got;
+      for (const SearchHit& h : *hits) got.push_back(h.path);
+      std::sort(got.begin(), got.end());
+      std::sort(want.begin(), want.end());
+      EXPECT_EQ(got, want);
+    }
+  };
+  check("cached");
+  ASSERT_TRUE(engine_->CommitAll().ok());
+  check("committed");
+  engine_.reset();
+  auto e = Engine::Open(options_);
+  ASSERT_TRUE(e.ok()) << e.status().ToString();
+  engine_ = std::move(e).value();
+  check("reopened");
+  auto got = engine_->Get(1, FileId{1, 108});  // 2400-01-01T00:00:00.000000001
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(got->mtime, FileTimeOf(13569465600, 1));
+}
+
+}  // namespace
+}  // namespace propeller

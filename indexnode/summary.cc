@@ -45,8 +45,9 @@ int AcgSummary::SizeClass(int64_t size) {
 }
 
 KdPoint AcgSummary::PointOf(const FileRecord& r) {
-  return KdPoint{static_cast<int64_t>(std::min<uint64_t>(r.size, INT64_MAX)), r.mtime, r.ctime,
-                 r.atime, r.uid, r.gid};
+  return KdPoint{static_cast<int64_t>(std::min<uint64_t>(r.size, INT64_MAX)),
+                 ClampToInt64(r.mtime), ClampToInt64(r.ctime), ClampToInt64(r.atime), r.uid,
+                 r.gid};
 }
 
 void AcgSummary::Add(const FileRecord& record) {

@@ -949,10 +949,10 @@ TEST(MessagesTest, NestedStructsFollowTheCompatibilityRule) {
   // Nested records keep their own format version: a newer one is Corruption.
   RecordReply rr;
   std::string rec = kRecord75;
-  rec.replace(2, 2, "02");
+  rec.replace(2, 2, "03");
   const Status v = Decode(Unhex("91" + rec), &rr);
   EXPECT_EQ(v.code(), StatusCode::kCorruption);
-  EXPECT_TRUE(Contains(v, "field 'record' record: unsupported version 2")) << v.ToString();
+  EXPECT_TRUE(Contains(v, "field 'record' record: unsupported version 3")) << v.ToString();
 }
 
 // ---- envelopes ------------------------------------------------------------------------------

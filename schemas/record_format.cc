@@ -27,18 +27,19 @@ namespace {
 // attr pair); the slack leaves room for appended fields that nest a little.
 constexpr size_t kMaxDepth = 16;
 
-// FileRecord, a msgpack array, version 1:
+// FileRecord, a msgpack array, version 2 (a record whose times all fit version 1 is written
+// as version 1, byte for byte as before, so older readers read it):
 //   index field       msgpack type              notes
-//   0     version     uint                      1 (kRecordFormatVersion); 0 is invalid
+//   0     version     uint                      1 or 2 (kRecordFormatVersion); 0 is invalid
 //   1     volume      uint <= 2^32-1
 //   2     ino         uint
 //   3     paths       array of str              as in the record (sorted, no duplicates)
 //   4     parent_ino  uint
 //   5     type        uint                      'f' 0x66, 'd' 0x64, 'l' 0x6c or 'o' 0x6f
 //   6     size        uint
-//   7     mtime       int (int64)               nanoseconds since the epoch
-//   8     ctime       int (int64)
-//   9     atime       int (int64)
+//   7     mtime       time                      nanoseconds since the epoch (FileTime)
+//   8     ctime       time
+//   9     atime       time
 //   10    uid         uint <= 2^32-1
 //   11    gid         uint <= 2^32-1
 //   12    mode        uint <= 2^32-1
@@ -49,11 +50,48 @@ constexpr size_t kMaxDepth = 16;
 //   0     name        str
 //   1     value       int (int64) | float64 | str
 //   2..   ignored
+// time: int (int64 nanoseconds; versions 1 and 2), or, version 2 only, for a time outside
+// int64 nanoseconds (before 1677-09-21 or after 2262-04-11): an array [seconds int (int64),
+// nanoseconds uint < 10^9], the time being seconds * 10^9 + nanoseconds.
 // "int" means any msgpack integer form; the writer uses the smallest. A reader also accepts
 // float32 for a double value.
 constexpr size_t kRecordFields = 15;
 
 }  // namespace
+
+namespace {
+
+bool FitsInt64(FileTime t) { return t >= INT64_MIN && t <= INT64_MAX; }
+
+void PackTime(Writer& w, FileTime t) {
+  if (FitsInt64(t)) {
+    w.Int(static_cast<int64_t>(t));
+    return;
+  }
+  w.Array(2);
+  w.Int(FileTimeSeconds(t));
+  w.Uint(static_cast<uint64_t>(FileTimeNanos(t)));
+}
+
+}  // namespace
+
+// A time element of a record of version `version` (also used by the fast decoder below).
+bool ReadTime(Reader& in, uint64_t version, FileTime* t) {
+  if (in.AtInteger()) {
+    int64_t ns;
+    if (!in.ReadInt(&ns)) return false;
+    *t = ns;
+    return true;
+  }
+  uint64_t n, nsec;
+  int64_t sec;
+  if (version < 2 || !in.ReadArray(&n) || n != 2 || !in.ReadInt(&sec) || !in.ReadUint(&nsec) ||
+      nsec >= static_cast<uint64_t>(kNanosPerSecond)) {
+    return false;
+  }
+  *t = FileTimeOf(sec, static_cast<int64_t>(nsec));
+  return true;
+}
 
 void PackRecord(const FileRecord& r, std::string* out) {
   // Writer, not msgpack-c's packer: same bytes (the golden tests pin them), a fraction of the
@@ -63,7 +101,8 @@ void PackRecord(const FileRecord& r, std::string* out) {
   out->reserve(out->size() + bytes);
   Writer w(out);
   w.Array(kRecordFields);
-  w.Uint(kRecordFormatVersion);
+  const bool v1 = FitsInt64(r.mtime) && FitsInt64(r.ctime) && FitsInt64(r.atime);
+  w.Uint(v1 ? 1 : kRecordFormatVersion);
   w.Uint(r.id.volume);
   w.Uint(r.id.ino);
   w.Array(r.paths.size());
@@ -71,9 +110,9 @@ void PackRecord(const FileRecord& r, std::string* out) {
   w.Uint(r.parent_ino);
   w.Uint(static_cast<uint8_t>(r.type));
   w.Uint(r.size);
-  w.Int(r.mtime);
-  w.Int(r.ctime);
-  w.Int(r.atime);
+  PackTime(w, r.mtime);
+  PackTime(w, r.ctime);
+  PackTime(w, r.atime);
   w.Uint(r.uid);
   w.Uint(r.gid);
   w.Uint(r.mode);
@@ -149,6 +188,29 @@ Status DecodeAttrValue(const msgpack::object& o, AttrValue* value) {
 
 }  // namespace
 
+namespace {
+
+// A time element (see the table above) of a record of version `version`.
+bool GetTime(const msgpack::object& o, uint64_t version, FileTime* t) {
+  int64_t ns;
+  if (GetI64(o, &ns)) {
+    *t = ns;
+    return true;
+  }
+  size_t n;
+  const msgpack::object* parts = nullptr;
+  int64_t sec;
+  uint64_t nsec;
+  if (version < 2 || !GetArray(o, 2, &parts, &n) || n != 2 || !GetI64(parts[0], &sec) ||
+      !GetU64(parts[1], &nsec) || nsec >= static_cast<uint64_t>(kNanosPerSecond)) {
+    return false;
+  }
+  *t = FileTimeOf(sec, static_cast<int64_t>(nsec));
+  return true;
+}
+
+}  // namespace
+
 Status DecodeRecordObject(const msgpack::object& o, FileRecord* out) {
   constexpr std::string_view kWhat = "record";
   size_t n;
@@ -157,6 +219,8 @@ Status DecodeRecordObject(const msgpack::object& o, FileRecord* out) {
     return Status::Corruption("record: not an array of at least 15 fields");
   }
   PROPELLER_RETURN_IF_ERROR(CheckVersion(kWhat, f[0], kRecordFormatVersion));
+  uint64_t version = 0;
+  GetU64(f[0], &version);
   FileRecord r;
   if (!GetU32(f[1], &r.id.volume)) return Bad(kWhat, "volume", "is not a uint32");
   if (!GetU64(f[2], &r.id.ino)) return Bad(kWhat, "ino", "is not a uint64");
@@ -184,9 +248,9 @@ Status DecodeRecordObject(const msgpack::object& o, FileRecord* out) {
       return Bad(kWhat, "type", "is not one of f, d, l, o");
   }
   if (!GetU64(f[6], &r.size)) return Bad(kWhat, "size", "is not a uint64");
-  if (!GetI64(f[7], &r.mtime)) return Bad(kWhat, "mtime", "is not an int64");
-  if (!GetI64(f[8], &r.ctime)) return Bad(kWhat, "ctime", "is not an int64");
-  if (!GetI64(f[9], &r.atime)) return Bad(kWhat, "atime", "is not an int64");
+  if (!GetTime(f[7], version, &r.mtime)) return Bad(kWhat, "mtime", "is not a time");
+  if (!GetTime(f[8], version, &r.ctime)) return Bad(kWhat, "ctime", "is not a time");
+  if (!GetTime(f[9], version, &r.atime)) return Bad(kWhat, "atime", "is not a time");
   if (!GetU32(f[10], &r.uid)) return Bad(kWhat, "uid", "is not a uint32");
   if (!GetU32(f[11], &r.gid)) return Bad(kWhat, "gid", "is not a uint32");
   if (!GetU32(f[12], &r.mode)) return Bad(kWhat, "mode", "is not a uint32");
@@ -365,9 +429,9 @@ Status DecodeRecordFields(std::string_view bytes, FileRecord* record, bool whole
       return Bad(kWhat, "type", "is not one of f, d, l, o");
   }
   if (!in.ReadUint(&r.size)) return Bad(kWhat, "size", "is not a uint64");
-  if (!in.ReadInt(&r.mtime)) return Bad(kWhat, "mtime", "is not an int64");
-  if (!in.ReadInt(&r.ctime)) return Bad(kWhat, "ctime", "is not an int64");
-  if (!in.ReadInt(&r.atime)) return Bad(kWhat, "atime", "is not an int64");
+  if (!msgpack_util::ReadTime(in, version, &r.mtime)) return Bad(kWhat, "mtime", "is not a time");
+  if (!msgpack_util::ReadTime(in, version, &r.ctime)) return Bad(kWhat, "ctime", "is not a time");
+  if (!msgpack_util::ReadTime(in, version, &r.atime)) return Bad(kWhat, "atime", "is not a time");
   if (!in.ReadU32(&r.uid)) return Bad(kWhat, "uid", "is not a uint32");
   if (!in.ReadU32(&r.gid)) return Bad(kWhat, "gid", "is not a uint32");
   if (!in.ReadU32(&r.mode)) return Bad(kWhat, "mode", "is not a uint32");

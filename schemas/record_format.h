@@ -26,7 +26,7 @@
 
 namespace propeller {
 
-inline constexpr uint32_t kRecordFormatVersion = 1;
+inline constexpr uint32_t kRecordFormatVersion = 2;
 inline constexpr uint32_t kUpdateBatchFormatVersion = 1;
 
 // Appends the encoding of `record` to *out.

@@ -27,7 +27,8 @@ void PrintTo(const FileRecord& r, std::ostream* os) {
   *os << "{id " << r.id.volume << ":" << r.id.ino << " paths [";
   for (const std::string& p : r.paths) *os << p.size() << "B ";
   *os << "] parent " << r.parent_ino << " type " << static_cast<char>(r.type) << " size "
-      << r.size << " m/c/a " << r.mtime << "/" << r.ctime << "/" << r.atime << " uid " << r.uid
+      << r.size << " m/c/a " << FileTimeToString(r.mtime) << "/" << FileTimeToString(r.ctime) << "/"
+      << FileTimeToString(r.atime) << " uid " << r.uid
       << " gid " << r.gid << " mode " << r.mode << " nlink " << r.nlink << " attrs {";
   for (const auto& [name, value] : r.attrs) {
     *os << name.size() << "B=";
@@ -398,7 +399,7 @@ TEST(RecordFormatTest, ForwardCompatibleTrailingFields) {
 
 TEST(RecordFormatTest, VersionChecks) {
   using P = msgpack::packer<msgpack::sbuffer>;
-  for (uint32_t version : {0u, 2u, 1000u}) {
+  for (uint32_t version : {0u, 3u, 1000u}) {
     std::vector<Field> fields = FixedRecordFields();
     fields[0] = [version](P& p) { p.pack_uint32(version); };
     FileRecord r;
@@ -572,6 +573,63 @@ TEST(RecordFormatTest, GarbageNeverCrashes) {
   EXPECT_GT(ok_count, 100u);
 }
 
+// Times beyond int64 nanoseconds (years 1 to 9999, before 1677 and after 2262) round-trip
+// exactly through both decoders; a record whose times fit is still written as version 1
+// (older readers read it), one that needs the wider form as version 2; the wider form in a
+// version-1 record, or nanoseconds >= 10^9, is Corruption.
+TEST(RecordFormatTest, TimesOfEveryYearRoundTrip) {
+  auto date = [](int64_t sec, int64_t nsec) { return FileTimeOf(sec, nsec); };
+  const FileTime times[] = {
+      date(-62135596800, 0),            // 0001-01-01T00:00:00
+      date(-14831769600, 123456789),    // 1500-01-01T00:00:00.123456789
+      date(-631152000, 999999999),      // 1950-01-01T00:00:00.999999999
+      date(-1, 999999999),              // 1969-12-31T23:59:59.999999999
+      date(13569465600, 1),             // 2400-01-01T00:00:00.000000001
+      date(253402300799, 999999999),    // 9999-12-31T23:59:59.999999999
+      FileTime{INT64_MAX}, FileTime{INT64_MIN}, FileTime{INT64_MAX} + 1, FileTime{INT64_MIN} - 1};
+  for (FileTime t : times) {
+    SCOPED_TRACE(FileTimeToString(t));
+    FileRecord r;
+    r.id = FileId{1, 2};
+    r.paths = {"/a"};
+    r.mtime = t;
+    r.ctime = 5;
+    r.atime = -t;
+    const std::string bytes = Encode(r);
+    const bool wide = t > INT64_MAX || t < INT64_MIN || -t > INT64_MAX || -t < INT64_MIN;
+    EXPECT_EQ(static_cast<uint8_t>(bytes[1]), wide ? 2 : 1);
+    FileRecord fast, tree;
+    ASSERT_TRUE(DecodeRecord(bytes, &fast).ok());
+    EXPECT_EQ(fast, r);
+    ASSERT_TRUE(msgpack_util::ParseAndDecode("record", bytes, bytes.size(),
+                                             16,
+                                             [&](const msgpack::object& o) {
+                                               return msgpack_util::DecodeRecordObject(o, &tree);
+                                             })
+                    .ok());
+    EXPECT_EQ(tree, r);
+    EXPECT_EQ(FileTimeOf(FileTimeSeconds(t), FileTimeNanos(t)), t);
+    EXPECT_GE(FileTimeNanos(t), 0);
+    EXPECT_LT(FileTimeNanos(t), kNanosPerSecond);
+  }
+  // Version 1 with the wide form, and out-of-range nanoseconds, are refused.
+  FileRecord r;
+  r.id = FileId{1, 2};
+  r.paths = {"/a"};
+  r.mtime = FileTime{INT64_MAX} + 5;
+  std::string bytes = Encode(r);
+  std::string v1 = bytes;
+  v1[1] = 1;
+  FileRecord out;
+  EXPECT_EQ(DecodeRecord(v1, &out).code(), StatusCode::kCorruption);
+  const size_t at = bytes.find(static_cast<char>(0x92));  // the [sec, nsec] array
+  ASSERT_NE(at, std::string::npos);
+  std::string bad_ns = bytes;
+  // nsec is the byte after the int64 seconds (0xd3 + 8 bytes); make it 0xce 0x3b9aca00 = 1e9.
+  bad_ns.replace(at + 10, 1, std::string("\xce\x3b\x9a\xca\x00", 5));
+  EXPECT_EQ(DecodeRecord(bad_ns, &out).code(), StatusCode::kCorruption);
+}
+
 // EncodeRecord writes with msgpack_util::Writer; msgpack-c's packer is the oracle for the
 // bytes (smallest integer, string and array forms; doubles always float64), on random records
 // and on every boundary of every form.
@@ -582,8 +640,18 @@ TEST(RecordFormatTest, EncoderMatchesMsgpackPacker) {
   auto packer_encode = [](const FileRecord& r) {
     msgpack::sbuffer buf;
     msgpack::packer<msgpack::sbuffer> pk(buf);
+    auto fits = [](FileTime t) { return t >= INT64_MIN && t <= INT64_MAX; };
+    auto pack_time = [&](FileTime t) {
+      if (fits(t)) {
+        pk.pack_int64(static_cast<int64_t>(t));
+      } else {
+        pk.pack_array(2);
+        pk.pack_int64(FileTimeSeconds(t));
+        pk.pack_uint64(static_cast<uint64_t>(FileTimeNanos(t)));
+      }
+    };
     pk.pack_array(15);
-    pk.pack_uint32(kRecordFormatVersion);
+    pk.pack_uint32(fits(r.mtime) && fits(r.ctime) && fits(r.atime) ? 1 : kRecordFormatVersion);
     pk.pack_uint32(r.id.volume);
     pk.pack_uint64(r.id.ino);
     pk.pack_array(static_cast<uint32_t>(r.paths.size()));
@@ -591,9 +659,9 @@ TEST(RecordFormatTest, EncoderMatchesMsgpackPacker) {
     pk.pack_uint64(r.parent_ino);
     pk.pack_uint8(static_cast<uint8_t>(r.type));
     pk.pack_uint64(r.size);
-    pk.pack_int64(r.mtime);
-    pk.pack_int64(r.ctime);
-    pk.pack_int64(r.atime);
+    pack_time(r.mtime);
+    pack_time(r.ctime);
+    pack_time(r.atime);
     pk.pack_uint32(r.uid);
     pk.pack_uint32(r.gid);
     pk.pack_uint32(r.mode);

@@ -40,7 +40,7 @@ std::unique_ptr<Client> ConnectOrReport(const GlobalOptions& global);
 // byte, so output is always valid JSON).
 std::string JsonString(std::string_view s);
 // "2024-05-01T12:00:00Z" (UTC) for nanoseconds since the epoch.
-std::string FormatTime(int64_t ns);
+std::string FormatTime(FileTime ns);
 // A record as one JSON object (path first).
 std::string RecordJson(const std::string& path, const FileRecord& r);
 

@@ -71,9 +71,8 @@ std::string JsonString(std::string_view s) {
   return out + "\"";
 }
 
-std::string FormatTime(int64_t ns) {
-  time_t secs = static_cast<time_t>(ns / 1'000'000'000);
-  if (ns < 0 && ns % 1'000'000'000 != 0) --secs;
+std::string FormatTime(FileTime ns) {
+  const time_t secs = static_cast<time_t>(FileTimeSeconds(ns));
   struct tm tm;
   gmtime_r(&secs, &tm);
   char buf[32];
@@ -86,10 +85,11 @@ std::string RecordJson(const std::string& path, const FileRecord& r) {
   char buf[256];
   std::snprintf(buf, sizeof(buf),
                 ",\"volume\":%" PRIu32 ",\"ino\":%" PRIu64 ",\"type\":\"%c\",\"size\":%" PRIu64
-                ",\"mtime\":%" PRId64 ",\"ctime\":%" PRId64 ",\"atime\":%" PRId64
+                ",\"mtime\":%s,\"ctime\":%s,\"atime\":%s"
                 ",\"uid\":%" PRIu32 ",\"gid\":%" PRIu32 ",\"mode\":\"%04o\",\"nlink\":%" PRIu32,
-                r.id.volume, r.id.ino, static_cast<char>(r.type), r.size, r.mtime, r.ctime,
-                r.atime, r.uid, r.gid, r.mode & 07777, r.nlink);
+                r.id.volume, r.id.ino, static_cast<char>(r.type), r.size,
+                FileTimeToString(r.mtime).c_str(), FileTimeToString(r.ctime).c_str(),
+                FileTimeToString(r.atime).c_str(), r.uid, r.gid, r.mode & 07777, r.nlink);
   out += buf;
   // Every link of the file the caller may see (docs/search.md "Hard links"), as paths like
   // "path": the hit's own path ends with one of the record's in-volume paths, and what comes

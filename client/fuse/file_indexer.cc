@@ -166,7 +166,7 @@ void FileIndexer::RemovedName(const std::string& path, const struct stat& st, st
     u.op = UpdateOp::kDelete;
     u.record.id = id;
     u.record.paths = {path};
-    u.record.ctime = int64_t{st.st_ctim.tv_sec} * 1'000'000'000 + st.st_ctim.tv_nsec;
+    u.record.ctime = FileTimeOf(st.st_ctim.tv_sec, st.st_ctim.tv_nsec);
     ups->push_back(std::move(u));
     return;
   }
@@ -187,7 +187,7 @@ void FileIndexer::RemovedName(const std::string& path, const struct stat& st, st
     u.record = FileRecord{};
     u.record.id = id;
     u.record.paths = {path};
-    u.record.ctime = int64_t{st.st_ctim.tv_sec} * 1'000'000'000 + st.st_ctim.tv_nsec;
+    u.record.ctime = FileTimeOf(st.st_ctim.tv_sec, st.st_ctim.tv_nsec);
   }
   ups->push_back(std::move(u));
 }

@@ -138,8 +138,8 @@ void QueryDirs::FillAttr(Inode* inode, const QueryEntry* entry, struct stat* st)
     st->st_uid = r.uid;
     st->st_gid = r.gid;
     st->st_size = static_cast<off_t>(entry->target.size());
-    st->st_mtim.tv_sec = r.mtime / 1'000'000'000;
-    st->st_mtim.tv_nsec = r.mtime % 1'000'000'000;
+    st->st_mtim.tv_sec = FileTimeSeconds(r.mtime);
+    st->st_mtim.tv_nsec = FileTimeNanos(r.mtime);
     st->st_atim = st->st_ctim = st->st_mtim;
   }
   st->st_blksize = 4096;

@@ -67,9 +67,10 @@ int propeller_search(propeller_client* client, const char* query, const char* sc
         hit.ino = h.record.id.ino;
         hit.type = static_cast<char>(h.record.type);
         hit.size = h.record.size;
-        hit.mtime_ns = h.record.mtime;
-        hit.ctime_ns = h.record.ctime;
-        hit.atime_ns = h.record.atime;
+        // The C ABI keeps int64 nanoseconds: times beyond 1677..2262 are clamped.
+        hit.mtime_ns = propeller::ClampToInt64(h.record.mtime);
+        hit.ctime_ns = propeller::ClampToInt64(h.record.ctime);
+        hit.atime_ns = propeller::ClampToInt64(h.record.atime);
         hit.uid = h.record.uid;
         hit.gid = h.record.gid;
         hit.mode = h.record.mode;

@@ -195,9 +195,9 @@ bool PredicateMatches(const Predicate& pred, const FileRecord& record) {
   const CmpOp op = pred.op;
   switch (pred.attr) {
     case Attr::kSize: return IntFieldMatches(op, record.size, pred.value);
-    case Attr::kMtime: return IntFieldMatches(op, record.mtime, pred.value);
-    case Attr::kCtime: return IntFieldMatches(op, record.ctime, pred.value);
-    case Attr::kAtime: return IntFieldMatches(op, record.atime, pred.value);
+    case Attr::kMtime: return Holds(op, CompareValues<FileTime>(record.mtime, pred.time));
+    case Attr::kCtime: return Holds(op, CompareValues<FileTime>(record.ctime, pred.time));
+    case Attr::kAtime: return Holds(op, CompareValues<FileTime>(record.atime, pred.time));
     case Attr::kUid: return IntFieldMatches(op, record.uid, pred.value);
     case Attr::kGid: return IntFieldMatches(op, record.gid, pred.value);
     case Attr::kMode: return IntFieldMatches(op, record.mode & 07777, pred.value);

@@ -330,3 +330,49 @@ TEST(QueryEval, MovedFromQueryMatchesNothing) {
 
 }  // namespace
 }  // namespace propeller
+
+namespace propeller {
+namespace {
+
+// Times of every year (docs/search.md "Times"): hand-computed expectations for files dated
+// before 1970, before 1677 and after 2262 (beyond int64 nanoseconds), and dates from 0001 to
+// 9999 in queries, which render and parse back to the same instant.
+TEST(EvalTest, TimesOfEveryYearCompareRight) {
+  FileRecord y2400, y1500, y1950;
+  y2400.paths = {"/a"};
+  y2400.mtime = FileTimeOf(13569465600, 0);  // 2400-01-01
+  y1500.paths = {"/b"};
+  y1500.mtime = FileTimeOf(-14831769600, 0);  // 1500-01-01
+  y1950.paths = {"/c"};
+  y1950.mtime = FileTimeOf(-631152000, 0);  // 1950-01-01
+  auto matches = [](const std::string& q, const FileRecord& r) {
+    auto parsed = Query::Parse(q, Options());
+    EXPECT_TRUE(parsed.ok()) << q << ": " << parsed.status().ToString();
+    return parsed.ok() && parsed->Matches(r);
+  };
+  // The case: a file dated 2400 is not older than 1900.
+  EXPECT_FALSE(matches("mtime<1900-01-01", y2400));
+  EXPECT_TRUE(matches("mtime>2300-01-01", y2400));
+  EXPECT_TRUE(matches("mtime=2400-01-01", y2400));
+  EXPECT_TRUE(matches("mtime<1d", y2400));  // "less than a day old": in the future, too
+  EXPECT_TRUE(matches("mtime<1900-01-01", y1500));
+  EXPECT_TRUE(matches("mtime>1499-12-31T23:59:59.999999999", y1500));
+  EXPECT_FALSE(matches("mtime>1500-01-01", y1500));
+  EXPECT_TRUE(matches("mtime<1970-01-01 & mtime>1949-12-31", y1950));
+  EXPECT_TRUE(matches("mtime>1y", y1950));  // older than a year
+  EXPECT_FALSE(matches("mtime>1y", y2400));
+  for (const char* text : {"0001-01-01T00:00:00", "9999-12-31T23:59:59.999999999",
+                           "1500-06-15T12:30:00.5", "2400-02-29T00:00:00"}) {
+    auto q = Query::Parse(std::string("mtime>") + text, Options());
+    ASSERT_TRUE(q.ok()) << text << ": " << q.status().ToString();
+    EXPECT_EQ(q->ToString(), std::string("mtime > ") + text);
+    auto again = Query::Parse(q->ToString(), Options());
+    ASSERT_TRUE(again.ok());
+    EXPECT_EQ(again->ToString(), q->ToString());
+  }
+  EXPECT_FALSE(Query::Parse("mtime<0000-12-31", Options()).ok());
+  EXPECT_FALSE(Query::Parse("mtime<2023-02-29", Options()).ok());
+}
+
+}  // namespace
+}  // namespace propeller

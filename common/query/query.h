@@ -75,7 +75,11 @@ struct Predicate {
   // The value after resolution: integers for the numeric built-ins (times already absolute,
   // mode masked, ages flipped into op), the letter for type (a one-byte string: "f"),
   // lowercased text for ext/keyword; int64, double or string for user attributes.
+  // For times: the bound the index structures use (int64 nanoseconds; a time beyond them is
+  // replaced by a bound no tighter than it, or by a double meaning "prunes nothing"), while
+  // `time` holds the exact instant that evaluation compares with.
   AttrValue value;
+  FileTime time = 0;  // mtime/ctime/atime: the exact instant
   size_t pos = 0;  // 1-based position of the attribute in the query text, for messages
 };
 

@@ -190,8 +190,8 @@ std::string Describe(const FileRecord& r) {
   std::string out = "record{paths=[";
   for (const std::string& p : r.paths) out += "\"" + Printable(p) + "\" ";
   out += "] type=" + std::string(1, static_cast<char>(r.type)) +
-         " size=" + std::to_string(r.size) + " mtime=" + std::to_string(r.mtime) +
-         " ctime=" + std::to_string(r.ctime) + " atime=" + std::to_string(r.atime) +
+         " size=" + std::to_string(r.size) + " mtime=" + FileTimeToString(r.mtime) +
+         " ctime=" + FileTimeToString(r.ctime) + " atime=" + FileTimeToString(r.atime) +
          " uid=" + std::to_string(r.uid) + " gid=" + std::to_string(r.gid) +
          " mode=" + std::to_string(r.mode) + " nlink=" + std::to_string(r.nlink) + " attrs={";
   for (const auto& [k, v] : r.attrs) {

@@ -34,6 +34,10 @@ void AppendQuoted(const std::string& text, std::string* out) {
 }
 
 void AppendValue(const Predicate& pred, std::string* out) {
+  if (pred.attr == Attr::kMtime || pred.attr == Attr::kCtime || pred.attr == Attr::kAtime) {
+    *out += query_internal::FormatDateNanos(pred.time);
+    return;
+  }
   if (const auto* i = std::get_if<int64_t>(&pred.value)) {
     switch (pred.attr) {
       case Attr::kMtime:

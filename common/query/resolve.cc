@@ -76,14 +76,36 @@ Result<int64_t> ResolveSize(const RawPredicate& raw) {
   return static_cast<int64_t>(*size);
 }
 
-// Sets pred->op and pred->value for a time attribute: a date keeps the operator, an age
-// counts back from now and flips it.
+// The bound the index structures prune with for `op t` (Predicate::value): their coordinate
+// is the time clamped into int64 nanoseconds (ClampToInt64), so a time beyond that range
+// becomes a bound that admits at least every clamped time of a match, or, where none exists,
+// a double, which prunes nothing.
+AttrValue PruningBound(CmpOp op, FileTime t) {
+  // A strict bound at the edge itself: every time beyond the edge clamps onto it.
+  if (op == CmpOp::kGt && t == INT64_MAX) return INT64_MAX - 1;
+  if (op == CmpOp::kLt && t == INT64_MIN) return INT64_MIN + 1;
+  if (t >= INT64_MIN && t <= INT64_MAX) return static_cast<int64_t>(t);
+  const bool above = t > INT64_MAX;
+  switch (op) {
+    case CmpOp::kEq: return above ? INT64_MAX : INT64_MIN;
+    case CmpOp::kGe: if (above) return INT64_MAX; break;
+    case CmpOp::kGt: if (above) return INT64_MAX - 1; break;
+    case CmpOp::kLe: if (!above) return INT64_MIN; break;
+    case CmpOp::kLt: if (!above) return INT64_MIN + 1; break;
+    default: break;
+  }
+  return 0.0;
+}
+
+// Sets pred->op, pred->time and pred->value for a time attribute: a date keeps the operator,
+// an age counts back from now and flips it.
 Status ResolveTime(const RawPredicate& raw, int64_t now_ns, Predicate* pred) {
   const std::string& text = raw.value.text;
   if (LooksLikeDate(text)) {
-    Result<int64_t> ns = ParseDateNanos(text);
+    Result<FileTime> ns = ParseDateNanos(text);
     if (!ns.ok()) return AtValue(raw, ns.status());
-    pred->value = *ns;
+    pred->time = *ns;
+    pred->value = PruningBound(pred->op, pred->time);
     return Status::OK();
   }
   Result<int64_t> age = ParseAgeNanos(text);
@@ -99,12 +121,9 @@ Status ResolveTime(const RawPredicate& raw, int64_t now_ns, Predicate* pred) {
   if (raw.op == CmpOp::kEq || raw.op == CmpOp::kNe) {
     return ErrorAt(raw.op_offset, "an age needs < <= > or >=");
   }
-  int64_t instant = 0;
-  if (__builtin_sub_overflow(now_ns, *age, &instant)) {
-    return ErrorAt(raw.value.offset, "number out of range");
-  }
   pred->op = FlipForAge(raw.op);
-  pred->value = instant;
+  pred->time = static_cast<FileTime>(now_ns) - *age;  // 128 bits: no overflow
+  pred->value = PruningBound(pred->op, pred->time);
   return Status::OK();
 }
 

@@ -184,7 +184,7 @@ bool LooksLikeDate(std::string_view text) {
   return true;
 }
 
-Result<int64_t> ParseDateNanos(std::string_view text) {
+Result<FileTime> ParseDateNanos(std::string_view text) {
   const Status bad_format = Status::InvalidArgument(
       "invalid date " + QuoteForMessage(text) +
       ": use YYYY-MM-DD, YYYY-MM-DDTHH:MM or YYYY-MM-DDTHH:MM:SS (UTC)");
@@ -224,19 +224,17 @@ Result<int64_t> ParseDateNanos(std::string_view text) {
   if (!ymd.ok() || hour > 23 || minute > 59 || second > 59) {
     return Status::InvalidArgument("invalid date " + QuoteForMessage(text));
   }
-  const int64_t days = std::chrono::sys_days{ymd}.time_since_epoch().count();
-  // 128 bits: the day part alone overflows int64 near 1677-09-21 although the sum may fit.
-  const __int128 ns = static_cast<__int128>(days) * kNanosPerDay +
-                      static_cast<__int128>(hour * 3600 + minute * 60 + second) * kNanosPerSecond +
-                      frac_ns;
-  if (ns < std::numeric_limits<int64_t>::min() || ns > std::numeric_limits<int64_t>::max()) {
+  if (year < 1) {
     return Status::InvalidArgument("date " + QuoteForMessage(text) +
-                                   " is out of range (1677-09-22 to 2262-04-10)");
+                                   " is out of range (years 0001 to 9999)");
   }
-  return static_cast<int64_t>(ns);
+  const int64_t days = std::chrono::sys_days{ymd}.time_since_epoch().count();
+  // 128 bits (FileTime): years 1 to 9999 at nanosecond precision.
+  return static_cast<FileTime>(days) * kNanosPerDay +
+         static_cast<FileTime>(hour * 3600 + minute * 60 + second) * kNanosPerSecond + frac_ns;
 }
 
-std::string FormatDateNanos(int64_t ns) {
+std::string FormatDateNanos(FileTime ns) {
   __int128 days = ns / kNanosPerDay;
   __int128 rem = ns % kNanosPerDay;
   if (rem < 0) {

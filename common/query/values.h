@@ -15,7 +15,6 @@
 
 namespace propeller::query_internal {
 
-inline constexpr int64_t kNanosPerSecond = 1'000'000'000;
 inline constexpr int64_t kNanosPerDay = 86'400 * kNanosPerSecond;
 
 // "'text'" for messages: cut after 48 bytes (never inside a UTF-8 sequence), control bytes
@@ -38,11 +37,11 @@ bool LooksLikeDate(std::string_view text);
 // Returns nanoseconds since the epoch. Errors: "invalid date 'x'" (impossible field values,
 // such as month 13 or February 30), "invalid date 'x': use ..." (bad format), "date 'x' is out
 // of range" (outside what int64 nanoseconds can hold: 1677-09-21 to 2262-04-11).
-Result<int64_t> ParseDateNanos(std::string_view text);
+Result<FileTime> ParseDateNanos(std::string_view text);
 
 // The inverse of ParseDateNanos for any int64: "YYYY-MM-DDTHH:MM:SS" plus ".fraction" (trailing
 // zeros dropped) when the nanoseconds are not zero.
-std::string FormatDateNanos(int64_t ns);
+std::string FormatDateNanos(FileTime ns);
 
 // A non-negative decimal integer no larger than `max`. Errors: "number out of range", and
 // "not a number" when `text` is not all digits.

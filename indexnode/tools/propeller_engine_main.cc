@@ -107,8 +107,9 @@ void PrintHit(const SearchHit& h, const Args& a) {
   } else if (a.json) {
     const FileRecord& r = h.record;
     std::printf("{\"path\":\"%s\",\"ino\":%" PRIu64 ",\"type\":\"%c\",\"size\":%" PRIu64
-                ",\"mtime\":%" PRId64 ",\"uid\":%u,\"gid\":%u,\"mode\":%u,\"acg\":%" PRIu64 "}\n",
-                JsonEscape(h.path).c_str(), r.id.ino, static_cast<char>(r.type), r.size, r.mtime,
+                ",\"mtime\":%s,\"uid\":%u,\"gid\":%u,\"mode\":%u,\"acg\":%" PRIu64 "}\n",
+                JsonEscape(h.path).c_str(), r.id.ino, static_cast<char>(r.type), r.size,
+                FileTimeToString(r.mtime).c_str(),
                 r.uid, r.gid, r.mode, h.acg);
   } else {
     std::printf("%s\n", h.path.c_str());
