@@ -8,7 +8,11 @@
 namespace propeller {
 namespace {
 
-constexpr size_t kMaxPathBytes = 4096;  // PATH_MAX on Linux, including room for the NUL
+// Not PATH_MAX: a file system takes names of up to 255 bytes at any depth, and the mount
+// reaches (and indexes) files whose paths no single system call takes (client/fuse/
+// backing_tree.h). The bound only keeps one record within reason; a query names no longer
+// path (kMaxQueryBytes).
+constexpr size_t kMaxPathBytes = 64 * 1024;
 
 bool IsAsciiAlnum(unsigned char c) {
   return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
@@ -105,7 +109,7 @@ bool PathHasKeyword(std::string_view path, std::string_view token) {
 
 std::string ValidatePath(std::string_view path) {
   if (path.empty()) return "path is empty";
-  if (path.size() > kMaxPathBytes) return "path is longer than 4096 bytes";
+  if (path.size() > kMaxPathBytes) return "path is longer than 65536 bytes";
   if (path.front() != '/') return "path is not absolute";
   if (path.find('\0') != std::string_view::npos) return "path contains a NUL byte";
   if (path.size() == 1) return std::string();  // the root

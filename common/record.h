@@ -111,8 +111,9 @@ std::vector<std::string> PathKeywords(std::string_view path);
 // runs it once per candidate). A token with upper-case ASCII letters never matches.
 bool PathHasKeyword(std::string_view path, std::string_view token);
 // Checks a path is acceptable for a record: absolute, no empty, "." or ".." components, no
-// NUL, no trailing slash (except the root), at most 4096 bytes. Empty string when valid,
-// otherwise the reason.
+// NUL, no trailing slash (except the root), at most 65536 bytes (more than PATH_MAX: a deep
+// file's path is taken by no system call whole). Empty string when valid, otherwise the
+// reason.
 std::string ValidatePath(std::string_view path);
 
 // Search result order (DESIGN §9 `--sort`). Keys: "" (unordered), size, mtime, ctime, atime,

@@ -132,9 +132,14 @@ TEST(RecordPathTest, ValidatePath) {
   EXPECT_NE(ValidatePath("/.."), "");
   EXPECT_NE(ValidatePath("/a/.."), "");
   EXPECT_NE(ValidatePath(std::string("/a\0b", 4)), "");
-  std::string longest = "/" + std::string(4095, 'x');
+  // Deeper than PATH_MAX is a path too (names of 255 bytes at any depth); 64 KiB is the bound.
+  std::string deep;
+  while (deep.size() + 256 < 65536) deep += "/" + std::string(255, 'x');
+  EXPECT_EQ(ValidatePath(deep), "");
+  std::string longest = deep + "/" + std::string(65536 - deep.size() - 1, 'y');
+  ASSERT_EQ(longest.size(), 65536u);
   EXPECT_EQ(ValidatePath(longest), "");
-  EXPECT_NE(ValidatePath(longest + "x"), "");
+  EXPECT_NE(ValidatePath(longest + "y"), "");
   // The reason names the problem.
   EXPECT_NE(ValidatePath("relative").find("absolute"), std::string::npos);
 }

@@ -1,14 +1,18 @@
 #include "common/tree_walk.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <map>
 #include <vector>
+
+#include "common/dir_fd.h"
 
 namespace propeller {
 namespace {
@@ -34,36 +38,76 @@ AttrValue ParseAttrValue(const std::string& v) {
   return v;
 }
 
-// user.* xattrs; names and values beyond the buffers are skipped (64 KiB is the kernel's own
-// limit for one value).
-void ReadUserAttrs(const std::string& path, FileRecord* rec) {
+// user.* xattrs, read by `list` (as llistxattr) and `get` (as lgetxattr); names and values
+// beyond the buffers are skipped (64 KiB is the kernel's own limit for one value).
+template <typename ListFn, typename GetFn>
+void ReadUserAttrs(ListFn list, GetFn get, FileRecord* rec) {
   std::vector<char> names(64 << 10);
-  ssize_t n = llistxattr(path.c_str(), names.data(), names.size());
+  ssize_t n = list(names.data(), names.size());
   if (n <= 0) return;
   std::vector<char> value(64 << 10);
   for (ssize_t off = 0; off < n;) {
     std::string name(names.data() + off);
     off += static_cast<ssize_t>(name.size()) + 1;
     if (name.rfind("user.", 0) != 0 || name.size() == 5) continue;
-    ssize_t vn = lgetxattr(path.c_str(), name.c_str(), value.data(), value.size());
+    ssize_t vn = get(name.c_str(), value.data(), value.size());
     if (vn < 0) continue;
     rec->attrs[name.substr(5)] = ParseAttrValue(std::string(value.data(), static_cast<size_t>(vn)));
   }
 }
 
+// ReadUserAttrs of the file at `path`.
+void ReadUserAttrsOf(const std::string& path, FileRecord* rec) {
+  ReadUserAttrs([&](char* list, size_t size) { return ::llistxattr(path.c_str(), list, size); },
+                [&](const char* attr, void* value, size_t size) {
+                  return ::lgetxattr(path.c_str(), attr, value, size);
+                },
+                rec);
+}
+
+// ReadUserAttrs of `name` in the directory open as `dir`.
+void ReadUserAttrsAt(int dir, const std::string& name, FileRecord* rec) {
+  ReadUserAttrs([&](char* list, size_t size) { return ListXattrAt(dir, name.c_str(), list, size); },
+                [&](const char* attr, void* value, size_t size) {
+                  return GetXattrAt(dir, name.c_str(), attr, value, size);
+                },
+                rec);
+}
+
+// Directories deeper than this hold no descriptor while their subdirectories are walked:
+// they are opened again from the root afterwards, so a walk keeps at most this many open
+// however deep the tree is.
+constexpr size_t kMaxHeldDirs = 64;
+
+// The names in the directory open as `dir` (no . and ..), sorted bytewise; false when it
+// cannot be read.
+bool ReadNames(int dir, std::vector<std::string>* names) {
+  const int fd = ::openat(dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return false;
+  DIR* d = ::fdopendir(fd);
+  if (d == nullptr) {
+    ::close(fd);
+    return false;
+  }
+  while (struct dirent* e = ::readdir(d)) {
+    std::string n = e->d_name;
+    if (n != "." && n != "..") names->push_back(std::move(n));
+  }
+  ::closedir(d);
+  std::sort(names->begin(), names->end());
+  return true;
+}
+
 class Walker {
  public:
-  Walker(const std::string& root, const TreeWalkOptions& options,
+  Walker(int root, const TreeWalkOptions& options,
          const std::function<Status(FileRecord&&)>& emit, TreeWalkStats* stats)
       : root_(root), options_(options), emit_(emit), stats_(stats) {}
 
-  Status Run() {
-    struct stat st;
-    if (::lstat(root_.c_str(), &st) != 0) return Status::IOError("stat " + root_, errno);
-    if (!S_ISDIR(st.st_mode)) return Status::InvalidArgument(root_ + " is not a directory");
+  Status Run(const struct stat& st) {
     dev_ = st.st_dev;
-    PROPELLER_RETURN_IF_ERROR(Add("/", root_, st, 0));
-    PROPELLER_RETURN_IF_ERROR(Walk("/", root_, st.st_ino));
+    PROPELLER_RETURN_IF_ERROR(Add("/", root_, ".", st, 0));
+    PROPELLER_RETURN_IF_ERROR(Walk("/", nullptr, 0, st.st_ino));
     for (auto& [ino, rec] : linked_) {
       std::sort(rec.paths.begin(), rec.paths.end());
       PROPELLER_RETURN_IF_ERROR(emit_(std::move(rec)));
@@ -72,36 +116,48 @@ class Walker {
   }
 
  private:
-  Status Walk(const std::string& rel, const std::string& abs, uint64_t ino) {
-    DIR* d = ::opendir(abs.c_str());
-    if (d == nullptr) {
+  // Walks the directory at `rel`, open as `*dir` (the root when null), `depth` levels down.
+  Status Walk(const std::string& rel, UniqueFd* dir, size_t depth, uint64_t ino) {
+    int fd = dir != nullptr ? dir->get() : root_;
+    std::vector<std::string> names;
+    if (!ReadNames(fd, &names)) {
       ++stats_->skipped;
       return Status::OK();
     }
-    std::vector<std::string> names;
-    while (struct dirent* e = ::readdir(d)) {
-      std::string n = e->d_name;
-      if (n != "." && n != "..") names.push_back(n);
-    }
-    ::closedir(d);
-    std::sort(names.begin(), names.end());
     for (const std::string& n : names) {
       std::string child_rel = rel == "/" ? "/" + n : rel + "/" + n;
-      std::string child_abs = abs + "/" + n;
       struct stat st;
-      if (::lstat(child_abs.c_str(), &st) != 0 || !ValidatePath(child_rel).empty()) {
+      if (::fstatat(fd, n.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
         ++stats_->skipped;
         continue;
       }
-      PROPELLER_RETURN_IF_ERROR(Add(child_rel, child_abs, st, ino));
-      if (S_ISDIR(st.st_mode) && st.st_dev == dev_) {
-        PROPELLER_RETURN_IF_ERROR(Walk(child_rel, child_abs, st.st_ino));
+      PROPELLER_RETURN_IF_ERROR(Add(child_rel, fd, n, st, ino));
+      if (!S_ISDIR(st.st_mode) || st.st_dev != dev_) continue;
+      UniqueFd child(::openat(fd, n.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      if (!child.valid()) {
+        ++stats_->skipped;
+        continue;
+      }
+      const bool release = dir != nullptr && depth >= kMaxHeldDirs;
+      if (release) dir->Reset();
+      PROPELLER_RETURN_IF_ERROR(Walk(child_rel, &child, depth + 1, st.st_ino));
+      if (release) {
+        // Again from the root; a directory moved or replaced meanwhile ends its part of the
+        // walk (a later update says where it went).
+        struct stat again;
+        if (OpenDirBeneath(root_, std::string_view(rel).substr(1), dir) != 0 ||
+            ::fstat(dir->get(), &again) != 0 || again.st_ino != ino) {
+          ++stats_->skipped;
+          return Status::OK();
+        }
+        fd = dir->get();
       }
     }
     return Status::OK();
   }
 
-  Status Add(const std::string& rel, const std::string& abs, const struct stat& st,
+  // Reports the file `st`, `name` in the directory open as `dir`, at `rel`.
+  Status Add(const std::string& rel, int dir, const std::string& name, const struct stat& st,
              uint64_t parent) {
     const bool linked = !S_ISDIR(st.st_mode) && st.st_nlink > 1;
     if (linked) {
@@ -116,7 +172,7 @@ class Walker {
     r.paths = {rel};
     r.parent_ino = parent;
     FillRecordFromStat(st, &r);
-    ReadUserAttrs(abs, &r);
+    ReadUserAttrsAt(dir, name, &r);
     if (S_ISDIR(st.st_mode)) {
       ++stats_->dirs;
     } else {
@@ -129,7 +185,7 @@ class Walker {
     return emit_(std::move(r));
   }
 
-  const std::string root_;
+  const int root_;
   const TreeWalkOptions options_;
   const std::function<Status(FileRecord&&)>& emit_;
   TreeWalkStats* stats_;
@@ -141,9 +197,22 @@ class Walker {
 
 Status WalkTree(const std::string& root, const TreeWalkOptions& options,
                 const std::function<Status(FileRecord&&)>& on_record, TreeWalkStats* stats) {
+  struct stat st;
+  if (::lstat(root.c_str(), &st) != 0) return Status::IOError("stat " + root, errno);
+  if (!S_ISDIR(st.st_mode)) return Status::InvalidArgument(root + " is not a directory");
+  UniqueFd fd(::open(root.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!fd.valid()) return Status::IOError("open " + root, errno);
+  return WalkTreeAt(fd.get(), options, on_record, stats);
+}
+
+Status WalkTreeAt(int dir, const TreeWalkOptions& options,
+                  const std::function<Status(FileRecord&&)>& on_record, TreeWalkStats* stats) {
+  struct stat st;
+  if (::fstat(dir, &st) != 0) return Status::IOError("stat of the walk's root", errno);
+  if (!S_ISDIR(st.st_mode)) return Status::InvalidArgument("the walk's root is not a directory");
   TreeWalkStats local;
-  Walker w(root, options, on_record, stats ? stats : &local);
-  return w.Run();
+  Walker w(dir, options, on_record, stats ? stats : &local);
+  return w.Run(st);
 }
 
 void FillRecordFromStat(const struct stat& st, FileRecord* r) {
@@ -158,16 +227,37 @@ void FillRecordFromStat(const struct stat& st, FileRecord* r) {
   r->nlink = static_cast<uint32_t>(st.st_nlink);
 }
 
-Status ReadFileRecord(const std::string& abs_path, const std::string& path, uint32_t volume,
-                      uint64_t parent_ino, FileRecord* record) {
-  struct stat st;
-  if (::lstat(abs_path.c_str(), &st) != 0) return Status::IOError("stat " + abs_path, errno);
+namespace {
+
+// The record of the file `st` at in-volume `path`, without its user attributes.
+void RecordOf(const struct stat& st, const std::string& path, uint32_t volume,
+              uint64_t parent_ino, FileRecord* record) {
   *record = FileRecord{};
   record->id = FileId{volume, static_cast<uint64_t>(st.st_ino)};
   record->paths = {path};
   record->parent_ino = parent_ino;
   FillRecordFromStat(st, record);
-  ReadUserAttrs(abs_path, record);
+}
+
+}  // namespace
+
+Status ReadFileRecord(const std::string& abs_path, const std::string& path, uint32_t volume,
+                      uint64_t parent_ino, FileRecord* record) {
+  struct stat st;
+  if (::lstat(abs_path.c_str(), &st) != 0) return Status::IOError("stat " + abs_path, errno);
+  RecordOf(st, path, volume, parent_ino, record);
+  ReadUserAttrsOf(abs_path, record);
+  return Status::OK();
+}
+
+Status ReadFileRecordAt(int dir, const std::string& name, const std::string& path,
+                        uint32_t volume, uint64_t parent_ino, FileRecord* record) {
+  struct stat st;
+  if (::fstatat(dir, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+    return Status::IOError("stat " + path, errno);
+  }
+  RecordOf(st, path, volume, parent_ino, record);
+  ReadUserAttrsAt(dir, name, record);
   return Status::OK();
 }
 

@@ -1,6 +1,10 @@
 // WalkTree: reads an existing directory tree into file records (DESIGN §9 `import`): lstat of
 // every entry, user.* extended attributes as user attributes, hard links merged into one record
-// with several paths. Used by `propeller import` and the propeller-engine tool.
+// with several paths. Used by `propeller import`, the propeller-engine tool and the mount.
+//
+// Every entry is read relative to its open directory (fstatat, and the xattrs through
+// /proc/self/fd: common/dir_fd.h), so a tree of any depth is read whole, whatever the length
+// of its paths, and no symbolic link inside it is followed.
 //
 // Single-threaded; the callback runs on the calling thread.
 #ifndef PROPELLER_COMMON_TREE_WALK_H_
@@ -24,7 +28,7 @@ struct TreeWalkOptions {
 struct TreeWalkStats {
   uint64_t files = 0;    // non-directories reported
   uint64_t dirs = 0;     // directories reported (the root included)
-  uint64_t skipped = 0;  // entries that vanished, could not be read, or have unusable names
+  uint64_t skipped = 0;  // entries that vanished or could not be read
 };
 
 // Walks `root` (not following symlinks, staying on its file system) and calls `on_record` for
@@ -37,12 +41,22 @@ struct TreeWalkStats {
 Status WalkTree(const std::string& root, const TreeWalkOptions& options,
                 const std::function<Status(FileRecord&& record)>& on_record,
                 TreeWalkStats* stats);
+// WalkTree of the directory open as `dir` (any descriptor of it, O_PATH too; it stays the
+// caller's): for a root reached without a path the kernel takes, or without following links.
+Status WalkTreeAt(int dir, const TreeWalkOptions& options,
+                  const std::function<Status(FileRecord&& record)>& on_record,
+                  TreeWalkStats* stats);
 
 // The record of one file from its lstat: id, path, type, size, times, owner, mode, nlink and
 // user.* xattrs (integers become int64, other numbers double, the rest strings).
-// `abs_path` is where to read it, `path` the in-volume path to store.
+// `abs_path` is where to read it, `path` the in-volume path to store. IOError when the file
+// cannot be read.
 Status ReadFileRecord(const std::string& abs_path, const std::string& path, uint32_t volume,
                       uint64_t parent_ino, FileRecord* record);
+// ReadFileRecord of `name` in the directory open as `dir` (not following `name` when it is a
+// symbolic link; "." for the directory itself).
+Status ReadFileRecordAt(int dir, const std::string& name, const std::string& path,
+                        uint32_t volume, uint64_t parent_ino, FileRecord* record);
 
 // Sets record's type, size, times, owner, mode and nlink from `st` (what ReadFileRecord takes
 // from the lstat; the mount uses it with an open file's fstat).

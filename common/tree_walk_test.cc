@@ -2,6 +2,7 @@
 // own order and against a component-wise comparison.
 #include "common/tree_walk.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -10,9 +11,12 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <cstring>
 #include <map>
+#include <set>
 #include <vector>
 
+#include "common/dir_fd.h"
 #include "common/random.h"
 
 namespace propeller {
@@ -111,6 +115,84 @@ TEST(TreeWalkTest, ReportsEveryEntryOnceInWalkOrder) {
     EXPECT_EQ(std::get<double>(rec.attrs.at("ratio")), 0.5);
     EXPECT_EQ(std::get<std::string>(rec.attrs.at("owner")), "ann");
   }
+}
+
+// Removes `name` in the directory open as `dir`, at any depth (std::filesystem stops at
+// PATH_MAX).
+void RemoveTreeAt(int dir, const std::string& name) {
+  struct stat st;
+  if (::fstatat(dir, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return;
+  if (S_ISDIR(st.st_mode)) {
+    const int fd = ::openat(dir, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (DIR* d = fd >= 0 ? ::fdopendir(fd) : nullptr) {
+      std::vector<std::string> names;
+      while (struct dirent* e = ::readdir(d)) {
+        if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0) {
+          names.push_back(e->d_name);
+        }
+      }
+      for (const std::string& n : names) RemoveTreeAt(::dirfd(d), n);
+      ::closedir(d);
+    }
+  }
+  ::unlinkat(dir, name.c_str(), S_ISDIR(st.st_mode) ? AT_REMOVEDIR : 0);
+}
+
+// A tree deeper than PATH_MAX (80 levels of 100-byte names), and deeper than the walk keeps
+// directories open (64): every entry is reported once with its path and attributes, none is
+// skipped, a subtree met after returning from the deepest one is read too, and a symbolic
+// link is reported, not followed. The oracle is the list the test made.
+TEST(TreeWalkTest, ReadsTreesOfAnyDepth) {
+  TempTree t;
+  const std::string r = t.root();
+  UniqueFd root(::open(r.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  ASSERT_TRUE(root.valid());
+  const std::string top(100, 'd');
+  struct Cleanup {
+    int dir;
+    std::string name;
+    ~Cleanup() { RemoveTreeAt(dir, name); }
+  } cleanup{root.get(), top};
+  std::map<std::string, uint64_t> want;  // path -> size (0 for directories and links)
+  want["/"] = 0;
+  UniqueFd cur(::fcntl(root.get(), F_DUPFD_CLOEXEC, 0));
+  std::string rel;
+  for (int i = 0; i < 80; ++i) {
+    ASSERT_EQ(::mkdirat(cur.get(), top.c_str(), 0755), 0) << i << ": " << std::strerror(errno);
+    if (i % 20 == 0 || i == 66) {
+      const std::string f = "f" + std::to_string(i);
+      const int fd = ::openat(cur.get(), f.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+      ASSERT_GE(fd, 0);
+      ASSERT_EQ(::ftruncate(fd, i + 1), 0);
+      ::close(fd);
+      want[rel + "/" + f] = static_cast<uint64_t>(i + 1);
+    }
+    if (i == 66) {  // after the deep subtree in walk order ("ddd..." < "e")
+      ASSERT_EQ(::mkdirat(cur.get(), "e", 0755), 0);
+      ASSERT_EQ(::symlinkat("..", cur.get(), "up"), 0);
+      want[rel + "/e"] = 0;
+      want[rel + "/up"] = 0;
+    }
+    rel += "/" + top;
+    want[rel] = 0;
+    cur.Reset(::openat(cur.get(), top.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    ASSERT_TRUE(cur.valid());
+  }
+  ASSERT_GT(rel.size(), 8000u);
+  ASSERT_EQ(::fsetxattr(cur.get(), "user.depth", "80", 2, 0), 0);
+  std::map<std::string, uint64_t> got;
+  TreeWalkStats stats;
+  int64_t depth_attr = 0;
+  ASSERT_TRUE(WalkTree(r, {.volume = 3}, [&](FileRecord&& rec) {
+                EXPECT_EQ(rec.paths.size(), 1u);
+                got[rec.paths[0]] = rec.type == FileType::kRegular ? rec.size : 0;
+                if (rec.paths[0] == rel) depth_attr = std::get<int64_t>(rec.attrs.at("depth"));
+                return Status::OK();
+              }, &stats).ok());
+  EXPECT_EQ(got, want);
+  EXPECT_EQ(stats.skipped, 0u);
+  EXPECT_EQ(stats.dirs, 82u);  // the root, 80 levels, e
+  EXPECT_EQ(depth_attr, 80);
 }
 
 TEST(TreeWalkTest, WalkOrderIsComponentWise) {

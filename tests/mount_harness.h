@@ -35,16 +35,18 @@ struct ScopedFd {
 };
 
 // A `propeller mount` of a fresh backing directory, stopped (unmounted) at destruction.
-// `extra`: options after MOUNTPOINT; `global`: options before `mount` (--master, ...).
+// `extra`: options after MOUNTPOINT; `global`: options before `mount` (--master, ...);
+// `backing`: the backing directory's path below root() (made, with its parents).
 class Mount {
  public:
-  explicit Mount(std::vector<std::string> extra = {}, std::vector<std::string> global = {}) {
+  explicit Mount(std::vector<std::string> extra = {}, std::vector<std::string> global = {},
+                 const std::string& backing = "backing") {
     namespace fs = std::filesystem;
     using namespace std::chrono_literals;
     root_ = "/tmp/propeller-fuse-test-" + std::to_string(::getpid()) + "-" +
             std::to_string(counter_++);
     fs::remove_all(root_);
-    backing_ = root_ + "/backing";
+    backing_ = root_ + "/" + backing;
     mnt_ = root_ + "/mnt";
     fs::create_directories(backing_);
     fs::create_directories(mnt_);

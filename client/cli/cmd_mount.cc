@@ -18,6 +18,7 @@
 #include "client/cli/commands.h"
 #include "client/cli/embedded_service.h"
 #include "client/cli/service_options.h"
+#include "client/fuse/backing_tree.h"
 #include "client/fuse/capture_fs.h"
 #include "client/fuse/index_writer.h"
 #include "client/fuse/pending_updates.h"
@@ -75,6 +76,9 @@ Options:
   --poll-us N         after each request, one more thread keeps reading for the next one N
                       microseconds before it sleeps, so back-to-back calls skip a thread
                       wake-up (default 50; 0 = off). Spends CPU only while calls keep coming.
+  --dir-cache N       backing directories kept open for the directories used most, so a
+                      call walks one name instead of the whole path (default 256; 0 = none:
+                      every call resolves its directory's path)
   --no-import         do not index the files already in BACKING on the first mount
   --no-reconcile      do not bring the index up to date with BACKING at start (changes
                       made while it was not mounted stay unseen; docs/reconcile.md)
@@ -205,7 +209,7 @@ int RunMount(const GlobalOptions& global, const std::vector<std::string>& argv) 
   auto args = Args::Parse(argv,
                           {"--data", "--durability", "--cache-timeout", "--threads",
                            "--poll-us", "--ready-file", "--log-level", "--index-timeout",
-                           "--search-wait"},
+                           "--search-wait", "--dir-cache"},
                           {"--help", "-h", "--writeback", "--no-passthrough", "--no-import",
                            "--no-reconcile", "--no-allow-other", "--no-capture", "--debug"});
   if (!args.ok()) return ReportError(args.status(), /*usage=*/true);
@@ -229,6 +233,11 @@ int RunMount(const GlobalOptions& global, const std::vector<std::string>& argv) 
   if (!poll_us.ok()) return ReportError(poll_us.status(), /*usage=*/true);
   if (*poll_us > 1'000'000) {
     return ReportError(Status::InvalidArgument("--poll-us must be 0..1000000"), /*usage=*/true);
+  }
+  auto dir_cache = args->GetUint("--dir-cache", 256);
+  if (!dir_cache.ok()) return ReportError(dir_cache.status(), /*usage=*/true);
+  if (*dir_cache > 65536) {
+    return ReportError(Status::InvalidArgument("--dir-cache must be 0..65536"), /*usage=*/true);
   }
   double cache_timeout = 1.0;
   if (auto t = args->Get("--cache-timeout")) {
@@ -375,9 +384,12 @@ int RunMount(const GlobalOptions& global, const std::vector<std::string>& argv) 
                    backing.c_str(), s.ToString().c_str());
     }
   }
+  // The backing directory, open: every call on the tree starts there (backing_tree.h).
+  auto tree = fuse::BackingTree::Open(backing);
+  if (!tree.ok()) return ReportError(tree.status());
   fuse::IndexWriterOptions wo;
   wo.client = client->get();
-  wo.backing = backing;
+  wo.tree = tree->get();
   wo.volume = *volume;
   wo.queue = pending->get();
   wo.timeout_ms = static_cast<int64_t>(*index_timeout);
@@ -398,6 +410,7 @@ int RunMount(const GlobalOptions& global, const std::vector<std::string>& argv) 
 
   fuse::CaptureFsOptions fo;
   fo.backing = backing;
+  fo.tree = tree->get();
   fo.mountpoint = mountpoint;
   fo.volume = *volume;
   fo.client = client->get();
@@ -410,6 +423,7 @@ int RunMount(const GlobalOptions& global, const std::vector<std::string>& argv) 
   fo.allow_other = !args->Has("--no-allow-other");
   fo.max_threads = static_cast<int>(*threads);
   fo.poll_us = static_cast<int64_t>(*poll_us);
+  fo.dir_cache = static_cast<size_t>(*dir_cache);
   fo.debug = args->Has("--debug");
   fo.capture_edges = !args->Has("--no-capture");
   auto fs = fuse::CaptureFs::Mount(fo);

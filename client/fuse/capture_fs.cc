@@ -17,6 +17,8 @@
 #include <optional>
 #include <vector>
 
+#include "client/fuse/backing_tree.h"
+#include "client/fuse/dir_cache.h"
 #include "client/fuse/edge_capture.h"
 #include "client/fuse/errno_map.h"
 #include "client/fuse/file_indexer.h"
@@ -27,6 +29,7 @@
 #include "client/fuse/query_dirs.h"
 #include "client/fuse/query_listings.h"
 #include "client/fuse/session.h"
+#include "common/dir_fd.h"
 #include "common/logging.h"
 #include "common/query/query.h"
 #include "common/record.h"
@@ -42,7 +45,7 @@ int64_t MonoNanos() {
 
 bool IsQueryName(const char* name) { return name[0] == '?'; }
 
-// `name` in directory `parent` (an in-volume or an absolute path).
+// `name` in directory `parent` (an in-volume path).
 std::string ChildPath(const std::string& parent, const char* name) {
   return parent == "/" ? "/" + std::string(name) : parent + "/" + name;
 }
@@ -53,8 +56,9 @@ class CaptureFs::Impl {
  public:
   explicit Impl(const CaptureFsOptions& o)
       : options_(o),
-        inodes_(o.backing),
-        indexer_(&inodes_, o.index, o.volume),
+        tree_(o.tree),
+        dirs_(&inodes_, o.tree, o.dir_cache),
+        indexer_(&inodes_, &dirs_, o.tree, o.index, o.volume),
         query_dirs_(QueryDirsOptions{&inodes_, o.client, o.index, o.volume, o.search_wait_ms}),
         edges_(EdgeCaptureOptions{o.client, o.volume, o.edge_flush_interval_ms, o.capture_edges}),
         passthrough_(o.passthrough && !o.writeback),
@@ -66,7 +70,7 @@ class CaptureFs::Impl {
   }
 
   Status Init() {
-    PROPELLER_RETURN_IF_ERROR(inodes_.Init());
+    PROPELLER_RETURN_IF_ERROR(inodes_.Init(tree_->root_fd()));
     // Modes arrive masked by the kernel; the daemon's own umask must not mask them again.
     ::umask(0);
     am_root_ = ::geteuid() == 0;
@@ -126,23 +130,54 @@ class CaptureFs::Impl {
     std::optional<ScopedFsCredentials> as_;
   };
 
+  // ---- the backing files of inodes ----
+
+  // The backing directory of directory inode `dir`, open (DirCache). 0 or an errno (ENOENT:
+  // its name is gone; ELOOP: a symbolic link took a directory's place in the backing tree).
+  int DirOf(Inode* dir, BackingDir* out) { return dirs_.Open(dir, out); }
+
+  // The backing file of `inode` as the *at() calls take it: its directory and its name. 0 or
+  // an errno as DirOf.
+  int NameOf(Inode* inode, BackingName* out) { return dirs_.Locate(inode, out); }
+
+  // The file of `inode` for a call that works on a name or a descriptor: its name when it has
+  // one, else (its names were removed while it was open) a descriptor of one of its open
+  // handles in *fd. 0 or an errno (ENOENT: neither).
+  int NameOrFdOf(Inode* inode, BackingName* name, UniqueFd* fd) {
+    const int err = dirs_.Locate(inode, name);
+    if (err != ENOENT) return err;
+    return open_files_.DupFdOf(inode, fd) == 0 ? 0 : ENOENT;
+  }
+
   // ---- replies ----
 
   int StatFile(Inode* inode, struct stat* st) {
-    std::string abs;
-    if (!inodes_.AbsPathOf(inode, &abs)) return ENOENT;
-    if (::lstat(abs.c_str(), st) != 0) return errno;
+    // A directory kept open is that directory, whatever now has its name.
+    if (BackingDir dir; dirs_.Cached(inode, &dir)) {
+      return ::fstat(dir.fd(), st) == 0 ? 0 : errno;
+    }
+    BackingName at;
+    UniqueFd fd;
+    if (const int err = NameOrFdOf(inode, &at, &fd); err != 0) return err;
+    const int rc = fd.valid() ? ::fstat(fd.get(), st)
+                              : ::fstatat(at.dir.fd(), at.name.c_str(), st, AT_SYMLINK_NOFOLLOW);
+    return rc == 0 ? 0 : errno;
+  }
+
+  // Looks `name` up in directory `parent`, open as `dir`, and fills `e` (one lookup
+  // counted). 0 or an errno.
+  int DoLookupIn(const BackingDir& dir, Inode* parent, const char* name, fuse_entry_param* e) {
+    std::memset(e, 0, sizeof(*e));
+    if (::fstatat(dir.fd(), name, &e->attr, AT_SYMLINK_NOFOLLOW) != 0) return errno;
+    InternEntry(parent, name, e);
     return 0;
   }
 
-  // Looks `name` up in directory `parent` and fills `e` (one lookup counted). 0 or an errno.
+  // DoLookupIn of `name` in the directory inode `parent`.
   int DoLookup(Inode* parent, const char* name, fuse_entry_param* e) {
-    std::memset(e, 0, sizeof(*e));
-    std::string dir;
-    if (!inodes_.AbsPathOf(parent, &dir)) return ENOENT;
-    if (::lstat(ChildPath(dir, name).c_str(), &e->attr) != 0) return errno;
-    InternEntry(parent, name, e);
-    return 0;
+    BackingDir dir;
+    if (const int err = DirOf(parent, &dir); err != 0) return err;
+    return DoLookupIn(dir, parent, name, e);
   }
 
   // Interns the file of e->attr as `name` in `parent` (one lookup counted) and fills the rest
@@ -255,9 +290,12 @@ class CaptureFs::Impl {
       fuse_reply_attr(req, &st, 0);
       return;
     }
+    // The handle's file when the kernel names one (a read of a file whose attributes it
+    // refreshes), else the file's name, else (unlinked while open: fstat) any open handle.
+    const int fd = fi != nullptr ? FdOf(HandleOf(fi)) : -1;
     int err = 0;
-    if (fi != nullptr && HandleOf(fi)->fd >= 0) {
-      if (::fstat(HandleOf(fi)->fd, &st) != 0) err = errno;
+    if (fd >= 0) {
+      if (::fstat(fd, &st) != 0) err = errno;
     } else {
       err = StatFile(inode, &st);
     }
@@ -265,37 +303,58 @@ class CaptureFs::Impl {
     fuse_reply_attr(req, &st, options_.attr_timeout_s);
   }
 
+  // The descriptor of an open file's or directory's handle; -1 for a query directory's.
+  static int FdOf(Handle* h) {
+    return h->fd >= 0 ? h->fd : h->dir != nullptr ? ::dirfd(h->dir) : -1;
+  }
+
   void OnSetattr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int valid,
                  struct fuse_file_info* fi) {
     Client::Deadline deadline(options_.index->timeout_ms());  // all its index calls
     Inode* inode = inodes_.Get(ino);
     if (inode->kind != InodeKind::kFile) return (void)fuse_reply_err(req, EROFS);
-    std::string abs;
-    if (!inodes_.AbsPathOf(inode, &abs) && fi == nullptr) return (void)fuse_reply_err(req, ENOENT);
+    // What to change: the caller's open file when the kernel names it (ftruncate), else the
+    // file's name, else — its names were removed while it was open: fchmod, fchown,
+    // futimens, truncate of the open file come without a handle — any open handle of it.
+    const bool by_handle = fi != nullptr && FdOf(HandleOf(fi)) >= 0;
+    BackingName at;
+    UniqueFd spare;
+    if (!by_handle) {
+      if (const int err = NameOrFdOf(inode, &at, &spare); err != 0) {
+        return (void)fuse_reply_err(req, err);
+      }
+    }
+    const int fd = by_handle ? FdOf(HandleOf(fi)) : spare.get();  // -1: by name
+    const int dir = at.dir.fd();
+    const char* name = at.name.c_str();
     if (const int err = options_.index->Admit(); err != 0) return (void)fuse_reply_err(req, err);
     int rc = 0;
     if (valid & FUSE_SET_ATTR_MODE) {
-      rc = fi != nullptr ? ::fchmod(HandleOf(fi)->fd, attr->st_mode)
-                         : ::chmod(abs.c_str(), attr->st_mode);
+      rc = fd >= 0 ? ::fchmod(fd, attr->st_mode) : ChmodAt(dir, name, attr->st_mode);
       if (rc != 0) return (void)fuse_reply_err(req, errno);
     }
     if (valid & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID)) {
       uid_t uid = (valid & FUSE_SET_ATTR_UID) ? attr->st_uid : static_cast<uid_t>(-1);
       gid_t gid = (valid & FUSE_SET_ATTR_GID) ? attr->st_gid : static_cast<gid_t>(-1);
-      rc = fi != nullptr ? ::fchown(HandleOf(fi)->fd, uid, gid) : ::lchown(abs.c_str(), uid, gid);
+      rc = fd >= 0 ? ::fchown(fd, uid, gid) : ::fchownat(dir, name, uid, gid, AT_SYMLINK_NOFOLLOW);
       if (rc != 0) return (void)fuse_reply_err(req, errno);
     }
     if (valid & FUSE_SET_ATTR_SIZE) {
-      if (fi != nullptr) {
-        rc = ::ftruncate(HandleOf(fi)->fd, attr->st_size);
+      if (by_handle) {
+        rc = ::ftruncate(fd, attr->st_size);  // the kernel checked it is open for writing
       } else {
-        rc = ::truncate(abs.c_str(), attr->st_size);
+        // Another handle may be read-only: truncate(2) through /proc, as for a name.
+        UniqueFd file;
+        if (fd < 0) file.Reset(::openat(dir, name, O_PATH | O_NOFOLLOW | O_CLOEXEC));
+        rc = fd < 0 && !file.valid()
+                 ? -1
+                 : ::truncate(ProcFdPath(fd >= 0 ? fd : file.get()).c_str(), attr->st_size);
       }
       if (rc != 0) return (void)fuse_reply_err(req, errno);
     }
     // FATTR_KILL_SUIDGID (KillprivV2): a chown, or a truncate by a caller without CAP_FSETID.
     if ((valid & FUSE_SET_ATTR_KILL_SUID) && !(valid & FUSE_SET_ATTR_MODE)) {
-      const int err = OpenFiles::KillPrivileges(req, fi != nullptr ? HandleOf(fi)->fd : -1, abs);
+      const int err = OpenFiles::KillPrivileges(req, fd, dir, name);
       if (err != 0) return (void)fuse_reply_err(req, err);
     }
     if (valid & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME)) {
@@ -314,27 +373,29 @@ class CaptureFs::Impl {
       } else if (valid & FUSE_SET_ATTR_MTIME) {
         tv[1] = attr->st_mtim;
       }
-      if (fi != nullptr) {
-        rc = ::futimens(HandleOf(fi)->fd, tv);
-      } else {
-        rc = ::utimensat(AT_FDCWD, abs.c_str(), tv, AT_SYMLINK_NOFOLLOW);
-      }
+      rc = fd >= 0 ? ::futimens(fd, tv) : ::utimensat(dir, name, tv, AT_SYMLINK_NOFOLLOW);
       if (rc != 0) return (void)fuse_reply_err(req, errno);
     }
     struct stat st;
-    int err = fi != nullptr ? (::fstat(HandleOf(fi)->fd, &st) == 0 ? 0 : errno)
-                            : StatFile(inode, &st);
-    if (err != 0) return (void)fuse_reply_err(req, err);
+    rc = fd >= 0 ? ::fstat(fd, &st) : ::fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW);
+    if (rc != 0) return (void)fuse_reply_err(req, errno);
     // Times set through a handle open for writing — the kernel's writeback cache flushing
     // mtime before the close — are indexed by that handle's close (flush), which follows.
     constexpr int kTimes = FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_ATIME_NOW |
                            FUSE_SET_ATTR_MTIME_NOW | FUSE_SET_ATTR_CTIME;
-    const bool flushed_by_close = fi != nullptr && HandleOf(fi)->write && (valid & ~kTimes) == 0;
+    const bool flushed_by_close = by_handle && HandleOf(fi)->write && (valid & ~kTimes) == 0;
     if (!flushed_by_close) {
-      err = indexer_.IndexInode(inode);
-      if (err != 0) return (void)fuse_reply_err(req, err);
+      if (const int err = IndexChanged(inode, st); err != 0) return (void)fuse_reply_err(req, err);
     }
     fuse_reply_attr(req, &st, options_.attr_timeout_s);
+  }
+
+  // Indexes `inode`, whose attributes are now `st`, after a change: under its name, or, when
+  // it has none (open, unlinked), under the names the index knows that still hold it.
+  int IndexChanged(Inode* inode, const struct stat& st) {
+    std::string path;
+    if (inodes_.PathOf(inode, &path)) return indexer_.IndexInode(inode);
+    return indexer_.IndexUnnamed(st);
   }
 
   void OnReadlink(fuse_req_t req, fuse_ino_t ino) {
@@ -348,32 +409,32 @@ class CaptureFs::Impl {
       return;
     }
     if (inode->kind != InodeKind::kFile) return (void)fuse_reply_err(req, EINVAL);
-    std::string abs;
-    if (!inodes_.AbsPathOf(inode, &abs)) return (void)fuse_reply_err(req, ENOENT);
+    BackingName at;
+    if (const int err = NameOf(inode, &at); err != 0) return (void)fuse_reply_err(req, err);
     char buf[PATH_MAX + 1];
-    ssize_t n = ::readlink(abs.c_str(), buf, PATH_MAX);
+    ssize_t n = ::readlinkat(at.dir.fd(), at.name.c_str(), buf, PATH_MAX);
     if (n < 0) return (void)fuse_reply_err(req, errno);
     buf[n] = '\0';
     fuse_reply_readlink(req, buf);
   }
 
-  // Creates through `make` (mkdir, mknod, symlink) as the caller, then looks the new entry up
-  // and indexes it.
+  // Creates through `make` (mkdirat, mknodat, symlinkat: given the parent directory's
+  // descriptor) as the caller, then looks the new entry up and indexes it.
   template <typename MakeFn>
   void MakeEntry(fuse_req_t req, fuse_ino_t parent_ino, const char* name, MakeFn make) {
     Client::Deadline deadline(options_.index->timeout_ms());  // all its index calls
     Inode* parent = inodes_.Get(parent_ino);
     if (parent->kind != InodeKind::kFile) return (void)fuse_reply_err(req, EROFS);
     if (IsQueryName(name)) return (void)fuse_reply_err(req, EINVAL);
-    std::string dir_abs;
-    if (!inodes_.AbsPathOf(parent, &dir_abs)) return (void)fuse_reply_err(req, ENOENT);
+    BackingDir dir_fd;
+    if (const int err = DirOf(parent, &dir_fd); err != 0) return (void)fuse_reply_err(req, err);
     if (const int err = options_.index->Admit(); err != 0) return (void)fuse_reply_err(req, err);
     {
       AsCaller as(this, req);
-      if (make(ChildPath(dir_abs, name)) != 0) return (void)fuse_reply_err(req, errno);
+      if (make(dir_fd.fd()) != 0) return (void)fuse_reply_err(req, errno);
     }
     fuse_entry_param e;
-    int err = DoLookup(parent, name, &e);
+    int err = DoLookupIn(dir_fd, parent, name, &e);
     if (err != 0) return (void)fuse_reply_err(req, err);
     std::string dir;
     if (inodes_.PathOf(parent, &dir)) {
@@ -391,16 +452,13 @@ class CaptureFs::Impl {
   }
 
   void OnMknod(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode, dev_t rdev) {
-    MakeEntry(req, parent, name,
-              [&](const std::string& abs) { return ::mknod(abs.c_str(), mode, rdev); });
+    MakeEntry(req, parent, name, [&](int dir) { return ::mknodat(dir, name, mode, rdev); });
   }
   void OnMkdir(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode) {
-    MakeEntry(req, parent, name,
-              [&](const std::string& abs) { return ::mkdir(abs.c_str(), mode); });
+    MakeEntry(req, parent, name, [&](int dir) { return ::mkdirat(dir, name, mode); });
   }
   void OnSymlink(fuse_req_t req, const char* link, fuse_ino_t parent, const char* name) {
-    MakeEntry(req, parent, name,
-              [&](const std::string& abs) { return ::symlink(link, abs.c_str()); });
+    MakeEntry(req, parent, name, [&](int dir) { return ::symlinkat(link, dir, name); });
   }
 
   void OnLink(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent_ino, const char* newname) {
@@ -411,19 +469,20 @@ class CaptureFs::Impl {
       return (void)fuse_reply_err(req, EROFS);
     }
     if (IsQueryName(newname)) return (void)fuse_reply_err(req, EINVAL);
-    std::string from, to_dir;
-    if (!inodes_.AbsPathOf(inode, &from) || !inodes_.AbsPathOf(newparent, &to_dir)) {
-      return (void)fuse_reply_err(req, ENOENT);
+    BackingName from;
+    BackingDir to_dir;
+    if (int err = NameOf(inode, &from); err != 0 || (err = DirOf(newparent, &to_dir)) != 0) {
+      return (void)fuse_reply_err(req, err);
     }
     if (const int err = options_.index->Admit(); err != 0) return (void)fuse_reply_err(req, err);
     {
       AsCaller as(this, req);
-      if (::link(from.c_str(), ChildPath(to_dir, newname).c_str()) != 0) {
+      if (::linkat(from.dir.fd(), from.name.c_str(), to_dir.fd(), newname, 0) != 0) {
         return (void)fuse_reply_err(req, errno);
       }
     }
     fuse_entry_param e;
-    int err = DoLookup(newparent, newname, &e);
+    int err = DoLookupIn(to_dir, newparent, newname, &e);
     if (err != 0) return (void)fuse_reply_err(req, err);
     std::string dir;
     if (inodes_.PathOf(newparent, &dir)) {
@@ -440,11 +499,12 @@ class CaptureFs::Impl {
     Client::Deadline deadline(options_.index->timeout_ms());  // all its index calls
     Inode* parent = inodes_.Get(parent_ino);
     if (parent->kind != InodeKind::kFile) return (void)fuse_reply_err(req, EROFS);
-    std::string dir_abs;
-    if (!inodes_.AbsPathOf(parent, &dir_abs)) return (void)fuse_reply_err(req, ENOENT);
-    const std::string abs = ChildPath(dir_abs, name);
+    BackingDir dir_fd;
+    if (const int err = DirOf(parent, &dir_fd); err != 0) return (void)fuse_reply_err(req, err);
     struct stat st;
-    if (::lstat(abs.c_str(), &st) != 0) return (void)fuse_reply_err(req, errno);
+    if (::fstatat(dir_fd.fd(), name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+      return (void)fuse_reply_err(req, errno);
+    }
     if (const int err = options_.index->Admit(); err != 0) return (void)fuse_reply_err(req, err);
     std::string dpath;
     const bool named = inodes_.PathOf(parent, &dpath);
@@ -453,9 +513,10 @@ class CaptureFs::Impl {
       indexer_.RemovedName(ChildPath(dpath, name), st, &ups);
       indexer_.ResolveRoutes(&ups);
     }
-    if ((dir ? ::rmdir(abs.c_str()) : ::unlink(abs.c_str())) != 0) {
+    if (::unlinkat(dir_fd.fd(), name, dir ? AT_REMOVEDIR : 0) != 0) {
       return (void)fuse_reply_err(req, errno);
     }
+    if (dir) dirs_.Drop(st.st_dev, st.st_ino);
     inodes_.Unlinked(st, parent, name);
     if (!dir && st.st_nlink <= 1) edges_.Forget(st.st_ino);  // its number may be reused now
     if (!named) return (void)fuse_reply_err(req, 0);
@@ -472,16 +533,23 @@ class CaptureFs::Impl {
       return (void)fuse_reply_err(req, EROFS);
     }
     if (IsQueryName(newname)) return (void)fuse_reply_err(req, EINVAL);
-    std::string from_abs, to_abs;
-    if (!inodes_.AbsPathOf(parent, &from_abs) || !inodes_.AbsPathOf(newparent, &to_abs)) {
-      return (void)fuse_reply_err(req, ENOENT);
+    BackingDir from_dir_fd, other_dir_fd;
+    if (const int err = DirOf(parent, &from_dir_fd); err != 0) {
+      return (void)fuse_reply_err(req, err);
     }
-    from_abs = ChildPath(from_abs, name);
-    to_abs = ChildPath(to_abs, newname);
+    if (newparent != parent) {
+      if (const int err = DirOf(newparent, &other_dir_fd); err != 0) {
+        return (void)fuse_reply_err(req, err);
+      }
+    }
+    const int from_fd = from_dir_fd.fd();
+    const int to_fd = newparent != parent ? other_dir_fd.fd() : from_fd;
     struct stat src, dst;
-    if (::lstat(from_abs.c_str(), &src) != 0) return (void)fuse_reply_err(req, errno);
+    if (::fstatat(from_fd, name, &src, AT_SYMLINK_NOFOLLOW) != 0) {
+      return (void)fuse_reply_err(req, errno);
+    }
     if (const int err = options_.index->Admit(); err != 0) return (void)fuse_reply_err(req, err);
-    const bool had_dst = ::lstat(to_abs.c_str(), &dst) == 0;
+    const bool had_dst = ::fstatat(to_fd, newname, &dst, AT_SYMLINK_NOFOLLOW) == 0;
     // The file replaced at the destination loses that name: its removal is prepared (and its
     // route taken) before the rename, as for an unlink.
     std::vector<FileUpdate> replaced;
@@ -493,8 +561,14 @@ class CaptureFs::Impl {
       indexer_.RemovedName(replaced_path, dst, &replaced);
       indexer_.ResolveRoutes(&replaced);
     }
-    if (::renameat2(AT_FDCWD, from_abs.c_str(), AT_FDCWD, to_abs.c_str(), flags) != 0) {
+    if (::renameat2(from_fd, name, to_fd, newname, flags) != 0) {
       return (void)fuse_reply_err(req, errno);
+    }
+    // A directory renamed keeps its cached descriptor (the directory, wherever it is); one
+    // replaced is gone.
+    if (had_dst && !(flags & RENAME_EXCHANGE) && S_ISDIR(dst.st_mode) &&
+        !(src.st_ino == dst.st_ino && src.st_dev == dst.st_dev)) {
+      dirs_.Drop(dst.st_dev, dst.st_ino);
     }
     // The inode tree follows: the moved file is now newname in newparent; what it replaced
     // lost that name (or, exchanged, took the old one).
@@ -558,8 +632,8 @@ class CaptureFs::Impl {
     Inode* parent = inodes_.Get(parent_ino);
     if (parent->kind != InodeKind::kFile) return (void)fuse_reply_err(req, EROFS);
     if (IsQueryName(name)) return (void)fuse_reply_err(req, EINVAL);
-    std::string dir_abs;
-    if (!inodes_.AbsPathOf(parent, &dir_abs)) return (void)fuse_reply_err(req, ENOENT);
+    BackingDir dir_fd;
+    if (const int err = DirOf(parent, &dir_fd); err != 0) return (void)fuse_reply_err(req, err);
     int fd;
     // Whether this call made the file (the index then places it afresh: FileUpdate::created).
     // The kernel sends create for a name it believes absent, but the backing directory may
@@ -568,17 +642,18 @@ class CaptureFs::Impl {
     bool created = true;
     if (const int err = options_.index->Admit(); err != 0) return (void)fuse_reply_err(req, err);
     {
+      // As the caller: an existing name is opened as their open(2) would, a link there
+      // followed with their rights.
       AsCaller as(this, req);
-      const std::string abs = ChildPath(dir_abs, name);
-      fd = ::open(abs.c_str(), OpenFlags(fi->flags) | O_CREAT | O_EXCL, mode);
+      fd = ::openat(dir_fd.fd(), name, OpenFlags(fi->flags) | O_CREAT | O_EXCL, mode);
       if (fd < 0 && errno == EEXIST && !(fi->flags & O_EXCL)) {
         created = false;
-        fd = ::open(abs.c_str(), OpenFlags(fi->flags) | O_CREAT, mode);
+        fd = ::openat(dir_fd.fd(), name, OpenFlags(fi->flags) | O_CREAT, mode);
       }
     }
     if (fd < 0) return (void)fuse_reply_err(req, errno);
     if (!created && KillprivV2::KillRequested()) {  // an existing file, truncated
-      const int err = OpenFiles::KillPrivileges(req, fd, "");
+      const int err = OpenFiles::KillPrivileges(req, fd);
       if (err != 0) {
         ::close(fd);
         return (void)fuse_reply_err(req, err);
@@ -617,6 +692,7 @@ class CaptureFs::Impl {
       return (void)fuse_reply_err(req, err);
     }
     Handle* handle = h.release();
+    open_files_.Opened(handle);
     fi->fh = reinterpret_cast<uint64_t>(handle);
     if (options_.writeback) fi->keep_cache = 1;
     if (fuse_reply_create(req, &e, fi) != 0) {
@@ -629,16 +705,24 @@ class CaptureFs::Impl {
   void OnOpen(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* fi) {
     Inode* inode = inodes_.Get(ino);
     if (inode->kind != InodeKind::kFile) return (void)fuse_reply_err(req, EISDIR);
-    std::string abs;
-    if (!inodes_.AbsPathOf(inode, &abs)) return (void)fuse_reply_err(req, ENOENT);
+    BackingName at;
+    UniqueFd other;  // another handle's descriptor, when the file has no name any more
+    if (const int err = NameOrFdOf(inode, &at, &other); err != 0) {
+      return (void)fuse_reply_err(req, err);
+    }
     const bool write = (fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC);
     if (write) {
       if (const int err = options_.index->Admit(); err != 0) return (void)fuse_reply_err(req, err);
     }
-    int fd = ::open(abs.c_str(), OpenFlags(fi->flags));
+    // By name, never through a symbolic link: the kernel opens no links, so one there now
+    // took the file's place behind the mount's back. A file without a name (an open of
+    // /proc/PID/fd/N after its unlink) is opened again through another handle's descriptor.
+    int fd = other.valid()
+                 ? ::open(ProcFdPath(other.get()).c_str(), OpenFlags(fi->flags))
+                 : ::openat(at.dir.fd(), at.name.c_str(), OpenFlags(fi->flags) | O_NOFOLLOW);
     if (fd < 0) return (void)fuse_reply_err(req, errno);
     if (KillprivV2::KillRequested()) {  // O_TRUNC by a caller without CAP_FSETID
-      const int err = OpenFiles::KillPrivileges(req, fd, "");
+      const int err = OpenFiles::KillPrivileges(req, fd);
       if (err != 0) {
         ::close(fd);
         return (void)fuse_reply_err(req, err);
@@ -658,6 +742,7 @@ class CaptureFs::Impl {
       }
     }
     Handle* handle = h.release();
+    open_files_.Opened(handle);
     fi->fh = reinterpret_cast<uint64_t>(handle);
     // Data stays in the page cache across opens when the kernel's cache is trusted.
     if (options_.writeback) fi->keep_cache = 1;
@@ -675,7 +760,7 @@ class CaptureFs::Impl {
   void OnWriteBuf(fuse_req_t req, struct fuse_bufvec* in, off_t off, struct fuse_file_info* fi) {
     if (KillprivV2::KillRequested()) {
       // Before the data, as the VFS orders it.
-      const int err = OpenFiles::KillPrivileges(req, HandleOf(fi)->fd, "");
+      const int err = OpenFiles::KillPrivileges(req, HandleOf(fi)->fd);
       if (err != 0) return (void)fuse_reply_err(req, err);
     }
     struct fuse_bufvec out = FUSE_BUFVEC_INIT(fuse_buf_size(in));
@@ -700,7 +785,10 @@ class CaptureFs::Impl {
     // The record from the handle's descriptor and the stat just taken.
     std::string path;
     uint64_t parent_ino = 0;
-    if (!inodes_.PathOf(h->inode, &path, &parent_ino)) return (void)fuse_reply_err(req, 0);
+    if (!inodes_.PathOf(h->inode, &path, &parent_ino)) {
+      // Its names here were removed while it was open, but it has links elsewhere.
+      return (void)fuse_reply_err(req, indexer_.IndexUnnamed(st));
+    }
     fuse_reply_err(req, indexer_.IndexOpen(h->fd, st, path, parent_ino, nullptr, nullptr));
   }
 
@@ -731,9 +819,10 @@ class CaptureFs::Impl {
       int err = query_dirs_.List(CallerOf(req), inode, &h->entries);
       if (err != 0) return (void)fuse_reply_err(req, err);
     } else if (inode->kind == InodeKind::kFile) {
-      std::string abs;
-      if (!inodes_.AbsPathOf(inode, &abs)) return (void)fuse_reply_err(req, ENOENT);
-      int fd = ::open(abs.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+      // The directory itself (DirCache), open again for its own stream of entries.
+      BackingDir dir;
+      if (const int err = DirOf(inode, &dir); err != 0) return (void)fuse_reply_err(req, err);
+      int fd = ::openat(dir.fd(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
       if (fd < 0) return (void)fuse_reply_err(req, errno);
       h->dir = ::fdopendir(fd);
       if (h->dir == nullptr) {
@@ -744,9 +833,13 @@ class CaptureFs::Impl {
     } else {
       return (void)fuse_reply_err(req, ENOTDIR);
     }
-    fi->fh = reinterpret_cast<uint64_t>(h.release());
-    if (inode->kind == InodeKind::kFile) fi->cache_readdir = 0;
-    fuse_reply_open(req, fi);
+    Handle* handle = h.release();
+    if (inode->kind == InodeKind::kFile) {
+      open_files_.Opened(handle);
+      fi->cache_readdir = 0;
+    }
+    fi->fh = reinterpret_cast<uint64_t>(handle);
+    if (fuse_reply_open(req, fi) != 0) open_files_.CloseDir(handle);  // interrupted
   }
 
   void OnReaddir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t offset,
@@ -813,9 +906,7 @@ class CaptureFs::Impl {
   }
 
   void OnReleasedir(fuse_req_t req, struct fuse_file_info* fi) {
-    Handle* h = HandleOf(fi);
-    if (h->dir != nullptr) ::closedir(h->dir);
-    delete h;
+    open_files_.CloseDir(HandleOf(fi));
     fuse_reply_err(req, 0);
   }
 
@@ -829,16 +920,22 @@ class CaptureFs::Impl {
 
   void OnStatfs(fuse_req_t req, fuse_ino_t /*ino*/) {
     struct statvfs sv;
-    if (::statvfs(options_.backing.c_str(), &sv) != 0) return (void)fuse_reply_err(req, errno);
+    if (::fstatvfs(tree_->root_fd(), &sv) != 0) return (void)fuse_reply_err(req, errno);
     fuse_reply_statfs(req, &sv);
   }
 
-  // ---- extended attributes (on the path, never following a symlink) ----
+  // ---- extended attributes (on the name, never following a symlink) ----
 
-  std::string XattrPath(Inode* inode) {
-    std::string abs;
-    return inodes_.AbsPathOf(inode, &abs) ? abs : std::string();
-  }
+  // Where the xattr calls reach the file of `inode`: its name in its directory (ListXattrAt
+  // and its siblings, which do not follow it), or, when its names are gone while it is open,
+  // an open handle's descriptor (the f* calls).
+  struct XattrTarget {
+    BackingName at;
+    UniqueFd fd;
+    int dir() const { return at.dir.fd(); }
+    const char* name() const { return at.name.c_str(); }
+  };
+  int XattrTargetOf(Inode* inode, XattrTarget* t) { return NameOrFdOf(inode, &t->at, &t->fd); }
 
   // A query entry has no extended attributes, and only a caller whose listing has it may
   // learn even that (ENOENT for the others).
@@ -854,8 +951,12 @@ class CaptureFs::Impl {
       const int err = VirtualXattrError(req, inode);
       return (void)fuse_reply_err(req, err != 0 ? err : ENODATA);
     }
+    XattrTarget t;
+    if (const int err = XattrTargetOf(inode, &t); err != 0) return (void)fuse_reply_err(req, err);
     std::vector<char> buf(size);
-    ssize_t n = ::lgetxattr(XattrPath(inode).c_str(), name, size ? buf.data() : nullptr, size);
+    void* out = size ? buf.data() : nullptr;
+    ssize_t n = t.fd.valid() ? ::fgetxattr(t.fd.get(), name, out, size)
+                             : GetXattrAt(t.dir(), t.name(), name, out, size);
     if (n < 0) return (void)fuse_reply_err(req, errno);
     if (size == 0) return (void)fuse_reply_xattr(req, static_cast<size_t>(n));
     fuse_reply_buf(req, buf.data(), static_cast<size_t>(n));
@@ -867,8 +968,12 @@ class CaptureFs::Impl {
       if (int err = VirtualXattrError(req, inode); err != 0) return (void)fuse_reply_err(req, err);
       return (void)(size == 0 ? fuse_reply_xattr(req, 0) : fuse_reply_buf(req, nullptr, 0));
     }
+    XattrTarget t;
+    if (const int err = XattrTargetOf(inode, &t); err != 0) return (void)fuse_reply_err(req, err);
     std::vector<char> buf(size);
-    ssize_t n = ::llistxattr(XattrPath(inode).c_str(), size ? buf.data() : nullptr, size);
+    char* out = size ? buf.data() : nullptr;
+    ssize_t n = t.fd.valid() ? ::flistxattr(t.fd.get(), out, size)
+                             : ListXattrAt(t.dir(), t.name(), out, size);
     if (n < 0) return (void)fuse_reply_err(req, errno);
     if (size == 0) return (void)fuse_reply_xattr(req, static_cast<size_t>(n));
     fuse_reply_buf(req, buf.data(), static_cast<size_t>(n));
@@ -879,31 +984,38 @@ class CaptureFs::Impl {
     return std::strncmp(name, "user.", 5) == 0 ? options_.index->Admit() : 0;
   }
 
-  void XattrChanged(fuse_req_t req, Inode* inode, const char* name) {
+  void XattrChanged(fuse_req_t req, Inode* inode, const char* name, const XattrTarget& t) {
     Client::Deadline deadline(options_.index->timeout_ms());  // all its index calls
     if (std::strncmp(name, "user.", 5) != 0) return (void)fuse_reply_err(req, 0);
-    fuse_reply_err(req, indexer_.IndexInode(inode));
+    if (!t.fd.valid()) return (void)fuse_reply_err(req, indexer_.IndexInode(inode));
+    struct stat st;
+    if (::fstat(t.fd.get(), &st) != 0) return (void)fuse_reply_err(req, errno);
+    fuse_reply_err(req, IndexChanged(inode, st));
   }
 
   void OnSetxattr(fuse_req_t req, fuse_ino_t ino, const char* name, const char* value,
                   size_t size, int flags) {
     Inode* inode = inodes_.Get(ino);
     if (inode->kind != InodeKind::kFile) return (void)fuse_reply_err(req, EROFS);
+    XattrTarget t;
+    if (const int err = XattrTargetOf(inode, &t); err != 0) return (void)fuse_reply_err(req, err);
     if (const int err = AdmitXattrChange(name); err != 0) return (void)fuse_reply_err(req, err);
-    if (::lsetxattr(XattrPath(inode).c_str(), name, value, size, flags) != 0) {
-      return (void)fuse_reply_err(req, errno);
-    }
-    XattrChanged(req, inode, name);
+    const int rc = t.fd.valid() ? ::fsetxattr(t.fd.get(), name, value, size, flags)
+                                : SetXattrAt(t.dir(), t.name(), name, value, size, flags);
+    if (rc != 0) return (void)fuse_reply_err(req, errno);
+    XattrChanged(req, inode, name, t);
   }
 
   void OnRemovexattr(fuse_req_t req, fuse_ino_t ino, const char* name) {
     Inode* inode = inodes_.Get(ino);
     if (inode->kind != InodeKind::kFile) return (void)fuse_reply_err(req, EROFS);
+    XattrTarget t;
+    if (const int err = XattrTargetOf(inode, &t); err != 0) return (void)fuse_reply_err(req, err);
     if (const int err = AdmitXattrChange(name); err != 0) return (void)fuse_reply_err(req, err);
-    if (::lremovexattr(XattrPath(inode).c_str(), name) != 0) {
-      return (void)fuse_reply_err(req, errno);
-    }
-    XattrChanged(req, inode, name);
+    const int rc = t.fd.valid() ? ::fremovexattr(t.fd.get(), name)
+                                : RemoveXattrAt(t.dir(), t.name(), name);
+    if (rc != 0) return (void)fuse_reply_err(req, errno);
+    XattrChanged(req, inode, name, t);
   }
 
   void OnForget(fuse_ino_t ino, uint64_t n) { inodes_.Forget(inodes_.Get(ino), n); }
@@ -913,7 +1025,9 @@ class CaptureFs::Impl {
   static fuse_lowlevel_ops MakeOps();
 
   const CaptureFsOptions options_;
+  const BackingTree* const tree_;
   InodeTable inodes_;
+  DirCache dirs_;
   FileIndexer indexer_;
   QueryDirs query_dirs_;
   EdgeCapture edges_;
@@ -1034,8 +1148,10 @@ Result<std::unique_ptr<CaptureFs>> CaptureFs::Mount(const CaptureFsOptions& opti
   if (options.mountpoint.empty() || options.mountpoint[0] != '/') {
     return Status::InvalidArgument("the mount point must be an absolute path");
   }
-  if (options.client == nullptr || options.index == nullptr || options.volume == 0) {
-    return Status::InvalidArgument("a client, an index writer and a volume are required");
+  if (options.client == nullptr || options.index == nullptr || options.volume == 0 ||
+      options.tree == nullptr) {
+    return Status::InvalidArgument(
+        "a client, an index writer, a volume and the open backing tree are required");
   }
   auto impl = std::make_unique<Impl>(options);
   PROPELLER_RETURN_IF_ERROR(impl->Init());

@@ -25,7 +25,11 @@
 // The pieces (each file says more):
 //   inode_table.h    the inodes the kernel knows, their names, and the virtual inodes of query
 //                    directories; paths are the handles (no descriptor per inode)
-//   open_files.h     open handles, kernel passthrough of open files, set-ID bits (KILLPRIV_V2)
+//   backing_tree.h   the system calls on those paths: from a descriptor of the backing
+//                    directory, at any length, never through a symbolic link
+//   dir_cache.h      descriptors of the directories used most, so a call walks one name
+//   open_files.h     open handles (which also serve files whose names are gone), kernel
+//                    passthrough of open files, set-ID bits (KILLPRIV_V2)
 //   query_dirs.h     query directories: per-caller listings, entry names, "index catching up"
 //   edge_capture.h   ACG edges (ProcessTable) and their flusher thread
 //   file_indexer.h   the index updates an operation makes (records, directories, deletes,
@@ -52,10 +56,12 @@
 #ifndef PROPELLER_CLIENT_FUSE_CAPTURE_FS_H_
 #define PROPELLER_CLIENT_FUSE_CAPTURE_FS_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
 
+#include "client/fuse/backing_tree.h"
 #include "client/fuse/index_writer.h"
 #include "client/lib/propeller.h"
 #include "common/status.h"
@@ -64,6 +70,8 @@ namespace propeller::fuse {
 
 struct CaptureFsOptions {
   std::string backing;     // REQUIRED: an absolute, existing directory
+  // REQUIRED; not owned; outlives the CaptureFs: `backing`, open (BackingTree::Open).
+  const BackingTree* tree = nullptr;
   std::string mountpoint;  // REQUIRED: an absolute, existing directory (not inside backing)
   uint32_t volume = 0;     // REQUIRED: the volume id of `backing` (Client::RegisterVolume)
   Client* client = nullptr;  // REQUIRED; not owned; outlives the CaptureFs
@@ -78,6 +86,8 @@ struct CaptureFsOptions {
   // (kernel_io.h; Linux 6.9+, root). The kernel refuses it with the writeback cache; without
   // it, or where it is refused, the daemon serves the I/O itself.
   bool passthrough = true;
+  // Backing directories kept open for the directory inodes used most (dir_cache.h).
+  size_t dir_cache = 256;
   double entry_timeout_s = 1.0;
   double attr_timeout_s = 1.0;
   // allow_other + default_permissions (DESIGN §10); needs root (or user_allow_other).

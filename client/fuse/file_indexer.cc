@@ -1,5 +1,6 @@
 #include "client/fuse/file_indexer.h"
 
+#include <fcntl.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
@@ -33,26 +34,34 @@ bool MayHaveUserXattrs(int fd) {
   return HasUserName(names, ::flistxattr(fd, names, sizeof(names)));
 }
 
-bool MayHaveUserXattrsAt(const std::string& abs) {
+bool MayHaveUserXattrsAt(int dir, const char* name) {
   char names[1024];
-  return HasUserName(names, ::llistxattr(abs.c_str(), names, sizeof(names)));
+  return HasUserName(names, ListXattrAt(dir, name, names, sizeof(names)));
 }
 
-// The record of the file at in-volume `path` as it is now. Files with several links keep
-// their other paths (from the index) that still name this file. NotFound if it vanished.
-Status FileIndexer::RecordAt(const std::string& path, uint64_t parent_ino, FileRecord* rec) {
-  PROPELLER_RETURN_IF_ERROR(
-      ReadFileRecord(inodes_->backing_prefix() + path, path, volume_, parent_ino, rec));
+// The record of the file at in-volume `path` as it is now, read by name in `holder` (the
+// directory inode holding it; null when unknown: by path). Files with several links keep
+// their other paths (from the index) that still name this file.
+Status FileIndexer::RecordAt(const std::string& path, uint64_t parent_ino, Inode* holder,
+                             FileRecord* rec) {
+  BackingDir dir;
+  if (holder != nullptr && dirs_->Open(holder, &dir) == 0) {
+    const size_t slash = path.rfind('/');
+    const std::string name = path == "/" ? "." : path.substr(slash + 1);
+    PROPELLER_RETURN_IF_ERROR(ReadFileRecordAt(dir.fd(), name, path, volume_, parent_ino, rec));
+  } else {
+    PROPELLER_RETURN_IF_ERROR(tree_->ReadRecord(path, volume_, parent_ino, rec));
+  }
   AddOtherLinks(path, rec);
   return Status::OK();
 }
 
 // The record of the file open as `fd` with attributes `st`, known as in-volume `path`: what
-// RecordAt reads, without a path lookup or a second stat. The user.* attributes are read
-// (by path, as RecordAt does) only when the file has some.
+// RecordAt reads, without a lookup or a second stat. The user.* attributes are read (by name,
+// as RecordAt does) only when the file has some.
 Status FileIndexer::RecordOfOpen(int fd, const struct stat& st, const std::string& path,
-                    uint64_t parent_ino, FileRecord* rec) {
-  if (MayHaveUserXattrs(fd)) return RecordAt(path, parent_ino, rec);
+                                 uint64_t parent_ino, Inode* holder, FileRecord* rec) {
+  if (MayHaveUserXattrs(fd)) return RecordAt(path, parent_ino, holder, rec);
   *rec = FileRecord{};
   rec->id = FileId{volume_, static_cast<uint64_t>(st.st_ino)};
   rec->paths = {path};
@@ -70,9 +79,7 @@ void FileIndexer::AddOtherLinks(const std::string& path, FileRecord* rec) {
       for (const std::string& p : old->paths) {
         if (p == path) continue;
         struct stat st;
-        if (::lstat((inodes_->backing_prefix() + p).c_str(), &st) == 0 && st.st_ino == rec->id.ino) {
-          rec->paths.push_back(p);
-        }
+        if (tree_->Lstat(p, &st) == 0 && st.st_ino == rec->id.ino) rec->paths.push_back(p);
       }
       std::sort(rec->paths.begin(), rec->paths.end());
     }
@@ -89,7 +96,7 @@ int FileIndexer::IndexPath(const std::string& path, uint64_t parent_ino, const P
                            Inode* changed_dir) {
   FileUpdate u;
   u.created = created;
-  Status s = RecordAt(path, parent_ino, &u.record);
+  Status s = RecordAt(path, parent_ino, changed_dir, &u.record);
   return SendRecord(s, std::move(u), path, creator, producers, changed_dir);
 }
 
@@ -99,7 +106,7 @@ int FileIndexer::IndexOpen(int fd, const struct stat& st, const std::string& pat
                            bool created, Inode* changed_dir) {
   FileUpdate u;
   u.created = created;
-  Status s = RecordOfOpen(fd, st, path, parent_ino, &u.record);
+  Status s = RecordOfOpen(fd, st, path, parent_ino, changed_dir, &u.record);
   return SendRecord(s, std::move(u), path, creator, producers, changed_dir);
 }
 
@@ -132,11 +139,12 @@ void FileIndexer::AddDirUpdate(Inode* dir, std::vector<FileUpdate>* ups) {
   uint64_t parent_ino = 0;
   if (!inodes_->PathOf(dir, &path, &parent_ino)) return;
   FileUpdate u;
-  const std::string abs = inodes_->backing_prefix() + path;
+  BackingDir d;  // the directory itself, open
   struct stat st;
-  if (::lstat(abs.c_str(), &st) != 0) return;
-  if (MayHaveUserXattrsAt(abs)) {
-    if (!RecordAt(path, parent_ino, &u.record).ok()) return;
+  if (dirs_->Open(dir, &d) != 0 || ::fstat(d.fd(), &st) != 0) return;
+  if (d.readable() ? MayHaveUserXattrs(d.fd()) : MayHaveUserXattrsAt(d.fd(), ".")) {
+    // A directory: no other links to add (RecordAt).
+    if (!ReadFileRecordAt(d.fd(), ".", path, volume_, parent_ino, &u.record).ok()) return;
   } else {
     u.record.id = FileId{volume_, static_cast<uint64_t>(st.st_ino)};
     u.record.paths = {path};
@@ -151,7 +159,38 @@ int FileIndexer::IndexInode(Inode* inode) {
   std::string path;
   uint64_t parent_ino = 0;
   if (!inodes_->PathOf(inode, &path, &parent_ino)) return 0;
-  return IndexPath(path, parent_ino, nullptr, nullptr);
+  Inode* holder = nullptr;
+  std::string name;
+  if (!inodes_->FirstLink(inode, &holder, &name)) holder = nullptr;  // the root
+  FileUpdate u;
+  Status s = RecordAt(path, parent_ino, holder, &u.record);
+  return SendRecord(s, std::move(u), path, nullptr, nullptr, nullptr);
+}
+
+int FileIndexer::IndexUnnamed(const struct stat& st) {
+  if (st.st_nlink == 0 || S_ISDIR(st.st_mode)) return 0;
+  const FileId id{volume_, static_cast<uint64_t>(st.st_ino)};
+  Result<FileRecord> old = index_->Get(id);
+  if (!old.ok() && old.status().code() == StatusCode::kNotFound) return 0;
+  if (!old.ok()) {
+    // The index cannot say which names it knows: the update is queued without names, and
+    // its delivery reads them (IndexWriter::Refresh), as for a removed name.
+    std::vector<FileUpdate> ups(1);
+    ups[0].record.id = id;
+    return Send(ups, "an open file without a name");
+  }
+  for (const std::string& p : old->paths) {
+    struct stat now;
+    if (tree_->Lstat(p, &now) != 0 || now.st_ino != st.st_ino) continue;
+    const size_t slash = p.rfind('/');
+    struct stat dir;
+    const uint64_t parent_ino =
+        slash == std::string::npos || tree_->Lstat(slash == 0 ? "/" : p.substr(0, slash), &dir) != 0
+            ? 0
+            : static_cast<uint64_t>(dir.st_ino);
+    return IndexPath(p, parent_ino, nullptr, nullptr);  // with its other names (RecordAt)
+  }
+  return 0;
 }
 
 // The update for a name that is about to stop referring to file `st` (unlink, rename over
@@ -200,7 +239,7 @@ int FileIndexer::IndexSubtree(const std::string& dir, const std::string& old, ui
   int err = 0;
   TreeWalkOptions wo;
   wo.volume = volume_;
-  Status s = WalkTree(inodes_->backing_prefix() + dir, wo, [&](FileRecord&& rec) -> Status {
+  Status s = tree_->Walk(dir, wo, [&](FileRecord&& rec) -> Status {
     for (std::string& p : rec.paths) p = p == "/" ? dir : dir + p;
     if (rec.paths.size() == 1 && rec.paths[0] == dir) rec.parent_ino = parent_ino;
     if (rec.nlink > 1 && rec.type != FileType::kDirectory) {
@@ -211,9 +250,7 @@ int FileIndexer::IndexSubtree(const std::string& dir, const std::string& old, ui
           if (std::find(rec.paths.begin(), rec.paths.end(), p) != rec.paths.end()) continue;
           if (PathInScope(p, dir)) continue;
           struct stat st;
-          if (::lstat((inodes_->backing_prefix() + p).c_str(), &st) == 0 && st.st_ino == rec.id.ino) {
-            rec.paths.push_back(p);
-          }
+          if (tree_->Lstat(p, &st) == 0 && st.st_ino == rec.id.ino) rec.paths.push_back(p);
         }
         std::sort(rec.paths.begin(), rec.paths.end());
       }
@@ -227,7 +264,7 @@ int FileIndexer::IndexSubtree(const std::string& dir, const std::string& old, ui
       if (err != 0) return Status::IOError("index update failed");
     }
     return Status::OK();
-  }, nullptr);
+  });
   if (err != 0) return err;
   if (!s.ok()) {
     ++read_errors_;
@@ -242,7 +279,7 @@ int FileIndexer::IndexRenamed(const struct stat& st, const std::string& path,
                               const std::string& old, Inode* dir) {
   if (S_ISDIR(st.st_mode)) return IndexSubtree(path, old, dir->ino);
   FileUpdate u;
-  Status s = RecordAt(path, dir->ino, &u.record);
+  Status s = RecordAt(path, dir->ino, dir, &u.record);
   if (s.code() == StatusCode::kNotFound) return 0;
   if (!s.ok()) return ErrnoOf(s);
   std::erase(u.record.paths, old);

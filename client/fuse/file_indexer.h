@@ -1,8 +1,9 @@
 // FileIndexer: the index updates of the mount's file operations (capture_fs.h). After an
 // operation changed the backing tree, it reads what changed — the file's record from its
-// descriptor or path, the directories whose entries changed — and hands the updates to the
-// IndexWriter, which sends them or queues them (index_writer.h). A file with several links
-// keeps its other paths, which only the index knows (IndexWriter::Get).
+// descriptor, or by name in its directory (DirCache) or by in-volume path (BackingTree: any
+// length, no symbolic link followed), the directories whose entries changed — and hands the
+// updates to the IndexWriter, which sends them or queues them (index_writer.h). A file with
+// several links keeps its other paths, which only the index knows (IndexWriter::Get).
 //
 // Thread-safe (stateless but for a counter; the inode table and the writer are).
 #ifndef PROPELLER_CLIENT_FUSE_FILE_INDEXER_H_
@@ -15,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include "client/fuse/backing_tree.h"
+#include "client/fuse/dir_cache.h"
 #include "client/fuse/index_writer.h"
 #include "client/fuse/inode_table.h"
 #include "client/fuse/process_table.h"
@@ -25,13 +28,15 @@ namespace propeller::fuse {
 
 class FileIndexer {
  public:
-  FileIndexer(InodeTable* inodes, IndexWriter* index, uint32_t volume)
-      : inodes_(inodes), index_(index), volume_(volume) {}
+  FileIndexer(InodeTable* inodes, DirCache* dirs, const BackingTree* tree, IndexWriter* index,
+              uint32_t volume)
+      : inodes_(inodes), dirs_(dirs), tree_(tree), index_(index), volume_(volume) {}
 
   // Indexes the file at in-volume `path` (kPut of its current record); with `creator`, the
   // placement hints of the creating process; `created`: this call just created it
-  // (FileUpdate::created). With `changed_dir`, that directory (which gained the entry) is
-  // re-indexed in the same request. 0 or an errno (ErrnoOf: the file could not be read).
+  // (FileUpdate::created). With `changed_dir` — the directory holding the name, which gained
+  // it — that directory is re-indexed in the same request. 0 or an errno (ErrnoOf: the file
+  // could not be read).
   int IndexPath(const std::string& path, uint64_t parent_ino, const ProcessInfo* creator,
                 const std::vector<FileId>* producers, bool created = false,
                 Inode* changed_dir = nullptr);
@@ -41,6 +46,11 @@ class FileIndexer {
                 bool created = false, Inode* changed_dir = nullptr);
   // Indexes `inode` under its current name (nothing when it has none). 0 or an errno.
   int IndexInode(Inode* inode);
+  // Indexes the file `st` (the fstat of an open handle) of an inode the mount knows no name
+  // of any more — its names were removed through the mount while it was open — under the
+  // names the index has for it that still hold it (hard links made elsewhere). Nothing when
+  // it has no link left: its last unlink sent its delete. 0 or an errno.
+  int IndexUnnamed(const struct stat& st);
   // After a rename: the file `st` now at `path`, no longer at `old`, in directory `dir` (a
   // directory's whole subtree: every descendant's path changed). 0 or an errno.
   int IndexRenamed(const struct stat& st, const std::string& path, const std::string& old,
@@ -68,9 +78,9 @@ class FileIndexer {
   uint64_t read_errors() const { return read_errors_.load(); }
 
  private:
-  Status RecordAt(const std::string& path, uint64_t parent_ino, FileRecord* rec);
+  Status RecordAt(const std::string& path, uint64_t parent_ino, Inode* holder, FileRecord* rec);
   Status RecordOfOpen(int fd, const struct stat& st, const std::string& path,
-                      uint64_t parent_ino, FileRecord* rec);
+                      uint64_t parent_ino, Inode* holder, FileRecord* rec);
   void AddOtherLinks(const std::string& path, FileRecord* rec);
   int SendRecord(const Status& read, FileUpdate u, const std::string& path,
                  const ProcessInfo* creator, const std::vector<FileId>* producers,
@@ -78,15 +88,17 @@ class FileIndexer {
   int IndexSubtree(const std::string& dir, const std::string& old, uint64_t parent_ino);
 
   InodeTable* const inodes_;
+  DirCache* const dirs_;
+  const BackingTree* const tree_;
   IndexWriter* const index_;
   const uint32_t volume_;
   std::atomic<uint64_t> read_errors_{0};
 };
 
-// True unless the open file `fd` (or the file at absolute path `abs`, not following a
+// True unless the open file `fd` (or `name` in the directory open as `dir`, not following a
 // symlink) certainly has no user.* extended attribute: one listxattr into a stack buffer.
 bool MayHaveUserXattrs(int fd);
-bool MayHaveUserXattrsAt(const std::string& abs);
+bool MayHaveUserXattrsAt(int dir, const char* name);
 
 }  // namespace propeller::fuse
 

@@ -9,7 +9,6 @@
 
 #include "common/logging.h"
 #include "common/record.h"
-#include "common/tree_walk.h"
 
 namespace propeller::fuse {
 namespace {
@@ -35,7 +34,7 @@ std::string ParentOf(const std::string& path) {
 }  // namespace
 
 IndexWriter::IndexWriter(const IndexWriterOptions& options)
-    : options_(options), backing_prefix_(options.backing == "/" ? "" : options.backing) {
+    : options_(options) {
   if (!options_.queue->empty()) {
     degraded_ = true;
     degraded_since_ns_ = WallNanos();
@@ -208,7 +207,7 @@ Status IndexWriter::Refresh(const std::vector<FileUpdate>& batch, std::vector<Fi
     bool several_links = false;
     auto names_file = [&](const std::string& p) {
       struct stat s2;
-      if (::lstat((backing_prefix_ + p).c_str(), &s2) != 0 || s2.st_ino != ino) return false;
+      if (options_.tree->Lstat(p, &s2) != 0 || s2.st_ino != ino) return false;
       st = s2;
       several_links = !S_ISDIR(s2.st_mode) && s2.st_nlink > 1;
       return true;
@@ -238,11 +237,10 @@ Status IndexWriter::Refresh(const std::vector<FileUpdate>& batch, std::vector<Fi
     struct stat parent;
     const std::string dir = ParentOf(names[0]);
     const uint64_t parent_ino =
-        names[0] == "/" || ::lstat((backing_prefix_ + dir).c_str(), &parent) != 0
+        names[0] == "/" || options_.tree->Lstat(dir, &parent) != 0
             ? 0
             : static_cast<uint64_t>(parent.st_ino);
-    Status r = ReadFileRecord(names[0] == "/" ? options_.backing : backing_prefix_ + names[0],
-                              names[0], options_.volume, parent_ino, &f.record);
+    Status r = options_.tree->ReadRecord(names[0], options_.volume, parent_ino, &f.record);
     if (r.code() == StatusCode::kNotFound) continue;
     PROPELLER_RETURN_IF_ERROR(r);
     if (f.record.id.ino != ino) continue;  // replaced meanwhile: a later update says so

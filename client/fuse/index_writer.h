@@ -38,6 +38,7 @@
 #include <thread>
 #include <vector>
 
+#include "client/fuse/backing_tree.h"
 #include "client/fuse/pending_updates.h"
 #include "client/lib/propeller.h"
 #include "common/status.h"
@@ -46,7 +47,9 @@ namespace propeller::fuse {
 
 struct IndexWriterOptions {
   Client* client = nullptr;  // REQUIRED; not owned
-  std::string backing;       // REQUIRED: the volume's root (absolute)
+  // REQUIRED; not owned; outlives the writer: the volume's root, where deliveries re-read
+  // the files.
+  const BackingTree* tree = nullptr;
   uint32_t volume = 0;       // REQUIRED
   // REQUIRED: the durable queue (opened by the caller: its recovery decides whether the
   // mount may start). Not owned; outlives the writer.
@@ -123,7 +126,6 @@ class IndexWriter {
   void NoteFailure(const Status& s);
 
   const IndexWriterOptions options_;
-  const std::string backing_prefix_;  // "" for "/"
 
   mutable std::mutex mu_;
   std::condition_variable cv_;  // state changes the deliverer waits for

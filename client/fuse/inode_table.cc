@@ -6,14 +6,9 @@
 
 namespace propeller::fuse {
 
-InodeTable::InodeTable(std::string backing)
-    : backing_(std::move(backing)), backing_prefix_(backing_ == "/" ? "" : backing_) {}
-
-Status InodeTable::Init() {
+Status InodeTable::Init(int root_fd) {
   struct stat st;
-  if (::stat(backing_.c_str(), &st) != 0) {
-    return Status::IOError("opening " + backing_ + ": " + std::strerror(errno));
-  }
+  if (::fstat(root_fd, &st) != 0) return Status::IOError("reading the backing directory", errno);
   root_.dev = st.st_dev;
   root_.ino = st.st_ino;
   root_.nlookup = 2;
@@ -152,7 +147,8 @@ bool InodeTable::PathOf(Inode* inode, std::string* path, uint64_t* parent_ino) {
   for (Inode* i = inode; i != &root_; i = i->links.front().dir) {
     if (i->links.empty() || i->kind != InodeKind::kFile) return false;
     parts.push_back(&i->links.front().name);
-    if (parts.size() > 4096) return false;  // a cycle would be a bug; never loop forever
+    // A cycle would be a bug; never loop forever (a real tree this deep has a path of 2 MB).
+    if (parts.size() > (size_t{1} << 20)) return false;
   }
   path->clear();
   for (auto it = parts.rbegin(); it != parts.rend(); ++it) {
@@ -160,13 +156,6 @@ bool InodeTable::PathOf(Inode* inode, std::string* path, uint64_t* parent_ino) {
     *path += **it;
   }
   if (path->empty()) path->push_back('/');  // (not = "/": a GCC 12 -Wrestrict false alarm)
-  return true;
-}
-
-bool InodeTable::AbsPathOf(Inode* inode, std::string* abs) {
-  std::string path;
-  if (!PathOf(inode, &path)) return false;
-  *abs = path == "/" ? backing_ : backing_prefix_ + path;
   return true;
 }
 

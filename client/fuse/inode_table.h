@@ -3,8 +3,11 @@
 // passthrough_ll) or another inode links into it, but holds no descriptor: the kernel may know
 // more inodes than the process may open files — 20,000 on this machine kind — so paths are
 // the handles. An inode holds the names it is known by, (directory, name) pairs kept current
-// by rename, link and unlink; operations work on the paths they give. Query directories and
-// their entries are virtual inodes of the same table.
+// by rename, link and unlink; operations work on the in-volume paths and names they give,
+// which the DirCache (dir_cache.h) and the BackingTree (backing_tree.h) resolve at any length.
+// An inode whose names are all gone while it is open is reached through its open handles
+// (OpenFiles::DupFdOf). Query directories and their entries are virtual inodes of the same
+// table.
 //
 // Thread-safe (one mutex). An Inode's fields are guarded as their comments say.
 #ifndef PROPELLER_CLIENT_FUSE_INODE_TABLE_H_
@@ -29,6 +32,7 @@ namespace propeller::fuse {
 
 enum class InodeKind : uint8_t { kFile, kQueryDir, kQueryEntry };
 
+struct Handle;  // open_files.h
 struct Inode;
 struct InodeLink {
   Inode* dir = nullptr;
@@ -58,19 +62,22 @@ struct Inode {
   // OpenFiles' mutex.
   int32_t backing_id = 0;
   uint32_t backing_opens = 0;
+  // The inode's open handles, files and directories (OpenFiles::DupFdOf). Under OpenFiles'
+  // mutex.
+  std::vector<Handle*> handles;
 };
 
 class InodeTable {
  public:
   static constexpr uint64_t kRootId = 1;  // FUSE_ROOT_ID
 
-  // `backing`: the absolute backing directory, the root inode.
-  explicit InodeTable(std::string backing);
+  InodeTable() = default;
   InodeTable(const InodeTable&) = delete;
   InodeTable& operator=(const InodeTable&) = delete;
 
-  // Reads the root's identity. IOError when the backing directory cannot be read.
-  Status Init();
+  // Takes the root's identity from the backing directory, open as `root_fd`. IOError when it
+  // cannot be read.
+  Status Init(int root_fd);
 
   Inode* root() { return &root_; }
   // The inode of a FUSE inode number, and back (the root is kRootId, others their address).
@@ -100,14 +107,8 @@ class InodeTable {
   // `parent_ino` (may be null) receives the inode number of the directory holding that name
   // (0 for the root).
   bool PathOf(Inode* inode, std::string* path, uint64_t* parent_ino = nullptr);
-  // The backing file's absolute path; false when the inode's name is gone (ENOENT).
-  bool AbsPathOf(Inode* inode, std::string* abs);
   // The first (directory, name) of `inode`; false when it has none.
   bool FirstLink(Inode* inode, Inode** dir, std::string* name);
-
-  const std::string& backing() const { return backing_; }
-  // The backing directory without a trailing '/' ("" for "/"): backing_prefix() + path.
-  const std::string& backing_prefix() const { return backing_prefix_; }
 
  private:
   void AddLinkLocked(Inode* inode, Inode* dir, std::string_view name);
@@ -115,8 +116,6 @@ class InodeTable {
   Inode* FindLocked(const struct stat& st, Inode* dir, std::string_view name);
   void FreeIfUnusedLocked(Inode* inode);
 
-  const std::string backing_;
-  const std::string backing_prefix_;
   Inode root_;
 
   std::mutex mu_;

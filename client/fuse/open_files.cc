@@ -1,5 +1,6 @@
 #include "client/fuse/open_files.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -31,7 +32,7 @@ int OpenFiles::AttachBacking(fuse_req_t req, Handle* h, mode_t mode) {
     }
     inode->backing_id = id;
   } else if (set_id && h->write && fuse_req_ctx(req)->uid != 0) {
-    if (const int err = KillPrivileges(req, h->fd, ""); err != 0) return err;
+    if (const int err = KillPrivileges(req, h->fd); err != 0) return err;
   }
   ++inode->backing_opens;
   h->passthrough = true;
@@ -53,20 +54,52 @@ void OpenFiles::DetachBacking(Handle* h) {
   inode->backing_id = 0;
 }
 
+void OpenFiles::Opened(Handle* h) {
+  std::lock_guard<std::mutex> lock(mu_);
+  h->inode->handles.push_back(h);
+}
+
+void OpenFiles::Forget(Handle* h) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::erase(h->inode->handles, h);
+}
+
 void OpenFiles::CloseHandle(Handle* h) {
+  Forget(h);  // before the close: DupFdOf must not see a closed (or reused) descriptor
   DetachBacking(h);
   ::close(h->fd);
   delete h;
 }
 
-int OpenFiles::KillPrivileges(fuse_req_t req, int fd, const std::string& abs) {
+void OpenFiles::CloseDir(Handle* h) {
+  Forget(h);
+  if (h->dir != nullptr) ::closedir(h->dir);
+  delete h;
+}
+
+int OpenFiles::DupFdOf(Inode* inode, UniqueFd* out) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (Handle* h : inode->handles) {
+    const int fd = h->fd >= 0 ? h->fd : h->dir != nullptr ? ::dirfd(h->dir) : -1;
+    if (fd < 0) continue;
+    const int dup = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    if (dup < 0) return errno;
+    out->Reset(dup);
+    return 0;
+  }
+  return ENOENT;
+}
+
+int OpenFiles::KillPrivileges(fuse_req_t req, int fd, int dir, const char* name) {
   struct stat st;
-  if ((fd >= 0 ? ::fstat(fd, &st) : ::lstat(abs.c_str(), &st)) != 0) return errno;
+  if ((fd >= 0 ? ::fstat(fd, &st) : ::fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW)) != 0) {
+    return errno;
+  }
   if (!S_ISREG(st.st_mode)) return 0;
   const mode_t mode = st.st_mode & 07777;
   const mode_t killed = static_cast<mode_t>(KilledMode(mode, CallerInGroup(req, st.st_gid)));
   if (killed == mode) return 0;
-  const int rc = fd >= 0 ? ::fchmod(fd, killed) : ::chmod(abs.c_str(), killed);
+  const int rc = fd >= 0 ? ::fchmod(fd, killed) : ChmodAt(dir, name, killed);
   return rc == 0 ? 0 : errno;
 }
 

@@ -2,6 +2,11 @@
 // passthrough of open regular files to their backing files (kernel_io.h), and dropping
 // set-user-ID and set-group-ID bits as the VFS would (KillprivV2).
 //
+// Each inode knows its open handles: a file whose names were all removed while it was open
+// (an unlinked temporary file) has no path any more, and the calls the kernel still sends for
+// it — fstat, fchmod, fchown, futimens and truncate of the open file come without a handle —
+// are served from the descriptor of any of its handles (DupFdOf).
+//
 // Kernel passthrough: the reply to an OPEN or CREATE names the inode's backing id, registered
 // with the kernel at the first open and shared by every handle of that inode (the kernel
 // requires one id per inode) until the last one is released. Without passthrough (not
@@ -36,6 +41,7 @@
 #include "client/fuse/kernel_io.h"
 #include "client/fuse/process_table.h"
 #include "client/fuse/query_listings.h"
+#include "common/dir_fd.h"
 
 namespace propeller::fuse {
 
@@ -69,25 +75,35 @@ class OpenFiles {
   // the caller of `req`: the reply to the OPEN or CREATE being served will name the inode's
   // backing id (see above). 0, or an errno for the open.
   int AttachBacking(fuse_req_t req, Handle* h, mode_t mode);
+  // Records the open handle `h` (a file's or a directory's) with h->inode, until it is
+  // closed by CloseHandle or CloseDir.
+  void Opened(Handle* h);
   // Closes an open file's handle (RELEASE, or an OPEN or CREATE reply the kernel never got).
   void CloseHandle(Handle* h);
+  // Closes a directory's handle (RELEASEDIR).
+  void CloseDir(Handle* h);
+  // A duplicate of the descriptor of one open handle of `inode` — the file itself, whatever
+  // became of its names. 0, ENOENT when it has no handle open, or the dup's errno.
+  int DupFdOf(Inode* inode, UniqueFd* out);
 
-  // Drops set-user-ID and set-group-ID from the regular file open as `fd` (or at `abs` when
-  // fd < 0) as the VFS would for the caller of `req` (KilledMode), because the kernel asked
-  // (KillprivV2). 0 or an errno.
-  static int KillPrivileges(fuse_req_t req, int fd, const std::string& abs);
+  // Drops set-user-ID and set-group-ID from the regular file open as `fd` (or, when fd < 0,
+  // `name` in the directory open as `dir`, not following a symbolic link) as the VFS would
+  // for the caller of `req` (KilledMode), because the kernel asked (KillprivV2). 0 or an
+  // errno.
+  static int KillPrivileges(fuse_req_t req, int fd, int dir = -1, const char* name = nullptr);
 
   uint64_t passthrough_opens() const { return passthrough_opens_.load(); }
 
  private:
   void DetachBacking(Handle* h);
+  void Forget(Handle* h);  // undoes Opened
   // Whether the caller of `req` is root or in group `gid` (primary or supplementary). When
   // the groups cannot be read, no: the set-group-ID bit then goes, the safe side.
   static bool CallerInGroup(fuse_req_t req, gid_t gid);
 
   KernelPassthrough* const passthrough_;
   int dev_fd_ = -1;
-  std::mutex mu_;                    // the inodes' backing ids and counts
+  std::mutex mu_;                    // the inodes' backing ids, counts and handles
   bool passthrough_failed_ = false;  // Under mu_.
   std::atomic<uint64_t> passthrough_opens_{0};
 };
