@@ -2,6 +2,7 @@
 // with openat2 and the *xattrat calls and without them (one component at a time, /proc paths):
 // the oracle is the same tree opened one component at a time by the test itself.
 #include "common/dir_fd.h"
+#include "common/temp_dir.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -19,27 +20,10 @@
 namespace propeller {
 namespace {
 
+using testing::RemoveTreeAt;
+
 namespace fs = std::filesystem;
 
-// Removes `name` in the directory open as `dir`, at any depth.
-void RemoveTreeAt(int dir, const std::string& name) {
-  struct stat st;
-  if (::fstatat(dir, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return;
-  if (S_ISDIR(st.st_mode)) {
-    const int fd = ::openat(dir, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (DIR* d = fd >= 0 ? ::fdopendir(fd) : nullptr) {
-      std::vector<std::string> names;
-      while (struct dirent* e = ::readdir(d)) {
-        if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0) {
-          names.push_back(e->d_name);
-        }
-      }
-      for (const std::string& n : names) RemoveTreeAt(::dirfd(d), n);
-      ::closedir(d);
-    }
-  }
-  ::unlinkat(dir, name.c_str(), S_ISDIR(st.st_mode) ? AT_REMOVEDIR : 0);
-}
 
 // A temporary directory holding a chain of `depth` directories named by 255-byte names
 // (depth 20: a relative path of 5,119 bytes), a file at its end and a symbolic link to a

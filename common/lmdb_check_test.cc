@@ -23,17 +23,9 @@ namespace propeller {
 namespace {
 
 using testing::TempDir;
+using testing::ReadAll;
+using testing::WriteFile;
 
-std::string Bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-void Put(const std::string& path, const std::string& bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << bytes;
-}
 
 // An environment in `dir` with two named databases: 20,000 small records (several levels of
 // branch pages) and 50 records of 10 KB (overflow pages).
@@ -113,11 +105,11 @@ class LmdbCheckTest : public ::testing::Test {
  protected:
   void SetUp() override {
     ASSERT_NO_FATAL_FAILURE(MakeEnv(tmp_.path()));
-    good_ = Bytes(data());
+    good_ = ReadAll(data());
   }
   std::string data() const { return tmp_.path() + "/data.mdb"; }
   Status CheckWith(const std::string& bytes, bool deep = true) {
-    Put(data(), bytes);
+    WriteFile(data(), bytes);
     return CheckLmdbFile(data(), deep);
   }
 
@@ -224,7 +216,7 @@ TEST_F(LmdbCheckTest, AMarkSaysWhetherTheFileChangedSince) {
   EXPECT_TRUE(LmdbFileMatchesMark(data(), mark));
   std::string bad = good_;
   bad[good_.size() / 2] ^= 1;
-  Put(data(), bad);  // same size, new modification time
+  WriteFile(data(), bad);  // same size, new modification time
   EXPECT_FALSE(LmdbFileMatchesMark(data(), mark));
 }
 

@@ -18,9 +18,12 @@
 
 #include "common/dir_fd.h"
 #include "common/random.h"
+#include "common/temp_dir.h"
 
 namespace propeller {
 namespace {
+
+using testing::RemoveTreeAt;
 
 namespace fs = std::filesystem;
 
@@ -117,26 +120,6 @@ TEST(TreeWalkTest, ReportsEveryEntryOnceInWalkOrder) {
   }
 }
 
-// Removes `name` in the directory open as `dir`, at any depth (std::filesystem stops at
-// PATH_MAX).
-void RemoveTreeAt(int dir, const std::string& name) {
-  struct stat st;
-  if (::fstatat(dir, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return;
-  if (S_ISDIR(st.st_mode)) {
-    const int fd = ::openat(dir, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (DIR* d = fd >= 0 ? ::fdopendir(fd) : nullptr) {
-      std::vector<std::string> names;
-      while (struct dirent* e = ::readdir(d)) {
-        if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0) {
-          names.push_back(e->d_name);
-        }
-      }
-      for (const std::string& n : names) RemoveTreeAt(::dirfd(d), n);
-      ::closedir(d);
-    }
-  }
-  ::unlinkat(dir, name.c_str(), S_ISDIR(st.st_mode) ? AT_REMOVEDIR : 0);
-}
 
 // A tree deeper than PATH_MAX (80 levels of 100-byte names), and deeper than the walk keeps
 // directories open (64): every entry is reported once with its path and attributes, none is

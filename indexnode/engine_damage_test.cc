@@ -23,17 +23,9 @@ namespace fs = std::filesystem;
 using testing::kNow;
 using testing::RecordGen;
 using testing::TempDir;
+using testing::ReadAll;
+using testing::WriteFile;
 
-std::string Bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-void Put(const std::string& path, const std::string& bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << bytes;
-}
 
 class EngineDamageTest : public ::testing::Test {
  protected:
@@ -80,7 +72,7 @@ class EngineDamageTest : public ::testing::Test {
   // Reopens after damaging ACG 1 with `damage`, and checks everything the header promises.
   void ExpectQuarantinedAndRebuilt(const std::function<void()>& damage) {
     damage();
-    const std::string damaged = Bytes(Data(1));
+    const std::string damaged = ReadAll(Data(1));
     auto engine = Engine::Open(eo_);
     ASSERT_TRUE(engine.ok()) << engine.status().ToString();
     Engine* e = engine->get();
@@ -94,7 +86,7 @@ class EngineDamageTest : public ::testing::Test {
       quarantined.push_back(d.path());
     }
     ASSERT_EQ(quarantined.size(), 1u);
-    EXPECT_EQ(Bytes((quarantined[0] / "data.mdb").string()), damaged);
+    EXPECT_EQ(ReadAll((quarantined[0] / "data.mdb").string()), damaged);
     EXPECT_NE(damaged_acgs[1].find(quarantined[0].string()), std::string::npos);
     // Searches needing it fail, clearly; the other ACG serves exactly.
     auto all = Found(e);
@@ -140,8 +132,8 @@ class EngineDamageTest : public ::testing::Test {
 
 TEST_F(EngineDamageTest, ATruncatedDataFileIsQuarantined) {
   ExpectQuarantinedAndRebuilt([&] {
-    const std::string good = Bytes(Data(1));
-    Put(Data(1), good.substr(0, good.size() / 2));
+    const std::string good = ReadAll(Data(1));
+    WriteFile(Data(1), good.substr(0, good.size() / 2));
   });
 }
 
@@ -150,31 +142,31 @@ TEST_F(EngineDamageTest, FlippedBitsInABranchPageAreQuarantined) {
     LmdbCheckStats stats;
     ASSERT_TRUE(CheckLmdbFile(Data(1), true, &stats).ok());
     ASSERT_FALSE(stats.branch_pages.empty());
-    std::string bytes = Bytes(Data(1));
+    std::string bytes = ReadAll(Data(1));
     // The node table and the first node header of a branch page.
     const size_t page = stats.branch_pages.front() * 4096;
     for (size_t off : {size_t{17}, size_t{19}, size_t{4090}}) bytes[page + off] ^= 0x24;
-    Put(Data(1), bytes);
+    WriteFile(Data(1), bytes);
   });
 }
 
 TEST_F(EngineDamageTest, ADamagedMetaPageIsQuarantined) {
   ExpectQuarantinedAndRebuilt([&] {
-    std::string bytes = Bytes(Data(1));
+    std::string bytes = ReadAll(Data(1));
     bytes[16] ^= 0x01;  // the first meta page's magic number
     bytes[4096 + 16] ^= 0x01;
-    Put(Data(1), bytes);
+    WriteFile(Data(1), bytes);
   });
 }
 
 TEST_F(EngineDamageTest, AFlippedBitInARecordFailsItsChecksumAndIsQuarantinedAtTheNextStart) {
   // The record's bytes; LMDB's structure is intact.
-  std::string bytes = Bytes(Data(1));
+  std::string bytes = ReadAll(Data(1));
   const size_t at = bytes.find("only-in-the-record");
   ASSERT_NE(at, std::string::npos);
   ASSERT_EQ(bytes.find("only-in-the-record", at + 1), std::string::npos);
   bytes[at + 7] ^= 0x02;
-  Put(Data(1), bytes);
+  WriteFile(Data(1), bytes);
   {
     auto engine = Engine::Open(eo_);
     ASSERT_TRUE(engine.ok()) << engine.status().ToString();

@@ -27,6 +27,7 @@
 
 #include "client/lib/propeller.h"
 #include "common/rpc/rpc.h"
+#include "common/temp_dir.h"
 #include "indexnode/engine_test_util.h"
 
 namespace propeller::testing {
@@ -58,16 +59,6 @@ inline std::vector<int> FreePorts(size_t n) {
 inline int FreePort() { return FreePorts(1)[0]; }
 
 // A whole file's bytes ("" when unreadable), and a file made or replaced with `data`.
-inline std::string ReadAll(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-inline void WriteFile(const std::string& path, const std::string& data) {
-  std::ofstream out(path, std::ios::trunc | std::ios::binary);
-  out << data;
-}
 
 // The volume root the cluster tests register, and the in-volume path of a client hit
 // ("/vol/src/a.c" -> "/src/a.c").

@@ -1,16 +1,21 @@
-// A real `propeller mount` for tests (tests/fuse_test.cc, tests/mount_fault_test.cc): the
+// A real `propeller mount` for tests (tests/fuse_test.cc, fuse_backing_test.cc, ...): the
 // CLI binary started as a child process on a fresh backing directory, and the searches of its
 // query engine. Test-only.
 #ifndef PROPELLER_TESTS_MOUNT_HARNESS_H_
 #define PROPELLER_TESTS_MOUNT_HARNESS_H_
 
+#include <dirent.h>
+#include <grp.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -160,6 +165,40 @@ class Mount {
   std::unique_ptr<ChildProcess> child_;
   bool mounted_ = false;
 };
+
+// The names in a directory (no . and ..); empty with *err set on failure.
+inline std::vector<std::string> List(const std::string& dir, int* err = nullptr) {
+  std::vector<std::string> out;
+  DIR* d = ::opendir(dir.c_str());
+  if (err != nullptr) *err = d == nullptr ? errno : 0;
+  if (d == nullptr) return out;
+  while (struct dirent* e = ::readdir(d)) {
+    std::string n = e->d_name;
+    if (n != "." && n != "..") out.push_back(n);
+  }
+  ::closedir(d);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// In a child just forked: becomes uid/gid with no supplementary groups.
+inline bool BecomeUser(uid_t uid, gid_t gid) {
+  return ::setgroups(0, nullptr) == 0 && ::setresgid(gid, gid, gid) == 0 &&
+         ::setresuid(uid, uid, uid) == 0;
+}
+
+// Runs fn in a child with uid/gid (no supplementary groups); its return value (an errno, 0 for
+// success) is the result, 126 when the ids could not be set.
+inline int InChildAs(uid_t uid, gid_t gid, const std::function<int()>& fn) {
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    if (!BecomeUser(uid, gid)) ::_exit(126);
+    ::_exit(fn());
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+}
 
 inline std::unique_ptr<Client> LocalClient() {
   // Searches scoped inside the mount go to its query engine: no master endpoint is needed.

@@ -19,21 +19,13 @@ namespace propeller::fuse {
 namespace {
 
 using testing::TempDir;
+using testing::ReadAll;
+using testing::WriteFile;
 
 constexpr uint64_t kReserve = 1 << 20;
 const char kOwner[] = "cluster test\nvolume 1\nbacking /b\n";
 
-std::string Bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
-void Put(const std::string& path, const std::string& bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << bytes;
-}
 
 // One kPut of file `ino` at `path`, and one kDelete of ino+1 (the two kinds a mount queues).
 std::vector<FileUpdate> Batch(uint64_t ino, const std::string& path) {
@@ -120,9 +112,9 @@ TEST(PendingUpdatesTest, AWriteTornByACrashIsCutAndWhatCameBeforeIsKept) {
     ASSERT_TRUE(q->Append(Batch(300, "/c")).ok());
   }
   // The last record half written (its call never returned: nothing acknowledged is lost).
-  const std::string all = Bytes(dir + "/queue");
+  const std::string all = ReadAll(dir + "/queue");
   for (uint64_t keep : {intact + 3, intact + 9, all.size() - 1}) {
-    Put(dir + "/queue", all.substr(0, keep));
+    WriteFile(dir + "/queue", all.substr(0, keep));
     auto q = OpenOrDie(dir);
     ASSERT_NE(q, nullptr);
     EXPECT_EQ(q->size(), 4u) << keep;
@@ -141,19 +133,19 @@ TEST(PendingUpdatesTest, DamageBeforeIntactRecordsIsRefusedAndTheFileLeftAlone) 
     ASSERT_NE(q, nullptr);
     for (uint64_t i = 1; i <= 3; ++i) ASSERT_TRUE(q->Append(Batch(i * 100, "/x")).ok());
   }
-  const std::string good = Bytes(dir + "/queue");
+  const std::string good = ReadAll(dir + "/queue");
   for (size_t at : {size_t{2}, size_t{6}, size_t{20}, good.size() / 2}) {
     std::string bad = good;
     bad[at] = static_cast<char>(bad[at] ^ 0x10);
-    Put(dir + "/queue", bad);
+    WriteFile(dir + "/queue", bad);
     auto q = PendingUpdates::Open(dir, kReserve, kOwner);
     ASSERT_FALSE(q.ok()) << "byte " << at;
     EXPECT_EQ(q.status().code(), StatusCode::kCorruption) << q.status().ToString();
     EXPECT_NE(q.status().ToString().find(dir + "/queue"), std::string::npos)
         << q.status().ToString();
-    EXPECT_EQ(Bytes(dir + "/queue"), bad) << "a damaged queue must not be cut";
+    EXPECT_EQ(ReadAll(dir + "/queue"), bad) << "a damaged queue must not be cut";
   }
-  Put(dir + "/queue", good);
+  WriteFile(dir + "/queue", good);
   auto q = OpenOrDie(dir);
   ASSERT_NE(q, nullptr);
   EXPECT_EQ(q->size(), 6u);
@@ -168,12 +160,12 @@ TEST(PendingUpdatesTest, AHeadPastTheEndIsAStartOverOnlyWhenTheQueueIsEmpty) {
     ASSERT_TRUE(q->Append(Batch(100, "/a")).ok());
   }
   const std::string head_past = std::string("\xff\x00\x00\x00\x00\x00\x00\x00", 8);
-  Put(dir + "/head", head_past);
+  WriteFile(dir + "/head", head_past);
   auto bad = PendingUpdates::Open(dir, kReserve, kOwner);
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().code(), StatusCode::kCorruption) << bad.status().ToString();
   // A crash between emptying the file and resetting the head (PopFront of the last batch).
-  Put(dir + "/queue", "");
+  WriteFile(dir + "/queue", "");
   auto q = OpenOrDie(dir);
   ASSERT_NE(q, nullptr);
   EXPECT_TRUE(q->empty());

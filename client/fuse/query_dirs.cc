@@ -8,23 +8,11 @@
 #include "client/fuse/errno_map.h"
 #include "common/logging.h"
 #include "common/record.h"
+#include "client/lib/mount_registry.h"
 
 namespace propeller::fuse {
 
-std::string EncodeEntryName(std::string_view rel) {
-  std::string out;
-  out.reserve(rel.size() + 8);
-  for (char c : rel) {
-    if (c == '%') {
-      out += "%25";
-    } else if (c == '/') {
-      out += "%2F";
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
+std::string EncodeEntryName(std::string_view rel) { return PathAsFileName(rel); }
 
 bool DecodeEntryName(std::string_view name, std::string* rel) {
   rel->clear();

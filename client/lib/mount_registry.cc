@@ -19,20 +19,8 @@ namespace {
 
 constexpr char kRootRegistry[] = "/run/propeller/mounts";
 
-// A file name for a mount point: '%' -> "%25", '/' -> "%2F".
-std::string FileNameOf(const std::string& mountpoint) {
-  std::string out;
-  for (char c : mountpoint) {
-    if (c == '%') {
-      out += "%25";
-    } else if (c == '/') {
-      out += "%2F";
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
+// A file name for a mount point.
+std::string FileNameOf(const std::string& mountpoint) { return PathAsFileName(mountpoint); }
 
 // /proc/self/mountinfo escapes ' ', '\t', '\n' and '\\' as \ooo.
 std::string Unescape(const std::string& s) {
@@ -50,6 +38,21 @@ std::string Unescape(const std::string& s) {
 }
 
 }  // namespace
+
+std::string PathAsFileName(std::string_view path) {
+  std::string out;
+  out.reserve(path.size() + 8);
+  for (char c : path) {
+    if (c == '%') {
+      out += "%25";
+    } else if (c == '/') {
+      out += "%2F";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
 
 std::string MountRegistryDir() { return DefaultRuntimeDir() + "/mounts"; }
 

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/status.h"
@@ -29,6 +30,10 @@ struct MountRecord {
   uint32_t volume = 0;
   uint32_t pid = 0;             // the mount process
 };
+
+// A path as one file name: '%' -> "%25", '/' -> "%2F" (registry files, query-directory
+// entries).
+std::string PathAsFileName(std::string_view path);
 
 // The registry directory for this process's user (see above).
 std::string MountRegistryDir();
