@@ -18,7 +18,8 @@
 namespace propeller {
 
 // A file is (volume, inode number of the backing file system). Hard links share one id;
-// renames keep it.
+// renames keep it. A file system that reuses a deleted file's number tells the two files
+// apart by the inode's generation (FileRecord::inode_generation; docs/capture.md "Identity").
 struct FileId {
   uint32_t volume = 0;
   uint64_t ino = 0;
@@ -89,6 +90,12 @@ struct FileRecord {
   uint32_t mode = 0;  // permission bits and S_IFMT bits as in st_mode
   uint32_t nlink = 1;
   std::map<std::string, AttrValue, std::less<>> attrs;  // user attributes by index name
+  // The backing inode's generation (FS_IOC_GETVERSION: ext4, XFS, btrfs), which differs
+  // between two files that had the same inode number one after the other; 0 = unknown (a file
+  // system without one, or a record read without opening the file). A kPut with 0 keeps the
+  // stored record's generation; a kPut with another non-zero generation than the stored one
+  // is a new file: the old one's ACG edges go (docs/capture.md "Identity").
+  uint32_t inode_generation = 0;
 
   bool operator==(const FileRecord&) const = default;
 };
@@ -146,8 +153,24 @@ struct Update {
   FileRecord record;
   FileId edge_dst;          // kAddEdge only
   uint32_t edge_weight = 0; // kAddEdge only
+  // kAddEdge only: the inode generations of the edge's ends when it was captured: the source's
+  // is record.inode_generation, the destination's this (0 = unknown). An edge whose end's
+  // generation is not the file's any more belonged to a deleted file.
+  uint32_t edge_dst_generation = 0;
 
   bool operator==(const Update&) const = default;
+};
+
+// One ACG edge as an index node stores it: processes read `src`, then wrote `dst`; `weight`
+// counts them. With the two files' inode generations when it was captured (0 = unknown), so
+// an edge of a deleted file is not taken for one of the file that reused its number.
+struct StoredEdge {
+  FileId src;
+  FileId dst;
+  uint64_t weight = 0;
+  uint32_t src_generation = 0;
+  uint32_t dst_generation = 0;
+  bool operator==(const StoredEdge&) const = default;
 };
 
 // Whether a kDelete carrying `cond` removes the stored record `stored`. A kDelete with no

@@ -2,6 +2,8 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
 #include <unistd.h>
@@ -213,6 +215,14 @@ Status WalkTreeAt(int dir, const TreeWalkOptions& options,
   TreeWalkStats local;
   Walker w(dir, options, on_record, stats ? stats : &local);
   return w.Run(st);
+}
+
+uint32_t InodeGeneration(int fd) {
+  // The kernel's file systems write an int through the pointer, though the request is
+  // declared with a long: a zeroed long takes either (little-endian).
+  unsigned long generation = 0;
+  if (::ioctl(fd, FS_IOC_GETVERSION, &generation) != 0) return 0;
+  return static_cast<uint32_t>(generation);
 }
 
 void FillRecordFromStat(const struct stat& st, FileRecord* r) {

@@ -58,6 +58,11 @@ Status ReadFileRecord(const std::string& abs_path, const std::string& path, uint
 Status ReadFileRecordAt(int dir, const std::string& name, const std::string& path,
                         uint32_t volume, uint64_t parent_ino, FileRecord* record);
 
+// The inode generation of the file open as `fd` (ioctl FS_IOC_GETVERSION: ext4, XFS, btrfs),
+// which tells apart two files that had the same inode number one after the other; 0 when the
+// file system keeps none (or `fd` is an O_PATH descriptor).
+uint32_t InodeGeneration(int fd);
+
 // Sets record's type, size, times, owner, mode and nlink from `st` (what ReadFileRecord takes
 // from the lstat; the mount uses it with an open file's fstat).
 void FillRecordFromStat(const struct stat& st, FileRecord* record);

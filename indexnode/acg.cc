@@ -132,6 +132,8 @@ void StageUpdate(const Update& u, StagedBatch* batch) {
   e.id = u.record.id;
   e.edge_dst = u.edge_dst;
   e.edge_weight = u.edge_weight;
+  e.generation = u.record.inode_generation;
+  e.edge_dst_generation = u.edge_dst_generation;
   e.offset = batch->data.size();
   // A conditional delete (paths given) keeps its record for the check at commit.
   if (HasRecord(u.op) || (u.op == UpdateOp::kDelete && !u.record.paths.empty())) {
@@ -896,6 +898,7 @@ Status Acg::CommitOnce(const std::vector<Slice>& slices) {
   order.clear();
   commit_edges_.clear();
   commit_deletes_.clear();
+  commit_renewed_.clear();
   for (uint32_t s = 0; s < slices.size(); ++s) {
     const StagedBatch& b = *slices[s].batch;
     for (uint32_t i = slices[s].begin; i < slices[s].end; ++i) {
@@ -922,12 +925,23 @@ Status Acg::CommitOnce(const std::vector<Slice>& slices) {
       }
     }
     if (watching_) watched_.insert(order[run].id);
+    // The inode generation the file's kPuts gave it so far in this commit, for a later kPut
+    // that read the file without one (a chmod after the create); a delete ends it.
+    uint32_t carried = 0;
     for (size_t k = run; k < run_end; ++k) {
       const CachedUpdate& e = entry(order[k]);
       if (e.op == UpdateOp::kAddEdge) {  // after the records, in log order (below)
         commit_edges_.push_back(order[k]);
         continue;
       }
+      const uint32_t carried_before = carried;
+      if (e.op == UpdateOp::kPut && e.generation != 0) {
+        // Two generations in one commit: the second is a new file (as against the stored
+        // record in ApplyOne).
+        if (carried != 0 && carried != e.generation) commit_renewed_[e.id] = e.generation;
+        carried = e.generation;
+      }
+      if (e.op == UpdateOp::kDelete) carried = 0;
       // Replaced later on; a delete still runs: it takes the file's edges with it.
       if (k < first_live && e.op != UpdateOp::kDelete) continue;
       const StagedBatch& b = *slices[order[k].slice].batch;
@@ -947,7 +961,7 @@ Status Acg::CommitOnce(const std::vector<Slice>& slices) {
       const std::string_view encoded =
           e.size > 0 ? std::string_view(b.data).substr(e.offset, e.size) : std::string_view();
       commit_deleted_ = false;
-      PROPELLER_RETURN_IF_ERROR(ApplyOne(raw, files.get(), u, encoded, &widened));
+      PROPELLER_RETURN_IF_ERROR(ApplyOne(raw, files.get(), u, encoded, &widened, carried_before));
       // An unconditional delete ends the file even when no record was stored (created and
       // deleted within this commit); a conditional one only when it removed the record.
       if (commit_deleted_ || (e.op == UpdateOp::kDelete && e.size == 0)) {
@@ -963,11 +977,11 @@ Status Acg::CommitOnce(const std::vector<Slice>& slices) {
   };
   std::sort(commit_edges_.begin(), commit_edges_.end(), log_order);
   std::sort(commit_deletes_.begin(), commit_deletes_.end(), log_order);
-  FileIdSet gone;
+  GoneFiles gone;
   size_t next_delete = 0;
   for (const CommitRef& r : commit_edges_) {
     while (next_delete < commit_deletes_.size() && log_order(commit_deletes_[next_delete], r)) {
-      gone.insert(commit_deletes_[next_delete++].id);
+      gone[commit_deletes_[next_delete++].id] = 0;
     }
     const CachedUpdate& e = entry(r);
     if (!gone.empty() && (gone.contains(e.id) || gone.contains(e.edge_dst))) {
@@ -980,9 +994,14 @@ Status Acg::CommitOnce(const std::vector<Slice>& slices) {
     u.record.paths.clear();
     u.edge_dst = e.edge_dst;
     u.edge_weight = e.edge_weight;
+    u.record.inode_generation = e.generation;
+    u.edge_dst_generation = e.edge_dst_generation;
     PROPELLER_RETURN_IF_ERROR(ApplyOne(raw, files.get(), u, std::string_view(), &widened));
   }
-  while (next_delete < commit_deletes_.size()) gone.insert(commit_deletes_[next_delete++].id);
+  while (next_delete < commit_deletes_.size()) gone[commit_deletes_[next_delete++].id] = 0;
+  // A file a kPut made new keeps only the edges that name its new generation, wherever they
+  // came in the log (an edge names the generation it was captured with).
+  for (const auto& [id, generation] : commit_renewed_) gone.try_emplace(id, generation);
   PROPELLER_RETURN_IF_ERROR(DropEdgesOf(raw, gone));
   const uint64_t lsn = slices.back().batch->lsn;
   std::string v;
@@ -1011,7 +1030,7 @@ Status Acg::CommitOnce(const std::vector<Slice>& slices) {
   return Status::OK();
 }
 
-Status Acg::DropEdgesOf(MDB_txn* txn, const FileIdSet& gone) {
+Status Acg::DropEdgesOf(MDB_txn* txn, const GoneFiles& gone) {
   if (gone.empty()) return Status::OK();
   MDB_stat st{};
   int rc = mdb_stat(txn, edges_dbi_, &st);
@@ -1027,7 +1046,18 @@ Status Acg::DropEdgesOf(MDB_txn* txn, const FileIdSet& gone) {
   for (rc = mdb_cursor_get(raw, &k, &v, MDB_FIRST); rc == 0;) {
     FileId src, dst;
     PROPELLER_RETURN_IF_ERROR(DecodeEdgeKey(View(k), &src, &dst).WithContext(AcgName(id_)));
-    if (gone.contains(src) || gone.contains(dst)) {
+    const auto gone_src = gone.find(src), gone_dst = gone.find(dst);
+    bool drop = false;
+    if (gone_src != gone.end() || gone_dst != gone.end()) {
+      EdgeValue value;
+      PROPELLER_RETURN_IF_ERROR(DecodeEdgeValue(View(v), &value).WithContext(AcgName(id_)));
+      // An end goes unless the edge names it with the generation that stays.
+      drop = (gone_src != gone.end() &&
+              (gone_src->second == 0 || value.src_generation != gone_src->second)) ||
+             (gone_dst != gone.end() &&
+              (gone_dst->second == 0 || value.dst_generation != gone_dst->second));
+    }
+    if (drop) {
       rc = mdb_cursor_del(raw, 0);
       if (rc != 0) return LmdbStatus(rc, "deleting an edge");
     }
@@ -1048,8 +1078,7 @@ Status Acg::ReadCounts(MDB_txn* txn, uint64_t* files, uint64_t* edges) {
   return Status::OK();
 }
 
-Status Acg::ScanEdges(MDB_txn* txn,
-                      const std::function<void(FileId, FileId, uint64_t)>& fn) {
+Status Acg::ScanEdges(MDB_txn* txn, const std::function<void(const StoredEdge&)>& fn) {
   MDB_cursor* cur = nullptr;
   int rc = mdb_cursor_open(txn, edges_dbi_, &cur);
   if (rc != 0) return LmdbStatus(rc, "mdb_cursor_open");
@@ -1057,11 +1086,15 @@ Status Acg::ScanEdges(MDB_txn* txn,
   Status s;
   for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == 0;
        rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
-    FileId src, dst;
-    s = DecodeEdgeKey(View(k), &src, &dst);
-    if (s.ok() && v.mv_size != 8) s = Status::Corruption("malformed edge entry");
+    StoredEdge edge;
+    EdgeValue value;
+    s = DecodeEdgeKey(View(k), &edge.src, &edge.dst);
+    if (s.ok()) s = DecodeEdgeValue(View(v), &value);
     if (!s.ok()) break;
-    fn(src, dst, DecodeOrderedU64(View(v)));
+    edge.weight = value.weight;
+    edge.src_generation = value.src_generation;
+    edge.dst_generation = value.dst_generation;
+    fn(edge);
   }
   mdb_cursor_close(cur);
   PROPELLER_RETURN_IF_ERROR(s.WithContext(AcgName(id_)));
@@ -1181,21 +1214,31 @@ Status Acg::UpdateIndexes(MDB_txn* txn, const FileRecord* old_rec, const FileRec
 }
 
 Status Acg::ApplyOne(MDB_txn* txn, MDB_cursor* files, const Update& u,
-                     std::string_view encoded, AcgSummary* widened) {
+                     std::string_view encoded, AcgSummary* widened, uint32_t carried) {
   const FileId id = u.record.id;
   if (u.op == UpdateOp::kAddEdge) {
     std::string key;
     AppendEdgeKey(id, u.edge_dst, &key);
     MDB_val k = Val(key), v;
-    uint64_t weight = 0;
+    EdgeValue value;
     int rc = mdb_get(txn, edges_dbi_, &k, &v);
-    if (rc == 0 && v.mv_size == 8) {
-      weight = DecodeOrderedU64(View(v));
-    } else if (rc != 0 && rc != MDB_NOTFOUND) {
+    if (rc == 0) {
+      PROPELLER_RETURN_IF_ERROR(DecodeEdgeValue(View(v), &value).WithContext(AcgName(id_)));
+    } else if (rc != MDB_NOTFOUND) {
       return LmdbStatus(rc, "reading an edge");
     }
+    // The stored edge names another file that had one of these numbers before (another
+    // generation of an end): it is replaced, not added to.
+    auto other = [](uint32_t stored, uint32_t now) { return stored != 0 && now != 0 && stored != now; };
+    if (other(value.src_generation, u.record.inode_generation) ||
+        other(value.dst_generation, u.edge_dst_generation)) {
+      value = EdgeValue{};
+    }
+    value.weight += u.edge_weight;
+    if (u.record.inode_generation != 0) value.src_generation = u.record.inode_generation;
+    if (u.edge_dst_generation != 0) value.dst_generation = u.edge_dst_generation;
     std::string bytes;
-    AppendOrderedU64(weight + u.edge_weight, &bytes);
+    AppendEdgeValue(value, &bytes);
     v = Val(bytes);
     rc = mdb_put(txn, edges_dbi_, &k, &v, 0);
     return rc == 0 ? Status::OK() : LmdbStatus(rc, "writing an edge");
@@ -1218,6 +1261,21 @@ Status Acg::ApplyOne(MDB_txn* txn, MDB_cursor* files, const Update& u,
   switch (u.op) {
     case UpdateOp::kPut:
       new_rec = &u.record;
+      if (u.record.inode_generation == 0) {
+        // Read without its generation (by name, not from an open descriptor): the file is
+        // the one this commit or the stored record last saw.
+        const uint32_t known = carried != 0 ? carried : found ? old_rec.inode_generation : 0;
+        if (known != 0) {
+          merged = u.record;
+          merged.inode_generation = known;
+          new_rec = &merged;
+        }
+      } else if (found && old_rec.inode_generation != 0 &&
+                 old_rec.inode_generation != u.record.inode_generation) {
+        // Another file under the same number (its deletion was not seen: a reconcile found
+        // it): the old one's edges go.
+        commit_renewed_[id] = u.record.inode_generation;
+      }
       // The summary covers every committed record's paths already: tokenizing them again is
       // ~10% of a commit of attribute changes.
       if (found && old_rec.paths == u.record.paths) {
@@ -1325,8 +1383,7 @@ void Acg::StopWatchHeld() {
 }
 
 Status Acg::ExportHeld(const FileIdSet& ids, bool watched_only, std::vector<FileRecord>* records,
-                       std::vector<FileId>* absent,
-                       std::vector<std::tuple<FileId, FileId, uint64_t>>* edges) {
+                       std::vector<FileId>* absent, std::vector<StoredEdge>* edges) {
   FileIdSet chosen;
   if (watched_only) {
     for (const FileId& id : watched_) {
@@ -1348,8 +1405,8 @@ Status Acg::ExportHeld(const FileIdSet& ids, bool watched_only, std::vector<File
         absent->push_back(id);
       }
     }
-    return ScanEdges(raw, [&](FileId src, FileId dst, uint64_t weight) {
-      if (want.count(src)) edges->emplace_back(src, dst, weight);
+    return ScanEdges(raw, [&](const StoredEdge& e) {
+      if (want.count(e.src)) edges->push_back(e);
     });
   });
 }
@@ -1569,8 +1626,8 @@ Result<Acg::FileIdSet> Acg::MovedStillHeld() {
       else if (rc != MDB_NOTFOUND) return LmdbStatus(rc, "reading a moved file");
     }
     // Edges left by moved files without a record.
-    return ScanEdges(txn, [&](FileId src, FileId, uint64_t) {
-      if (std::binary_search(routed.begin(), routed.end(), src)) out.insert(src);
+    return ScanEdges(txn, [&](const StoredEdge& e) {
+      if (std::binary_search(routed.begin(), routed.end(), e.src)) out.insert(e.src);
     });
   }));
   return out;
@@ -1594,8 +1651,8 @@ Status Acg::ScanHeldIds(MDB_txn* txn, std::vector<FileId>* ids) {
   PROPELLER_RETURN_IF_ERROR(ScanFileIds(txn, ids));
   // Edges may leave files without a record here (deleted since, or never put): they count.
   std::vector<FileId> sources;
-  PROPELLER_RETURN_IF_ERROR(ScanEdges(txn, [&](FileId src, FileId, uint64_t) {
-    if (sources.empty() || !(sources.back() == src)) sources.push_back(src);
+  PROPELLER_RETURN_IF_ERROR(ScanEdges(txn, [&](const StoredEdge& e) {
+    if (sources.empty() || !(sources.back() == e.src)) sources.push_back(e.src);
   }));
   ids->insert(ids->end(), sources.begin(), sources.end());
   std::sort(ids->begin(), ids->end());
@@ -1677,12 +1734,10 @@ Status Acg::ListHeldIds(std::vector<FileId>* ids) {
   return WithReadTxn([&](MDB_txn* txn) { return ScanHeldIds(txn, ids); });
 }
 
-Status Acg::ListEdges(std::vector<std::tuple<FileId, FileId, uint64_t>>* edges) {
+Status Acg::ListEdges(std::vector<StoredEdge>* edges) {
   return WithReadTxn([&](MDB_txn* txn) {
     const size_t before = edges->size();
-    Status s = ScanEdges(txn, [&](FileId src, FileId dst, uint64_t weight) {
-      edges->emplace_back(src, dst, weight);
-    });
+    Status s = ScanEdges(txn, [&](const StoredEdge& e) { edges->push_back(e); });
     CountReads(edges->size() - before);
     return s;
   });

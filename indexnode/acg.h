@@ -115,6 +115,9 @@ struct CachedUpdate {
   uint32_t edge_weight = 0;  // kAddEdge
   FileId id;                 // the record's id; kAddEdge: the source
   FileId edge_dst;           // kAddEdge
+  // The record's inode generation (kPut: as in its encoding); kAddEdge: the source's.
+  uint32_t generation = 0;
+  uint32_t edge_dst_generation = 0;  // kAddEdge
 };
 
 // The cache entries of one logged batch, grouped by ACG and shared by the caches of every ACG
@@ -204,7 +207,7 @@ class Acg {
   // everything a merge moves (callers commit first).
   Status ListHeldIds(std::vector<FileId>* ids);
   // The committed edges (callers commit first).
-  Status ListEdges(std::vector<std::tuple<FileId, FileId, uint64_t>>* edges);
+  Status ListEdges(std::vector<StoredEdge>* edges);
 
   // ---- splitting (Engine::SplitAcg; DESIGN §5) ----
   using FileIdSet = std::unordered_set<FileId, FileIdHash>;
@@ -246,8 +249,7 @@ class Acg {
   // `watched_only`: only those of `ids` recorded since StartWatch or the previous such export
   // (the watch goes on, from empty). REQUIRES: the lock of LockExclusive held.
   Status ExportHeld(const FileIdSet& ids, bool watched_only, std::vector<FileRecord>* records,
-                    std::vector<FileId>* absent,
-                    std::vector<std::tuple<FileId, FileId, uint64_t>>* edges);
+                    std::vector<FileId>* absent, std::vector<StoredEdge>* edges);
   // Applies `updates` (kPut, kDelete, kAddEdge) in one transaction, which also records
   // `applied_lsn` as this ACG's applied LSN. REQUIRES: the lock of LockExclusive held.
   Status ImportHeld(std::span<const Update> updates, uint64_t applied_lsn);
@@ -370,8 +372,11 @@ class Acg {
   // Applies one update and widens `widened` to cover its record.
   // Applies `u` in `txn`; `files` is a cursor on the records database (left anywhere);
   // `encoded` is EncodeRecord(u.record) when the caller has it (else empty).
+  // A kPut without an inode generation keeps `carried` (the last one an earlier kPut of this
+  // commit gave the file) or else the stored record's; a kPut whose generation differs from
+  // the stored record's makes the file new (commit_renewed_).
   Status ApplyOne(MDB_txn* txn, MDB_cursor* files, const Update& u, std::string_view encoded,
-                  AcgSummary* widened);
+                  AcgSummary* widened, uint32_t carried = 0);
   Status UpdateIndexes(MDB_txn* txn, const FileRecord* old_rec, const FileRecord* new_rec);
   Status ReadRecord(MDB_txn* txn, FileId id, FileRecord* rec, bool* found);
   // The record bytes of a stored value, or Corruption naming this ACG's data file (which
@@ -379,12 +384,14 @@ class Acg {
   Status UnwrapStored(std::string_view stored, std::string_view* record) const;
   Status DecodeStored(std::string_view stored, FileRecord* record) const;
   // The entries of the files and edges databases in `txn`.
-  // Removes every edge of which a file of `gone` is an end. REQUIRES: rw_ exclusive.
-  Status DropEdgesOf(MDB_txn* txn, const FileIdSet& gone);
+  // Files whose edges go, each with the inode generation whose edges stay (0: none stay).
+  using GoneFiles = std::unordered_map<FileId, uint32_t, FileIdHash>;
+  // Removes every edge of which a file of `gone` is an end, unless the edge names that end
+  // with the generation to keep. REQUIRES: rw_ exclusive.
+  Status DropEdgesOf(MDB_txn* txn, const GoneFiles& gone);
   Status ReadCounts(MDB_txn* txn, uint64_t* files, uint64_t* edges);
-  // Calls fn(src, dst, weight) for every edge in `txn`, in key order; Corruption for a
-  // malformed entry.
-  Status ScanEdges(MDB_txn* txn, const std::function<void(FileId, FileId, uint64_t)>& fn);
+  // Calls fn(edge) for every edge in `txn`, in key order; Corruption for a malformed entry.
+  Status ScanEdges(MDB_txn* txn, const std::function<void(const StoredEdge&)>& fn);
   Status BuildIndex(MDB_txn* txn, Index* index);
   // The `inode` K-D tree's source (KdTreeOptions::scan_points): the six axes of every record.
   Status ScanPoints(MDB_txn* txn, const KdReserve& reserve, const KdAddPoint& add);
@@ -469,6 +476,9 @@ class Acg {
   std::vector<CommitRef> commit_edges_;
   std::vector<CommitRef> commit_deletes_;
   bool commit_deleted_ = false;  // the last ApplyOne removed a record
+  // The files a kPut of this commit made new (another inode generation than the stored
+  // record's), with the new generation: their older edges go.
+  GoneFiles commit_renewed_;
   FileRecord commit_merged_;
   std::string commit_key_;
   std::string commit_bytes_;

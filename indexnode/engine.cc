@@ -1313,7 +1313,7 @@ class Engine::Impl {
   }
 
   Status ListEdges(uint64_t acg_id,
-                   std::vector<std::tuple<FileId, FileId, uint64_t>>* edges) {
+                   std::vector<StoredEdge>* edges) {
     if (crashed_) return Status::Aborted("engine crashed");
     Acg* acg = FindAcg(acg_id);
     if (acg == nullptr) return NotHere(acg_id);
@@ -1399,7 +1399,7 @@ class Engine::Impl {
     // Step 1: the snapshot copy.
     std::vector<FileRecord> records;
     std::vector<FileId> absent;
-    std::vector<std::tuple<FileId, FileId, uint64_t>> edges;
+    std::vector<StoredEdge> edges;
     uint64_t snapshot_lsn = 0;
     {
       auto lock = source->LockExclusive();
@@ -1420,7 +1420,7 @@ class Engine::Impl {
     auto copy_delta = [&](uint64_t applied_lsn, size_t* n) -> Status {
       std::vector<FileRecord> changed, unused_records;
       std::vector<FileId> gone, unused_absent;
-      std::vector<std::tuple<FileId, FileId, uint64_t>> edges_now, edges_copied;
+      std::vector<StoredEdge> edges_now, edges_copied;
       PROPELLER_RETURN_IF_ERROR(
           source->ExportHeld(moving, /*watched_only=*/true, &changed, &gone, &edges_now));
       Acg::FileIdSet touched;
@@ -1512,7 +1512,7 @@ class Engine::Impl {
     PROPELLER_RETURN_IF_ERROR(CommitAcg(acg));
     std::vector<FileId> ids;
     PROPELLER_RETURN_IF_ERROR(acg->ListFileIds(&ids));  // sorted
-    std::vector<std::tuple<FileId, FileId, uint64_t>> edges;
+    std::vector<StoredEdge> edges;
     PROPELLER_RETURN_IF_ERROR(acg->ListEdges(&edges));
     EnforceOpenBounds();
     if (ids.size() > static_cast<size_t>(CsrGraph::kMaxIndex)) {
@@ -1524,11 +1524,11 @@ class Engine::Impl {
     };
     // Edges to files elsewhere (or deleted) do not tie two of this ACG's files.
     std::vector<WeightedEdge> graph_edges;
-    for (const auto& [src, dst, weight] : edges) {
-      const int64_t u = vertex(src), v = vertex(dst);
+    for (const StoredEdge& e : edges) {
+      const int64_t u = vertex(e.src), v = vertex(e.dst);
       if (u >= 0 && v >= 0) {
         graph_edges.push_back(
-            WeightedEdge{static_cast<uint32_t>(u), static_cast<uint32_t>(v), weight});
+            WeightedEdge{static_cast<uint32_t>(u), static_cast<uint32_t>(v), e.weight});
       }
     }
     const CsrGraph graph =
@@ -1550,8 +1550,8 @@ class Engine::Impl {
   // target has (`have`; edge weights only grow; an update carries at most 2^32-1).
   static void AppendSplitCopy(uint64_t target, const std::vector<FileRecord>& records,
                               const std::vector<FileId>& gone,
-                              const std::vector<std::tuple<FileId, FileId, uint64_t>>& edges,
-                              const std::vector<std::tuple<FileId, FileId, uint64_t>>& have,
+                              const std::vector<StoredEdge>& edges,
+                              const std::vector<StoredEdge>& have,
                               std::vector<Update>* out) {
     for (const FileRecord& r : records) {
       Update& u = out->emplace_back();
@@ -1565,18 +1565,24 @@ class Engine::Impl {
       u.acg = target;
       u.record.id = id;
     }
-    std::map<std::pair<FileId, FileId>, uint64_t> had;
-    for (const auto& [src, dst, w] : have) had[{src, dst}] = w;
-    for (const auto& [src, dst, w] : edges) {
-      auto it = had.find({src, dst});
-      uint64_t delta = w - std::min(w, it == had.end() ? 0 : it->second);
+    std::map<std::pair<FileId, FileId>, const StoredEdge*> had;
+    for (const StoredEdge& e : have) had[{e.src, e.dst}] = &e;
+    for (const StoredEdge& e : edges) {
+      auto it = had.find({e.src, e.dst});
+      // The target's edge counts only when it names the same generations: one of another
+      // file is replaced by the first kAddEdge (Acg::ApplyOne), so the whole weight goes.
+      const bool same = it != had.end() && it->second->src_generation == e.src_generation &&
+                        it->second->dst_generation == e.dst_generation;
+      uint64_t delta = e.weight - std::min(e.weight, same ? it->second->weight : 0);
       while (delta > 0) {
         const uint32_t part = static_cast<uint32_t>(std::min<uint64_t>(delta, UINT32_MAX));
         Update& u = out->emplace_back();
         u.op = UpdateOp::kAddEdge;
         u.acg = target;
-        u.record.id = src;
-        u.edge_dst = dst;
+        u.record.id = e.src;
+        u.record.inode_generation = e.src_generation;
+        u.edge_dst = e.dst;
+        u.edge_dst_generation = e.dst_generation;
         u.edge_weight = part;
         delta -= part;
       }
@@ -1676,7 +1682,7 @@ class Engine::Impl {
       all.insert(ids.begin(), ids.end());
       std::vector<FileRecord> records;
       std::vector<FileId> absent;
-      std::vector<std::tuple<FileId, FileId, uint64_t>> edges;
+      std::vector<StoredEdge> edges;
       PROPELLER_RETURN_IF_ERROR(source->ExportHeld(all, false, &records, &absent, &edges));
       moved = records.size();
       PROPELLER_RETURN_IF_ERROR(WriteFileAtomically(
@@ -2461,7 +2467,7 @@ Status Engine::CommitAll() { return impl_->CommitAll(); }
 Status Engine::SyncLog() { return impl_->SyncLog(); }
 std::vector<AcgInfo> Engine::ListAcgs() { return impl_->ListAcgs(); }
 EngineStats Engine::Stats() { return impl_->Stats(); }
-Status Engine::ListEdges(uint64_t acg, std::vector<std::tuple<FileId, FileId, uint64_t>>* e) {
+Status Engine::ListEdges(uint64_t acg, std::vector<StoredEdge>* e) {
   return impl_->ListEdges(acg, e);
 }
 void Engine::CrashForTesting() { impl_->Crash(); }

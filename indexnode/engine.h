@@ -281,7 +281,7 @@ class Engine {
   std::vector<AcgInfo> ListAcgs();
   EngineStats Stats();
   // The edges of `acg` (src, dst, weight), for tests and the partitioner.
-  Status ListEdges(uint64_t acg, std::vector<std::tuple<FileId, FileId, uint64_t>>* edges);
+  Status ListEdges(uint64_t acg, std::vector<StoredEdge>* edges);
 
   // Moves the files `moving` of ACG `source` into the new ACG `target` (DESIGN §5: the
   // node-side half of a split). Updates and searches continue meanwhile; searches pause only

@@ -179,14 +179,14 @@ TEST_P(EngineLruTest, RandomStreamMatchesModel) {
     }
     if (rnd.OneIn(25)) {
       const uint64_t acg = 1 + rnd.Uniform(kAcgs);
-      std::vector<std::tuple<FileId, FileId, uint64_t>> got;
+      std::vector<StoredEdge> got;
       Status s = engine->ListEdges(acg, &got);
       if (s.code() == StatusCode::kNotFound) {
         ASSERT_TRUE(edges[acg].empty());
       } else {
         ASSERT_TRUE(s.ok()) << s.ToString();
-        std::vector<std::tuple<FileId, FileId, uint64_t>> want;
-        for (const auto& [key, w] : edges[acg]) want.emplace_back(key.first, key.second, w);
+        std::vector<StoredEdge> want;
+        for (const auto& [key, w] : edges[acg]) want.push_back(StoredEdge{key.first, key.second, w});
         ASSERT_EQ(got, want) << "ACG " << acg;
       }
     }

@@ -137,10 +137,10 @@ std::vector<uint64_t> AcgIds(Engine* e) {
 }
 
 void ExpectMovedEdges(Engine* e, const World& w) {
-  std::vector<std::tuple<FileId, FileId, uint64_t>> edges;
+  std::vector<StoredEdge> edges;
   ASSERT_TRUE(e->ListEdges(kMoving, &edges).ok());
   std::map<std::pair<FileId, FileId>, uint64_t> got;
-  for (const auto& [s, d, wgt] : edges) got[{s, d}] += wgt;
+  for (const StoredEdge& e : edges) got[{e.src, e.dst}] += e.weight;
   EXPECT_EQ(got, w.edges);
 }
 
@@ -227,7 +227,7 @@ TEST(EngineMoveTest, MovesAnAcgWithUpdatesWaitingAndNothingLost) {
   }
   Update stale = w.Change(kMoving);
   EXPECT_EQ(a->Apply({&stale, 1}).code(), StatusCode::kRedirect);
-  std::vector<std::tuple<FileId, FileId, uint64_t>> edges;
+  std::vector<StoredEdge> edges;
   EXPECT_EQ(a->ListEdges(kMoving, &edges).code(), StatusCode::kRedirect);
 
   // B takes updates for it; they are in the log only when B "dies" (no search in between:

@@ -140,18 +140,18 @@ void ExpectPartitioned(Engine* engine, const World& w, const std::set<FileId>& m
     ASSERT_TRUE(got.ok()) << got.status().ToString();
     EXPECT_EQ(*got, rec);
   }
-  std::vector<std::tuple<FileId, FileId, uint64_t>> in_source, in_target;
+  std::vector<StoredEdge> in_source, in_target;
   ASSERT_TRUE(engine->ListEdges(kSource, &in_source).ok());
   Status st = engine->ListEdges(kTarget, &in_target);
   ASSERT_TRUE(st.ok() || st.code() == StatusCode::kNotFound) << st.ToString();
   std::map<std::pair<FileId, FileId>, uint64_t> seen;
-  for (const auto& [s, d, wgt] : in_source) {
-    EXPECT_FALSE(moving.count(s)) << "edge from a moved file stayed in the source";
-    seen[{s, d}] += wgt;
+  for (const StoredEdge& e : in_source) {
+    EXPECT_FALSE(moving.count(e.src)) << "edge from a moved file stayed in the source";
+    seen[{e.src, e.dst}] += e.weight;
   }
-  for (const auto& [s, d, wgt] : in_target) {
-    EXPECT_TRUE(moving.count(s)) << "edge from a file that did not move is in the target";
-    seen[{s, d}] += wgt;
+  for (const StoredEdge& e : in_target) {
+    EXPECT_TRUE(moving.count(e.src)) << "edge from a file that did not move is in the target";
+    seen[{e.src, e.dst}] += e.weight;
   }
   // An ACG drops the edges of the files it deletes that it holds (an edge lives with its
   // source file), so an edge whose ends the split put in different ACGs outlives the delete of

@@ -128,10 +128,10 @@ TEST_F(EngineTest, EdgesAccumulateAndGetSeesUncommittedUpdates) {
   e.edge_weight = 2;
   ASSERT_TRUE(engine_->Apply({&e, 1}).ok());
   ASSERT_TRUE(engine_->Apply({&e, 1}).ok());
-  std::vector<std::tuple<FileId, FileId, uint64_t>> edges;
+  std::vector<StoredEdge> edges;
   ASSERT_TRUE(engine_->ListEdges(1, &edges).ok());
   ASSERT_EQ(edges.size(), 1u);
-  EXPECT_EQ(std::get<2>(edges[0]), 4u);
+  EXPECT_EQ(edges[0].weight, 4u);
   Update u = Put(1, 1, {"/a/x.c"}, 99);
   ASSERT_TRUE(engine_->Apply({&u, 1}).ok());
   auto got = engine_->Get(1, FileId{1, 1});
@@ -139,6 +139,97 @@ TEST_F(EngineTest, EdgesAccumulateAndGetSeesUncommittedUpdates) {
   EXPECT_EQ(got->size, 99u);
   EXPECT_EQ(engine_->Get(1, FileId{1, 77}).status().code(), StatusCode::kNotFound);
   EXPECT_EQ(engine_->Get(42, FileId{1, 1}).status().code(), StatusCode::kNotFound);
+}
+
+// Identity (docs/capture.md "Identity"): a kPut with another inode generation than the stored
+// record's is a new file under the same number — the old one's edges go, wherever they came
+// in the log, those captured with the new generation stay; a kPut read without a generation
+// keeps the one the file has (stored, or given earlier in the same commit); an edge added
+// with another generation of an end replaces the old one's weight instead of adding to it.
+TEST_F(EngineTest, AnotherInodeGenerationIsANewFile) {
+  auto put = [](uint64_t ino, std::string path, uint32_t generation) {
+    Update u = Put(1, ino, {std::move(path)});
+    u.record.inode_generation = generation;
+    return u;
+  };
+  auto edge = [](uint64_t src, uint32_t src_gen, uint64_t dst, uint32_t dst_gen, uint32_t w) {
+    Update e;
+    e.op = UpdateOp::kAddEdge;
+    e.acg = 1;
+    e.record.id = FileId{1, src};
+    e.record.inode_generation = src_gen;
+    e.edge_dst = FileId{1, dst};
+    e.edge_dst_generation = dst_gen;
+    e.edge_weight = w;
+    return e;
+  };
+  auto edges = [&]() {
+    std::vector<StoredEdge> out;
+    EXPECT_TRUE(engine_->ListEdges(1, &out).ok());
+    return out;
+  };
+  auto generation = [&](uint64_t ino) {
+    auto r = engine_->Get(1, FileId{1, ino});
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r.ok() ? r->inode_generation : ~0u;
+  };
+  for (bool same_commit : {false, true}) {
+    SCOPED_TRACE(same_commit ? "all in one commit" : "committed step by step");
+    const uint64_t base = same_commit ? 100 : 10;  // src, dst, other
+    const uint64_t src = base, dst = base + 1, other = base + 2;
+    std::vector<Update> steps = {
+        put(src, "/s" + std::to_string(base), 1), put(dst, "/d" + std::to_string(base), 5),
+        put(other, "/o" + std::to_string(base), 9), edge(src, 1, dst, 5, 3),
+        edge(dst, 5, other, 9, 2),
+        // dst's number now names another file (its delete was not seen): generation 6.
+        put(dst, "/e" + std::to_string(base), 6),
+        // An edge captured for the new file stays.
+        edge(src, 1, dst, 6, 1)};
+    if (same_commit) {
+      ASSERT_TRUE(engine_->Apply(steps).ok());
+    } else {
+      for (Update& u : steps) {
+        ASSERT_TRUE(engine_->Apply({&u, 1}).ok());
+        ASSERT_TRUE(engine_->CommitAll().ok());
+      }
+    }
+    std::vector<StoredEdge> want = {StoredEdge{FileId{1, src}, FileId{1, dst}, 1, 1, 6}};
+    std::vector<StoredEdge> got;
+    for (const StoredEdge& e : edges()) {
+      if (e.src.ino >= base && e.src.ino < base + 3) got.push_back(e);
+    }
+    EXPECT_EQ(got, want);
+    EXPECT_EQ(generation(dst), 6u);
+    // Read by name (no generation): the file keeps 6; no edge goes.
+    Update chmod = put(dst, "/e" + std::to_string(base), 0);
+    chmod.record.mode = 0600;
+    ASSERT_TRUE(engine_->Apply({&chmod, 1}).ok());
+    EXPECT_EQ(generation(dst), 6u);
+    EXPECT_EQ(edges().size(), same_commit ? 2u : 1u);
+  }
+  // Within one commit a put without a generation keeps the one an earlier put gave (a
+  // create, then a chmod read by name).
+  std::vector<Update> create_then_chmod = {put(50, "/c", 42), put(50, "/c", 0)};
+  ASSERT_TRUE(engine_->Apply(create_then_chmod).ok());
+  EXPECT_EQ(generation(50), 42u);
+  // An edge of another generation of an end replaces the stored one; one of the same adds.
+  std::vector<Update> es = {put(60, "/p", 3), edge(60, 3, 61, 7, 4), edge(60, 3, 61, 7, 1)};
+  ASSERT_TRUE(engine_->Apply(es).ok());
+  Update renewed = edge(60, 3, 61, 8, 2);
+  ASSERT_TRUE(engine_->Apply({&renewed, 1}).ok());
+  bool found = false;
+  for (const StoredEdge& e : edges()) {
+    if (e.src.ino != 60) continue;
+    found = true;
+    EXPECT_EQ(e.weight, 2u);
+    EXPECT_EQ(e.dst_generation, 8u);
+  }
+  EXPECT_TRUE(found);
+  // Survives a reopen.
+  engine_.reset();
+  engine_ = std::move(Engine::Open(options_)).value();
+  EXPECT_EQ(generation(50), 42u);
+  EXPECT_EQ(generation(10 + 1), 6u);
 }
 
 // A delete that raced with the reuse of the inode number (common/record.h DeleteApplies): it

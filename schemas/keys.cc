@@ -260,6 +260,33 @@ void AppendEdgeKey(FileId src, FileId dst, std::string* out) {
   AppendFileIdKey(dst, out);
 }
 
+void AppendEdgeValue(const EdgeValue& value, std::string* out) {
+  AppendOrderedU64(value.weight, out);
+  if (value.src_generation == 0 && value.dst_generation == 0) return;
+  for (uint32_t g : {value.src_generation, value.dst_generation}) {
+    for (int shift = 24; shift >= 0; shift -= 8) out->push_back(static_cast<char>(g >> shift));
+  }
+}
+
+Status DecodeEdgeValue(std::string_view bytes, EdgeValue* value) {
+  if (bytes.size() != 8 && bytes.size() != 16) {
+    return Status::Corruption("edge value: expected 8 or 16 bytes, got " +
+                              std::to_string(bytes.size()));
+  }
+  value->weight = DecodeOrderedU64(bytes.substr(0, 8));
+  value->src_generation = value->dst_generation = 0;
+  if (bytes.size() == 16) {
+    auto u32 = [&](size_t at) {
+      uint32_t g = 0;
+      for (size_t i = 0; i < 4; ++i) g = g << 8 | static_cast<uint8_t>(bytes[at + i]);
+      return g;
+    };
+    value->src_generation = u32(8);
+    value->dst_generation = u32(12);
+  }
+  return Status::OK();
+}
+
 Status DecodeEdgeKey(std::string_view key, FileId* src, FileId* dst) {
   if (key.size() != 2 * kFileIdKeySize) {
     return Status::Corruption("edge key: expected 24 bytes, got " + std::to_string(key.size()));

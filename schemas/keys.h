@@ -22,7 +22,9 @@ namespace propeller {
 // 2: records are stored with a checksum (record_format.h: EncodeStoredRecord). A version-1
 // ACG is read as is (its records have none until rewritten) and marked 2 when opened, so an
 // older program refuses it rather than misread a checksummed record.
-inline constexpr uint32_t kAcgFormatVersion = 2;
+// 3: an edge's value may carry its ends' inode generations (AppendEdgeValue). Older ACGs are
+// read as is (their edges have none) and marked 3 when opened, for the same reason.
+inline constexpr uint32_t kAcgFormatVersion = 3;
 
 inline constexpr size_t kFileIdKeySize = 12;
 // FileId -> 12 bytes: volume u32 big-endian ‖ ino u64 big-endian.
@@ -65,9 +67,19 @@ Status SplitIndexEntryKey(std::string_view key, std::string_view* value_part, Fi
 // K-D tree points persisted in an ACG's `kd.<index>` database: key = FileId key,
 // value = kNumInodeAxes (6) ordered int64s (48 bytes): size, mtime, ctime, atime, uid, gid.
 // ACG edges in the `edges` database: key = FileId key(src) ‖ FileId key(dst) (24 bytes),
-// value = ordered u64 weight.
+// value = ordered u64 weight (8 bytes: no generations, as every edge of format 2), or
+// ordered u64 weight ‖ u32 big-endian src generation ‖ u32 big-endian dst generation
+// (16 bytes, since format 3; written when either generation is known).
 void AppendEdgeKey(FileId src, FileId dst, std::string* out);
 Status DecodeEdgeKey(std::string_view key, FileId* src, FileId* dst);
+struct EdgeValue {
+  uint64_t weight = 0;
+  uint32_t src_generation = 0;  // 0 = unknown
+  uint32_t dst_generation = 0;
+};
+void AppendEdgeValue(const EdgeValue& value, std::string* out);
+// Corruption unless `bytes` is 8 or 16 bytes.
+Status DecodeEdgeValue(std::string_view bytes, EdgeValue* value);
 
 }  // namespace propeller
 

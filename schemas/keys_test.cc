@@ -463,6 +463,26 @@ TEST(KeysTest, GoldenBytes) {
   s.clear();
   AppendEdgeKey({1, 2}, {3, 4}, &s);
   EXPECT_EQ(Hex(s), "00000001" "0000000000000002" "00000003" "0000000000000004");
+  // Edge values: the weight alone while no generation is known (format 2's 8 bytes), else
+  // weight, source and destination generations.
+  s.clear();
+  AppendEdgeValue(EdgeValue{5, 0, 0}, &s);
+  EXPECT_EQ(Hex(s), "0000000000000005");
+  s.clear();
+  AppendEdgeValue(EdgeValue{5, 0x01020304, 7}, &s);
+  EXPECT_EQ(Hex(s), "0000000000000005" "01020304" "00000007");
+  EdgeValue v{9, 9, 9};
+  ASSERT_TRUE(DecodeEdgeValue(s, &v).ok());
+  EXPECT_EQ(v.weight, 5u);
+  EXPECT_EQ(v.src_generation, 0x01020304u);
+  EXPECT_EQ(v.dst_generation, 7u);
+  ASSERT_TRUE(DecodeEdgeValue(s.substr(0, 8), &v).ok());
+  EXPECT_EQ(v.weight, 5u);
+  EXPECT_EQ(v.src_generation, 0u);
+  EXPECT_EQ(v.dst_generation, 0u);
+  for (size_t n : {0, 7, 9, 15, 17}) {
+    EXPECT_EQ(DecodeEdgeValue(std::string(n, '\0'), &v).code(), StatusCode::kCorruption) << n;
+  }
 }
 
 }  // namespace

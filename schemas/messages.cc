@@ -834,9 +834,15 @@ Status Get(const msgpack::object& o, ListEdgesRequest* m) {
 //   1     src                    FileId             R                                   1.0
 //   2     dst                    FileId             R                                   1.0
 //   3     weight                 uint               R  executions that made it          1.0
-void Put(Writer& w, const WireEdge& m) { PutFields(w, m.acg, m.src, m.dst, m.weight); }
+//   4     src_generation         uint32                src's inode generation; 0 = none 1.7
+//   5     dst_generation         uint32                dst's inode generation; 0 = none 1.7
+void Put(Writer& w, const WireEdge& m) {
+  PutFields(w, m.acg, m.src, m.dst, m.weight, m.src_generation, m.dst_generation);
+}
 Status Get(const msgpack::object& o, WireEdge* m) {
-  return GetFields(o, 4, {"acg", "src", "dst", "weight"}, &m->acg, &m->src, &m->dst, &m->weight);
+  return GetFields(o, 4, {"acg", "src", "dst", "weight", "src_generation", "dst_generation"},
+                   &m->acg, &m->src, &m->dst, &m->weight, &m->src_generation,
+                   &m->dst_generation);
 }
 
 // EdgesReply (kListEdges)

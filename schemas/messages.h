@@ -374,6 +374,8 @@ struct WireEdge {
   FileId src;
   FileId dst;
   uint64_t weight = 0;
+  uint32_t src_generation = 0;  // the ends' inode generations when captured; 0 = unknown
+  uint32_t dst_generation = 0;
 };
 struct EdgesReply {
   std::vector<WireEdge> edges;

@@ -792,6 +792,25 @@ TEST(MessagesGoldenTest, LocationsReply) {
                "94" "92" "01" "07" "00" "00" "a0");                  //  [[1, 7], 0, 0, ""]
 }
 
+// An edge carries its ends' inode generations since 1.7; an edge of an older node (four
+// fields) decodes with none.
+TEST(MessagesGoldenTest, WireEdgeGenerations) {
+  const EdgesReply reply{{WireEdge{5, {1, 10}, {1, 11}, 3, 7, 0x10000}}, false};
+  const std::string hex = "92" "91" "96" "05" "92010a" "92010b" "03" "07" "ce00010000" "c2";
+  EXPECT_EQ(Hex(Enc(reply)), hex);
+  EdgesReply back;
+  ASSERT_TRUE(Decode(Unhex(hex), &back).ok());
+  ASSERT_EQ(back.edges.size(), 1u);
+  EXPECT_EQ(back.edges[0].src_generation, 7u);
+  EXPECT_EQ(back.edges[0].dst_generation, 0x10000u);
+  EXPECT_EQ(back.edges[0].weight, 3u);
+  ASSERT_TRUE(Decode(Unhex("92" "91" "94" "05" "92010a" "92010b" "03" "c2"), &back).ok());
+  ASSERT_EQ(back.edges.size(), 1u);
+  EXPECT_EQ(back.edges[0].src_generation, 0u);
+  EXPECT_EQ(back.edges[0].dst_generation, 0u);
+  EXPECT_EQ(back.edges[0].dst, (FileId{1, 11}));
+}
+
 TEST(MessagesGoldenTest, HeartbeatRequest) {
   ExpectGolden(HeartbeatRequest{3, {{1, 10}, {2, 300}}, uint64_t{1} << 40, 0.5, 7, {"tag"}},
                "96"                                   // 6 fields

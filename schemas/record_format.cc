@@ -45,7 +45,9 @@ constexpr size_t kMaxDepth = 16;
 //   12    mode        uint <= 2^32-1
 //   13    nlink       uint <= 2^32-1
 //   14    attrs       array of attr             sorted by name, names unique
-//   15..  appended by later versions            ignored by this reader
+//   15    generation  uint <= 2^32-1            inode_generation; written only when not 0
+//                                               (a reader of fewer fields takes 0)
+//   16..  appended by later versions            ignored by this reader
 // attr, a msgpack array:
 //   0     name        str
 //   1     value       int (int64) | float64 | str
@@ -100,7 +102,7 @@ void PackRecord(const FileRecord& r, std::string* out) {
   for (const std::string& p : r.paths) bytes += p.size() + 3;
   out->reserve(out->size() + bytes);
   Writer w(out);
-  w.Array(kRecordFields);
+  w.Array(r.inode_generation != 0 ? kRecordFields + 1 : kRecordFields);
   const bool v1 = FitsInt64(r.mtime) && FitsInt64(r.ctime) && FitsInt64(r.atime);
   w.Uint(v1 ? 1 : kRecordFormatVersion);
   w.Uint(r.id.volume);
@@ -129,6 +131,7 @@ void PackRecord(const FileRecord& r, std::string* out) {
       w.Str(std::get<std::string>(value));
     }
   }
+  if (r.inode_generation != 0) w.Uint(r.inode_generation);
 }
 
 namespace {
@@ -148,7 +151,8 @@ namespace {
 //   3     dst volume  uint <= 2^32-1            edge_dst.volume
 //   4     dst ino     uint                      edge_dst.ino
 //   5     weight      uint <= 2^32-1            edge_weight
-//   6..   ignored
+//   6     dst gen     uint <= 2^32-1            edge_dst_generation; written only when not 0
+//   7..   ignored
 constexpr size_t kBatchFields = 2;
 constexpr size_t kUpdateFields = 6;
 
@@ -272,6 +276,9 @@ Status DecodeRecordObject(const msgpack::object& o, FileRecord* out) {
       return Bad(kWhat, "attrs", "has a duplicate name");
     }
   }
+  if (n > kRecordFields && !GetU32(f[kRecordFields], &r.inode_generation)) {
+    return Bad(kWhat, "generation", "is not a uint32");
+  }
   *out = std::move(r);
   return Status::OK();
 }
@@ -295,6 +302,9 @@ Status DecodeUpdateObject(const msgpack::object& o, Update* out) {
   if (!GetU32(f[3], &u.edge_dst.volume)) return Bad(kWhat, "edge_dst.volume", "is not a uint32");
   if (!GetU64(f[4], &u.edge_dst.ino)) return Bad(kWhat, "edge_dst.ino", "is not a uint64");
   if (!GetU32(f[5], &u.edge_weight)) return Bad(kWhat, "edge_weight", "is not a uint32");
+  if (n > kUpdateFields && !GetU32(f[kUpdateFields], &u.edge_dst_generation)) {
+    return Bad(kWhat, "edge_dst_generation", "is not a uint32");
+  }
   *out = std::move(u);
   return Status::OK();
 }
@@ -304,7 +314,7 @@ namespace {
 // One update; `record` is EncodeRecord(u.record) when the caller has it, else empty.
 void PackUpdateWith(const Update& u, std::string_view record, std::string* out) {
   Writer w(out);
-  w.Array(kUpdateFields);
+  w.Array(u.edge_dst_generation != 0 ? kUpdateFields + 1 : kUpdateFields);
   w.Uint(static_cast<uint8_t>(u.op));
   w.Uint(u.acg);
   if (record.empty()) {
@@ -315,6 +325,7 @@ void PackUpdateWith(const Update& u, std::string_view record, std::string* out) 
   w.Uint(u.edge_dst.volume);
   w.Uint(u.edge_dst.ino);
   w.Uint(u.edge_weight);
+  if (u.edge_dst_generation != 0) w.Uint(u.edge_dst_generation);
 }
 
 }  // namespace
@@ -388,6 +399,7 @@ Status DecodeRecordFields(std::string_view bytes, FileRecord* record, bool whole
     if (!whole) {
       r.paths.clear();
       r.attrs.clear();
+      r.inode_generation = 0;
     }
     return s;
   }
@@ -437,6 +449,7 @@ Status DecodeRecordFields(std::string_view bytes, FileRecord* record, bool whole
   if (!in.ReadU32(&r.mode)) return Bad(kWhat, "mode", "is not a uint32");
   if (!in.ReadU32(&r.nlink)) return Bad(kWhat, "nlink", "is not a uint32");
   r.attrs.clear();
+  r.inode_generation = 0;
   if (!whole) return Status::OK();
   uint64_t num_attrs;
   if (!in.ReadArray(&num_attrs)) return Bad(kWhat, "attrs", "is not an array");
@@ -472,7 +485,12 @@ Status DecodeRecordFields(std::string_view bytes, FileRecord* record, bool whole
       return Bad(kWhat, "attrs", "has a duplicate name");
     }
   }
-  for (uint64_t k = msgpack_util::kRecordFields; k < fields; ++k) {  // appended fields: ignored
+  uint64_t k = msgpack_util::kRecordFields;
+  if (k < fields) {
+    if (!in.ReadU32(&r.inode_generation)) return Bad(kWhat, "generation", "is not a uint32");
+    ++k;
+  }
+  for (; k < fields; ++k) {  // appended fields: ignored
     if (!in.Skip(kRecordDepth + 1, msgpack_util::kMaxDepth)) {
       return Status::Corruption("record: malformed msgpack in an appended field");
     }

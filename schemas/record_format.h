@@ -34,7 +34,8 @@ void EncodeRecord(const FileRecord& record, std::string* out);
 // Overwrites *record (reusing its strings' capacity). On error *record is valid but unspecified.
 Status DecodeRecord(std::string_view bytes, FileRecord* record);
 // Only the fields before `attrs`, without copying the paths: *record gets the id, parent_ino,
-// type, size, the times, uid, gid, mode and nlink; its paths and attrs are left empty. Checks
+// type, size, the times, uid, gid, mode and nlink; its paths and attrs are left empty and its
+// inode_generation 0. Checks
 // those fields as DecodeRecord does; what follows them is not read. (An ACG's K-D tree loads
 // its points this way.)
 Status DecodeRecordHead(std::string_view bytes, FileRecord* record);

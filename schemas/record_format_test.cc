@@ -116,6 +116,7 @@ FileRecord RandomRecord(std::mt19937_64& rng) {
   r.nlink = static_cast<uint32_t>(rng() >> (rng() % 33));
   const size_t num_attrs = rng() % 5;
   for (size_t i = 0; i < num_attrs; ++i) r.attrs[RandomBytes(rng, 12)] = RandomAttr(rng);
+  if (rng() % 2) r.inode_generation = static_cast<uint32_t>(rng() >> (rng() % 33));
   return r;
 }
 
@@ -126,6 +127,7 @@ Update RandomUpdate(std::mt19937_64& rng) {
   u.record = RandomRecord(rng);
   u.edge_dst = {static_cast<uint32_t>(rng()), rng()};
   u.edge_weight = static_cast<uint32_t>(rng() >> (rng() % 33));
+  if (rng() % 2) u.edge_dst_generation = static_cast<uint32_t>(rng() >> (rng() % 33));
   return u;
 }
 
@@ -346,6 +348,44 @@ TEST(RecordFormatTest, GoldenBatch) {
   EXPECT_EQ(Hex(Encode(std::vector<Update>())), "920190");
 }
 
+// The inode generation is appended as field 15 when it is known, and only then, so a record
+// without one keeps its bytes (and a reader of 15 fields ignores it).
+TEST(RecordFormatTest, GoldenGenerations) {
+  FileRecord r = FixedRecord();
+  r.inode_generation = 0x01020304;
+  std::string hex = kFixedRecordHex;
+  hex.replace(0, 2, "dc0010");  // array of 16 (array16: 16 does not fit a fixarray)
+  hex += "ce01020304";          // generation (uint32)
+  EXPECT_EQ(Hex(Encode(r)), hex);
+  FileRecord back;
+  ASSERT_TRUE(DecodeRecord(Unhex(hex), &back).ok());
+  EXPECT_EQ(back, r);
+  // The head decoder stops before it: generation 0, like paths and attrs left empty.
+  back.inode_generation = 5;
+  ASSERT_TRUE(DecodeRecordHead(Unhex(hex), &back).ok());
+  EXPECT_EQ(back.inode_generation, 0u);
+  // Not a uint32: Corruption naming the field.
+  std::string bad = hex.substr(0, hex.size() - 10) + "cf0000000100000000";
+  Status s = DecodeRecord(Unhex(bad), &back);
+  EXPECT_EQ(s.code(), StatusCode::kCorruption);
+  EXPECT_NE(s.message().find("generation"), std::string::npos) << s.ToString();
+
+  Update edge;
+  edge.op = UpdateOp::kAddEdge;
+  edge.record.id = {7, 5};
+  edge.edge_dst = {7, 6};
+  edge.edge_weight = 1;
+  edge.edge_dst_generation = 300;
+  const std::string batch = Encode(std::vector<Update>{edge});
+  // [1, [[5, 0, record, 7, 6, 1, 300]]]
+  EXPECT_NE(Hex(batch).find("9705"), std::string::npos) << Hex(batch);
+  EXPECT_EQ(Hex(batch).substr(Hex(batch).size() - 12), "070601cd012c");
+  std::vector<Update> updates;
+  ASSERT_TRUE(DecodeUpdateBatch(batch, &updates).ok());
+  ASSERT_EQ(updates.size(), 1u);
+  EXPECT_EQ(updates[0], edge);
+}
+
 TEST(RecordFormatTest, HandBuiltRecordDecodes) {
   FileRecord expected = FixedRecord();
   expected.attrs["n"] = 2.5;
@@ -358,6 +398,7 @@ TEST(RecordFormatTest, HandBuiltRecordDecodes) {
 TEST(RecordFormatTest, ForwardCompatibleTrailingFields) {
   using P = msgpack::packer<msgpack::sbuffer>;
   std::vector<Field> fields = FixedRecordFields();
+  fields.push_back([](P& p) { p.pack_uint32(77); });  // field 15: the inode generation
   fields.push_back([](P& p) { p.pack(std::string("a future field")); });
   fields.push_back([](P& p) {
     p.pack_array(2);
@@ -366,6 +407,7 @@ TEST(RecordFormatTest, ForwardCompatibleTrailingFields) {
   });
   FileRecord expected = FixedRecord();
   expected.attrs["n"] = 2.5;
+  expected.inode_generation = 77;
   FileRecord back;
   Status s = DecodeRecord(Build(fields), &back);
   ASSERT_TRUE(s.ok()) << s.ToString();
@@ -378,15 +420,16 @@ TEST(RecordFormatTest, ForwardCompatibleTrailingFields) {
   pk.pack_array(3);
   pk.pack_uint32(1);
   pk.pack_array(1);
-  pk.pack_array(8);
+  pk.pack_array(9);
   pk.pack_uint8(1);
   pk.pack_uint64(42);
   buf.write(rec.data(), rec.size());
   pk.pack_uint32(0);
   pk.pack_uint64(0);
   pk.pack_uint32(0);
-  pk.pack_true();  // update field 6
-  pk.pack_nil();   // update field 7
+  pk.pack_uint32(9);  // update field 6: the edge's destination generation
+  pk.pack_true();     // update field 7
+  pk.pack_nil();      // update field 8
   pk.pack(std::string("batch field 2"));
   std::vector<Update> updates;
   s = DecodeUpdateBatch(std::string_view(buf.data(), buf.size()), &updates);
@@ -395,6 +438,7 @@ TEST(RecordFormatTest, ForwardCompatibleTrailingFields) {
   EXPECT_EQ(updates[0].op, UpdateOp::kPut);
   EXPECT_EQ(updates[0].acg, 42u);
   EXPECT_EQ(updates[0].record, expected);
+  EXPECT_EQ(updates[0].edge_dst_generation, 9u);
 }
 
 TEST(RecordFormatTest, VersionChecks) {
@@ -650,7 +694,7 @@ TEST(RecordFormatTest, EncoderMatchesMsgpackPacker) {
         pk.pack_uint64(static_cast<uint64_t>(FileTimeNanos(t)));
       }
     };
-    pk.pack_array(15);
+    pk.pack_array(r.inode_generation != 0 ? 16 : 15);
     pk.pack_uint32(fits(r.mtime) && fits(r.ctime) && fits(r.atime) ? 1 : kRecordFormatVersion);
     pk.pack_uint32(r.id.volume);
     pk.pack_uint64(r.id.ino);
@@ -682,6 +726,7 @@ TEST(RecordFormatTest, EncoderMatchesMsgpackPacker) {
         pk.pack(std::get<std::string>(value));
       }
     }
+    if (r.inode_generation != 0) pk.pack_uint32(r.inode_generation);
     return std::string(buf.data(), buf.size());
   };
   std::vector<FileRecord> records;
@@ -751,7 +796,7 @@ TEST(RecordFormatTest, DirectDecoderAgreesWithTreeDecoder) {
     // (nested), appended record fields of every kind.
     msgpack::sbuffer buf;
     msgpack::packer<msgpack::sbuffer> pk(buf);
-    pk.pack_array(19);
+    pk.pack_array(20);
     buf.write("\xd3\x00\x00\x00\x00\x00\x00\x00\x01", 9);  // version 1 as int64
     buf.write("\xcf\x00\x00\x00\x00\x00\x00\x00\x07", 9);  // volume as uint64
     buf.write("\xd0\x05", 2);                                  // ino as int8
@@ -782,16 +827,17 @@ TEST(RecordFormatTest, DirectDecoderAgreesWithTreeDecoder) {
     pk.pack_array(2);
     pk.pack(std::string("str"));
     pk.pack(std::string("value"));
-    pk.pack_nil();                      // appended field 15
+    buf.write("\xcf\x00\x00\x00\x00\x00\x00\x00\x0c", 9);  // generation 12 as uint64
+    pk.pack_nil();                      // appended field 16
     pk.pack_bin(3);
-    pk.pack_bin_body("xyz", 3);         // 16
-    pk.pack_map(2);                     // 17
+    pk.pack_bin_body("xyz", 3);         // 17
+    pk.pack_map(2);                     // 18
     pk.pack(std::string("k"));
     pk.pack_array(1);
     pk.pack_true();
     pk.pack(2);
     pk.pack_double(2.25);
-    buf.write("\xd6\x01\x00\x00\x00\x00", 6);  // 18: fixext 4
+    buf.write("\xd6\x01\x00\x00\x00\x00", 6);  // 19: fixext 4
     inputs.emplace_back(buf.data(), buf.size());
   }
   size_t both_ok = 0;
@@ -824,6 +870,7 @@ TEST(RecordFormatTest, DirectDecoderAgreesWithTreeDecoder) {
     FileRecord want_head = want;
     want_head.paths.clear();
     want_head.attrs.clear();
+    want_head.inode_generation = 0;
     ASSERT_EQ(Hex(Encode(want_head)), Hex(Encode(head))) << Hex(bytes);
   };
   for (const std::string& in : inputs) ASSERT_NO_FATAL_FAILURE(check(in));
@@ -852,8 +899,9 @@ TEST(RecordFormatTest, DirectDecoderAgreesWithTreeDecoder) {
     msgpack::sbuffer buf;
     msgpack::packer<msgpack::sbuffer> pk(buf);
     std::string base = Encode(FixedRecord());
-    pk.pack_array(16);
+    pk.pack_array(17);
     buf.write(base.data() + 1, base.size() - 1);  // the 15 fields of a fixarray(15) encoding
+    pk.pack_uint32(3);                            // the generation
     for (int k = 0; k < depth; ++k) pk.pack_array(k + 1 < depth ? 1 : 0);
     ASSERT_NO_FATAL_FAILURE(check(std::string(buf.data(), buf.size())));
   }

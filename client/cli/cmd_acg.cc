@@ -83,12 +83,20 @@ Result<SplitReport> SplitOf(uint64_t files, const std::vector<AcgEdge>& edges) {
 class Namer {
  public:
   Namer(Client* client, std::optional<MountRecord> mount) : client_(client), mount_(mount) {}
-  // Whether `id` is an indexed file. An edge whose other end was deleted, kept in another
-  // ACG than the deleted file's (an ACG drops the edges of the files it deletes), is no
-  // longer shown.
-  bool Live(const FileId& id) {
+  // Whether `id` is an indexed file and, when both are known, has inode generation
+  // `generation`. An edge whose end was deleted, kept in another ACG than the deleted file's
+  // (an ACG drops the edges of the files it deletes), is not shown, nor one that names
+  // another generation than the file's: it was captured for a deleted file that had the
+  // number before (docs/capture.md "Identity").
+  bool Live(const FileId& id, uint32_t generation) {
     Name(id);
-    return !dead_.contains(id);
+    if (dead_.contains(id)) return false;
+    auto it = generations_.find(id);
+    const uint32_t now = it == generations_.end() ? 0 : it->second;
+    return generation == 0 || now == 0 || generation == now;
+  }
+  bool Live(const AcgEdge& e) {
+    return Live(e.src, e.src_generation) && Live(e.dst, e.dst_generation);
   }
   std::string Name(const FileId& id) {
     auto it = cache_.find(id);
@@ -97,6 +105,7 @@ class Namer {
                        std::to_string(id.ino) + ")";
     Result<FileRecord> rec = client_->Get(id);
     if (!rec.ok() && rec.status().code() == StatusCode::kNotFound) dead_.insert(id);
+    if (rec.ok()) generations_[id] = rec->inode_generation;
     if (rec.ok() && !rec->paths.empty()) {
       if (mount_ && mount_->volume == id.volume) {
         name = mount_->mountpoint + (rec->paths[0] == "/" ? "" : rec->paths[0]);
@@ -125,6 +134,7 @@ class Namer {
   std::map<uint32_t, std::string> roots_;
   std::unordered_map<FileId, std::string, FileIdHash> cache_;
   std::unordered_set<FileId, FileIdHash> dead_;
+  std::unordered_map<FileId, uint32_t, FileIdHash> generations_;
 };
 
 std::string DotQuote(const std::string& s) {
@@ -209,7 +219,7 @@ int Show(Client* client, const std::string& file, std::optional<MountRecord> mou
   std::set<uint64_t> acgs;
   std::vector<std::pair<std::string, uint64_t>> producers, products;
   for (const AcgEdge& e : *edges) {
-    if (!namer.Live(e.src) || !namer.Live(e.dst)) continue;
+    if (!namer.Live(e)) continue;
     if (e.dst == *id) {
       producers.push_back({namer.Name(e.src), e.weight});
       acgs.insert(e.acg);
@@ -246,7 +256,7 @@ int Export(Client* client, bool json, std::optional<MountRecord> mount) {
                   static_cast<unsigned long long>(g->files.count(acg) ? g->files[acg] : 0));
       bool first = true;
       for (const AcgEdge& e : edges) {
-        if (!namer.Live(e.src) || !namer.Live(e.dst)) continue;
+        if (!namer.Live(e)) continue;
         std::printf("%s{\"src\":%s,\"dst\":%s,\"weight\":%llu}", first ? "" : ",",
                     JsonString(namer.Name(e.src)).c_str(), JsonString(namer.Name(e.dst)).c_str(),
                     static_cast<unsigned long long>(e.weight));
@@ -263,7 +273,7 @@ int Export(Client* client, bool json, std::optional<MountRecord> mount) {
     std::printf("  subgraph cluster_%llu {\n    label=\"ACG %llu\";\n",
                 static_cast<unsigned long long>(acg), static_cast<unsigned long long>(acg));
     for (const AcgEdge& e : edges) {
-      if (!namer.Live(e.src) || !namer.Live(e.dst)) continue;
+      if (!namer.Live(e)) continue;
       std::printf("    %s -> %s [weight=%llu, label=%llu];\n",
                   DotQuote(namer.Name(e.src)).c_str(), DotQuote(namer.Name(e.dst)).c_str(),
                   static_cast<unsigned long long>(e.weight),

@@ -623,7 +623,9 @@ class CaptureFs::Impl {
     if (!edges_.Identify(fuse_req_ctx(req)->pid, &h->owner)) return;
     h->has_owner = true;
     const bool reads = !created && (flags & O_ACCMODE) != O_WRONLY && !(flags & O_TRUNC);
-    h->open_mark = edges_.OnOpen(h->owner, inode->ino, reads, h->write, producers);
+    if (edges_.capture_edges()) h->generation = InodeGeneration(h->fd);
+    h->open_mark =
+        edges_.OnOpen(h->owner, inode->ino, h->generation, reads, h->write, producers);
   }
 
   void OnCreate(fuse_req_t req, fuse_ino_t parent_ino, const char* name, mode_t mode,
@@ -781,7 +783,7 @@ class CaptureFs::Impl {
     if (!h->write) return (void)fuse_reply_err(req, 0);
     struct stat st;
     if (::fstat(h->fd, &st) != 0 || st.st_nlink == 0) return (void)fuse_reply_err(req, 0);
-    if (h->has_owner) edges_.OnWriteClose(h->owner, h->inode->ino, h->open_mark);
+    if (h->has_owner) edges_.OnWriteClose(h->owner, h->inode->ino, h->generation, h->open_mark);
     // The record from the handle's descriptor and the stat just taken.
     std::string path;
     uint64_t parent_ino = 0;

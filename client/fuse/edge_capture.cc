@@ -38,16 +38,17 @@ bool EdgeCapture::Identify(pid_t pid, ProcessInfo* info) {
   return processes_.Identify(pid, MonoNanos(), info);
 }
 
-uint64_t EdgeCapture::OnOpen(const ProcessInfo& owner, uint64_t ino, bool reads, bool write,
-                             std::vector<FileId>* producers) {
+uint64_t EdgeCapture::OnOpen(const ProcessInfo& owner, uint64_t ino, uint32_t generation,
+                             bool reads, bool write, std::vector<FileId>* producers) {
   if (!options_.capture_edges) return 0;
   return processes_.OnOpen(owner, FileId{options_.volume, ino}, reads, write, MonoNanos(),
-                           producers);
+                           producers, generation);
 }
 
-void EdgeCapture::OnWriteClose(const ProcessInfo& owner, uint64_t ino, uint64_t mark) {
+void EdgeCapture::OnWriteClose(const ProcessInfo& owner, uint64_t ino, uint32_t generation,
+                               uint64_t mark) {
   if (!options_.capture_edges) return;
-  processes_.OnWriteClose(owner, FileId{options_.volume, ino}, MonoNanos(), mark);
+  processes_.OnWriteClose(owner, FileId{options_.volume, ino}, MonoNanos(), mark, generation);
 }
 
 void EdgeCapture::Flush() {
@@ -64,7 +65,9 @@ void EdgeCapture::Send(const std::vector<CapturedEdge>& edges) {
       FileUpdate u;
       u.op = UpdateOp::kAddEdge;
       u.record.id = edges[j].src;
+      u.record.inode_generation = edges[j].src_generation;
       u.edge_dst = edges[j].dst;
+      u.edge_dst_generation = edges[j].dst_generation;
       u.edge_weight = edges[j].weight;
       ups.push_back(std::move(u));
     }

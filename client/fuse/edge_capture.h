@@ -44,13 +44,14 @@ class EdgeCapture {
 
   // The process `pid` (false when it cannot be identified).
   bool Identify(pid_t pid, ProcessInfo* info);
-  // An open of file `ino` by `owner` (read: it may read it; write: open for writing;
-  // created: by create, so it reads nothing); the mark to give OnWriteClose. `producers`,
-  // when not null, receives the files that process read before (placement hints).
-  uint64_t OnOpen(const ProcessInfo& owner, uint64_t ino, bool reads, bool write,
-                  std::vector<FileId>* producers);
-  // `owner` closed file `ino` that it wrote, opened with `mark`.
-  void OnWriteClose(const ProcessInfo& owner, uint64_t ino, uint64_t mark);
+  // An open of file `ino` of inode generation `generation` (0 = unknown) by `owner` (read: it
+  // may read it; write: open for writing; created: by create, so it reads nothing); the mark
+  // to give OnWriteClose. `producers`, when not null, receives the files that process read
+  // before (placement hints).
+  uint64_t OnOpen(const ProcessInfo& owner, uint64_t ino, uint32_t generation, bool reads,
+                  bool write, std::vector<FileId>* producers);
+  // `owner` closed file `ino` (of `generation`) that it wrote, opened with `mark`.
+  void OnWriteClose(const ProcessInfo& owner, uint64_t ino, uint32_t generation, uint64_t mark);
   // File `ino` lost its last name: it leaves every process's reads and pending edges (a new
   // file may get its number).
   void Forget(uint64_t ino) { processes_.Forget(FileId{options_.volume, ino}); }

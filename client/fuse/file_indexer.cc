@@ -61,13 +61,19 @@ Status FileIndexer::RecordAt(const std::string& path, uint64_t parent_ino, Inode
 // as RecordAt does) only when the file has some.
 Status FileIndexer::RecordOfOpen(int fd, const struct stat& st, const std::string& path,
                                  uint64_t parent_ino, Inode* holder, FileRecord* rec) {
-  if (MayHaveUserXattrs(fd)) return RecordAt(path, parent_ino, holder, rec);
-  *rec = FileRecord{};
-  rec->id = FileId{volume_, static_cast<uint64_t>(st.st_ino)};
-  rec->paths = {path};
-  rec->parent_ino = parent_ino;
-  FillRecordFromStat(st, rec);
-  AddOtherLinks(path, rec);
+  if (MayHaveUserXattrs(fd)) {
+    PROPELLER_RETURN_IF_ERROR(RecordAt(path, parent_ino, holder, rec));
+  } else {
+    *rec = FileRecord{};
+    rec->id = FileId{volume_, static_cast<uint64_t>(st.st_ino)};
+    rec->paths = {path};
+    rec->parent_ino = parent_ino;
+    FillRecordFromStat(st, rec);
+    AddOtherLinks(path, rec);
+  }
+  // Its generation, from the descriptor (a record read by name has none: the index keeps the
+  // one it has).
+  if (S_ISREG(st.st_mode)) rec->inode_generation = InodeGeneration(fd);
   return Status::OK();
 }
 

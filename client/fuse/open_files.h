@@ -53,6 +53,7 @@ struct Handle {
   bool has_owner = false;
   ProcessInfo owner;
   uint64_t open_mark = 0;  // EdgeCapture::OnOpen's mark of this open
+  uint32_t generation = 0;  // the file's inode generation (InodeGeneration), when captured
   Inode* inode = nullptr;
   // Directories.
   DIR* dir = nullptr;

@@ -40,6 +40,7 @@ std::vector<FileUpdate> ToFileUpdates(std::vector<Update>&& updates,
     f.record = std::move(updates[i].record);
     f.edge_dst = updates[i].edge_dst;
     f.edge_weight = updates[i].edge_weight;
+    f.edge_dst_generation = updates[i].edge_dst_generation;
     f.acg = updates[i].acg;
     f.app = std::move(extras[i].app);
     f.producers = std::move(extras[i].producers);
@@ -211,7 +212,7 @@ Status PendingUpdates::Append(std::span<const FileUpdate> batch,
   std::vector<PendingExtra> extras(batch.size());
   for (size_t i = 0; i < batch.size(); ++i) {
     const FileUpdate& f = batch[i];
-    updates[i] = Update{f.op, f.acg, f.record, f.edge_dst, f.edge_weight};
+    updates[i] = Update{f.op, f.acg, f.record, f.edge_dst, f.edge_weight, f.edge_dst_generation};
     extras[i] = PendingExtra{f.app, f.producers, f.created, f.generation};
   }
   std::string record;

@@ -131,8 +131,12 @@ ProcessTable::Proc* ProcessTable::GetProc(const ProcessInfo& info, int64_t now_n
   return it->second.get();
 }
 
-void ProcessTable::Remember(Proc* proc, const FileId& file) {
-  if (!proc->opened_set.insert(file).second) return;
+void ProcessTable::Remember(Proc* proc, const FileId& file, uint32_t generation) {
+  auto [it, fresh] = proc->opened_set.try_emplace(file, generation);
+  if (!fresh) {
+    if (generation != 0) it->second = generation;
+    return;
+  }
   proc->opened.push_back(file);
   proc->opened_mark.push_back(++mark_);
   if (proc->opened.size() > kMaxOpened) {
@@ -159,9 +163,9 @@ ProcessTable::Proc* ProcessTable::ParentOf(const ProcessInfo& p, int64_t now_ns)
   return GetProc(pi, now_ns);
 }
 
-void ProcessTable::AddEdgesTo(const ProcessInfo& p, const FileId& file, int64_t now_ns,
-                              uint64_t since, Proc** proc_out, Proc** parent_out,
-                              std::vector<FileId>* producers) {
+void ProcessTable::AddEdgesTo(const ProcessInfo& p, const FileId& file, uint32_t generation,
+                              int64_t now_ns, uint64_t since, Proc** proc_out,
+                              Proc** parent_out, std::vector<FileId>* producers) {
   if (procs_.size() >= kMaxProcesses && procs_.find(p.key) == procs_.end()) {
     // Drop the least recently seen process (its edges are lost: weakly consistent).
     auto victim = procs_.begin();
@@ -175,10 +179,10 @@ void ProcessTable::AddEdgesTo(const ProcessInfo& p, const FileId& file, int64_t 
   *proc_out = proc;
   *parent_out = parent;
   if (producers != nullptr) producers->clear();
-  auto add = [&](const FileId& f) {
+  auto add = [&](const FileId& f, uint32_t f_generation) {
     if (f == file) return;
     if (proc->edges.size() < kMaxPendingEdges) {
-      proc->edges.insert({f, file});
+      proc->edges[{f, file}] = {f_generation, generation};
     } else {
       ++dropped_edges_;  // weakly consistent (DESIGN §4); flushed sets make room again
     }
@@ -187,24 +191,27 @@ void ProcessTable::AddEdgesTo(const ProcessInfo& p, const FileId& file, int64_t 
   // Most recent first; marks increase along `opened`, so stop at the first one not after
   // `since`.
   for (size_t i = proc->opened.size(); i-- > 0 && proc->opened_mark[i] > since;) {
-    add(proc->opened[i]);
+    add(proc->opened[i], proc->opened_set[proc->opened[i]]);
   }
   // A driver's stages (see the header): the reads of the parent's other children count too,
   // but only when the parent read nothing itself.
   if (parent != nullptr && !parent->reads_itself) {
     for (size_t i = parent->opened.size(); i-- > 0 && parent->opened_mark[i] > since;) {
-      if (!proc->opened_set.contains(parent->opened[i])) add(parent->opened[i]);
+      if (!proc->opened_set.contains(parent->opened[i])) {
+        add(parent->opened[i], parent->opened_set[parent->opened[i]]);
+      }
     }
   }
 }
 
 uint64_t ProcessTable::OnOpen(const ProcessInfo& p, const FileId& file, bool reads,
-                              bool writes, int64_t now_ns, std::vector<FileId>* producers) {
+                              bool writes, int64_t now_ns, std::vector<FileId>* producers,
+                              uint32_t generation) {
   std::lock_guard<std::mutex> lock(mu_);
   Proc* proc = nullptr;
   Proc* parent = nullptr;
   if (writes) {
-    AddEdgesTo(p, file, now_ns, /*since=*/0, &proc, &parent, producers);
+    AddEdgesTo(p, file, generation, now_ns, /*since=*/0, &proc, &parent, producers);
   } else {
     if (producers != nullptr) producers->clear();
     proc = GetProc(p, now_ns);
@@ -214,12 +221,12 @@ uint64_t ProcessTable::OnOpen(const ProcessInfo& p, const FileId& file, bool rea
   const uint64_t mark = mark_;
   if (reads) {
     proc->reads_itself = true;
-    Remember(proc, file);
+    Remember(proc, file, generation);
     // Every ancestor collects it (bounded: kMaxAncestors levels, and a cycle of stale keys
     // cannot loop).
     Proc* up = parent;
     for (size_t level = 0; up != nullptr && level < kMaxAncestors; ++level) {
-      Remember(up, file);
+      Remember(up, file, generation);
       up = ParentOf(up->info, now_ns);
     }
   }
@@ -238,22 +245,26 @@ void ProcessTable::Forget(const FileId& file) {
       }
     }
     if (!proc->edges.empty()) {
-      std::erase_if(proc->edges,
-                    [&](const auto& e) { return e.first == file || e.second == file; });
+      std::erase_if(proc->edges, [&](const auto& e) {
+        return e.first.first == file || e.first.second == file;
+      });
     }
   }
 }
 
 void ProcessTable::OnWriteClose(const ProcessInfo& p, const FileId& file, int64_t now_ns,
-                                uint64_t since) {
+                                uint64_t since, uint32_t generation) {
   std::lock_guard<std::mutex> lock(mu_);
   Proc* proc = nullptr;
   Proc* parent = nullptr;
-  AddEdgesTo(p, file, now_ns, since, &proc, &parent, nullptr);
+  AddEdgesTo(p, file, generation, now_ns, since, &proc, &parent, nullptr);
 }
 
 void ProcessTable::TakeEdges(Proc* proc, std::vector<CapturedEdge>* out) {
-  for (const auto& [src, dst] : proc->edges) out->push_back(CapturedEdge{src, dst, 1});
+  for (const auto& [ends, generations] : proc->edges) {
+    out->push_back(
+        CapturedEdge{ends.first, ends.second, 1, generations.first, generations.second});
+  }
   proc->edges.clear();
 }
 

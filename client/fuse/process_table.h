@@ -74,6 +74,8 @@ struct CapturedEdge {
   FileId src;
   FileId dst;
   uint32_t weight = 0;
+  uint32_t src_generation = 0;  // the files' inode generations when opened (0 = unknown)
+  uint32_t dst_generation = 0;
 };
 
 class ProcessTable {
@@ -98,15 +100,16 @@ class ProcessTable {
   // `writes` = it is written. For a write-open, `producers` (may be null) receives the files
   // read before, most recent first, at most kMaxProducers: the placement hint of DESIGN §5.
   // Returns a mark of this moment for OnWriteClose (increasing; never 0).
+  // `generation`: the file's inode generation (0 = unknown), carried into its edges.
   uint64_t OnOpen(const ProcessInfo& p, const FileId& file, bool reads, bool writes,
-                  int64_t now_ns, std::vector<FileId>* producers);
+                  int64_t now_ns, std::vector<FileId>* producers, uint32_t generation = 0);
   // Process `p` closed `file` after opening it for writing: edges from everything it opened
   // until now. `since` = the mark OnOpen returned for that write-open: the edges from files
   // opened before it were added then, so only files first opened after it are visited (a
   // process appending to many files after reading many would otherwise walk its whole window
   // twice per file). 0 = visit everything.
   void OnWriteClose(const ProcessInfo& p, const FileId& file, int64_t now_ns,
-                    uint64_t since = 0);
+                    uint64_t since = 0, uint32_t generation = 0);
 
   // `file` is gone (its last name was removed): it leaves every process's reads and pending
   // edges, so a file that reuses its inode number inherits nothing.
@@ -126,13 +129,15 @@ class ProcessTable {
     ProcessInfo info;
     std::vector<FileId> opened;                       // in first-open order
     std::vector<uint64_t> opened_mark;                // the table's mark when each was added
-    std::unordered_set<FileId, FileIdHash> opened_set;
+    // The files of `opened`, each with its inode generation when last opened.
+    std::unordered_map<FileId, uint32_t, FileIdHash> opened_set;
     struct PairHash {
       size_t operator()(const std::pair<FileId, FileId>& p) const {
         return FileIdHash()(p.first) * 31 + FileIdHash()(p.second);
       }
     };
-    std::unordered_set<std::pair<FileId, FileId>, PairHash> edges;  // (src, dst), once each
+    // (src, dst), once each, with the ends' generations.
+    std::unordered_map<std::pair<FileId, FileId>, std::pair<uint32_t, uint32_t>, PairHash> edges;
     bool reads_itself = false;  // it opened a file for reading itself (not a descendant)
     int64_t last_flush_ns = 0;
     int64_t last_seen_ns = 0;
@@ -145,16 +150,18 @@ class ProcessTable {
   bool ReadProcess(uint32_t tid, ProcessInfo* out);
   bool StartTime(uint32_t pid, uint64_t* start, uint32_t* ppid);
   bool Alive(const ProcessKey& key);
-  // Adds `file` to the opened list of `proc`. REQUIRES: mu_.
-  void Remember(Proc* proc, const FileId& file);
+  // Adds `file` (of inode generation `generation`) to the opened list of `proc`.
+  // REQUIRES: mu_.
+  void Remember(Proc* proc, const FileId& file, uint32_t generation);
   static void TakeEdges(Proc* proc, std::vector<CapturedEdge>* out);
   Proc* GetProc(const ProcessInfo& info, int64_t now_ns);  // REQUIRES: mu_
   Proc* ParentOf(const ProcessInfo& p, int64_t now_ns);    // REQUIRES: mu_; null if none
   // The process and its parent's entry (created if missing; null without a parent); adds the
   // edges "everything opened after mark `since` -> file" and fills `producers`.
   // REQUIRES: mu_.
-  void AddEdgesTo(const ProcessInfo& p, const FileId& file, int64_t now_ns, uint64_t since,
-                  Proc** proc, Proc** parent, std::vector<FileId>* producers);
+  void AddEdgesTo(const ProcessInfo& p, const FileId& file, uint32_t generation,
+                  int64_t now_ns, uint64_t since, Proc** proc, Proc** parent,
+                  std::vector<FileId>* producers);
 
   const std::string proc_root_;
   const int64_t flush_interval_ns_;

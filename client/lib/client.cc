@@ -1023,6 +1023,7 @@ class Client::Impl {
       u.record = updates[i].record;
       u.edge_dst = updates[i].edge_dst;
       u.edge_weight = updates[i].edge_weight;
+      u.edge_dst_generation = updates[i].edge_dst_generation;
       if (u.op == UpdateOp::kDelete) deleted.emplace_back(u.record.id, routes[i].generation);
     }
     for (int attempt = 0; !pending.empty(); ++attempt) {
@@ -1356,7 +1357,9 @@ class Client::Impl {
                                          std::to_string(wire::kMaxEdgesPerReply) +
                                          " edges; list them per ACG");
       }
-      for (const wire::WireEdge& e : r.edges) out.push_back(AcgEdge{e.acg, e.src, e.dst, e.weight});
+      for (const wire::WireEdge& e : r.edges) {
+        out.push_back(AcgEdge{e.acg, e.src, e.dst, e.weight, e.src_generation, e.dst_generation});
+      }
     }
     return out;
   }

@@ -126,18 +126,24 @@ struct FileUpdate {
   std::vector<FileId> producers;
   FileId edge_dst;
   uint32_t edge_weight = 1;
+  uint32_t edge_dst_generation = 0;  // kAddEdge: Update::edge_dst_generation
   bool created = false;
   uint64_t acg = 0;
   uint64_t generation = 0;
 };
 
 // One captured access-causality edge: a process read `src`, then wrote `dst` (DESIGN §3);
-// `weight` counts the executions that did.
+// `weight` counts the executions that did. The generations are the ends' inode generations
+// when it was captured (0 = unknown): an edge whose end's generation is not that file's
+// record's any more belonged to a deleted file that had the same number (`acg show` and
+// `acg export` leave such edges out).
 struct AcgEdge {
   uint64_t acg = 0;
   FileId src;
   FileId dst;
   uint64_t weight = 0;
+  uint32_t src_generation = 0;
+  uint32_t dst_generation = 0;
 };
 
 // Apply requests one Client sends to one index node at a time; further concurrent Update

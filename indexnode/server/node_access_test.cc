@@ -189,7 +189,7 @@ TEST_F(NodeAccessTest, UsersAndUnidentifiedPeersChangeNothing) {
 
   EXPECT_EQ(Hits(kMember), before);
   EXPECT_TRUE(engine_->ListIndexes().size() == 3u);  // the built-in ones only
-  std::vector<std::tuple<FileId, FileId, uint64_t>> edges;
+  std::vector<StoredEdge> edges;
   ASSERT_TRUE(engine_->ListEdges(1, &edges).ok());
   EXPECT_TRUE(edges.empty());
 

@@ -394,7 +394,7 @@ std::string NodeService::HandleListEdges(std::string_view body, CallerAccess& ca
     for (const AcgInfo& a : engine_->ListAcgs()) acgs.push_back(a.id);
   }
   wire::EdgesReply reply;
-  std::vector<std::tuple<FileId, FileId, uint64_t>> edges;
+  std::vector<StoredEdge> edges;
   for (uint64_t acg : acgs) {
     edges.clear();
     st = engine_->ListEdges(acg, &edges);
@@ -410,13 +410,14 @@ std::string NodeService::HandleListEdges(std::string_view body, CallerAccess& ca
       visible.emplace(id, yes);
       return yes;
     };
-    for (const auto& [src, dst, weight] : edges) {
-      if (caller.filtered() && (!sees(src) || !sees(dst))) continue;
+    for (const StoredEdge& e : edges) {
+      if (caller.filtered() && (!sees(e.src) || !sees(e.dst))) continue;
       if (reply.edges.size() >= wire::kMaxEdgesPerReply) {
         reply.truncated = true;
         break;
       }
-      reply.edges.push_back(wire::WireEdge{acg, src, dst, weight});
+      reply.edges.push_back(
+          wire::WireEdge{acg, e.src, e.dst, e.weight, e.src_generation, e.dst_generation});
     }
   }
   if (Status v = caller.volume_error(); !v.ok()) return ErrorReply(v);
