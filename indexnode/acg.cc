@@ -12,6 +12,7 @@
 
 #include "common/env.h"
 #include "common/lmdb_check.h"
+#include "common/lmdb_util.h"
 #include "common/logging.h"
 #include "common/secure_dir.h"
 #include "indexnode/index/kdtree_index.h"
@@ -34,48 +35,6 @@ constexpr size_t kRebalanceAfter = 4096;
 // data — and a commit touches pages that then stay mapped. Reopening costs ~0.1 ms; small
 // commits (those a search forces) keep the ACG open.
 constexpr size_t kCloseAfter = 64;
-
-MDB_val Val(std::string_view s) {
-  return MDB_val{s.size(), const_cast<char*>(s.data())};
-}
-std::string_view View(const MDB_val& v) {
-  return std::string_view(static_cast<const char*>(v.mv_data), v.mv_size);
-}
-
-// Aborts a transaction unless it was committed.
-class TxnGuard {
- public:
-  explicit TxnGuard(MDB_txn* txn) : txn_(txn) {}
-  ~TxnGuard() {
-    if (txn_ != nullptr) mdb_txn_abort(txn_);
-  }
-  int Commit() {
-    int rc = mdb_txn_commit(txn_);
-    txn_ = nullptr;  // commit frees the transaction whatever it returns
-    return rc;
-  }
-  MDB_txn* get() const { return txn_; }
-
- private:
-  MDB_txn* txn_;
-};
-
-// Closes a write transaction's cursor unless closed already. It must be closed before its
-// transaction commits or aborts (LMDB frees a write transaction's cursors when it ends), so
-// a guard is declared after the TxnGuard it belongs to.
-class CursorGuard {
- public:
-  explicit CursorGuard(MDB_cursor* cur) : cur_(cur) {}
-  ~CursorGuard() { Close(); }
-  void Close() {
-    if (cur_ != nullptr) mdb_cursor_close(cur_);
-    cur_ = nullptr;
-  }
-  MDB_cursor* get() const { return cur_; }
-
- private:
-  MDB_cursor* cur_;
-};
 
 // Index::BeginBatch on every index for the scope's lifetime, EndBatch whatever happens: one
 // restructuring of the in-memory indexes per transaction (on failure the caller drops their

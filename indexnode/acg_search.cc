@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <optional>
 
+#include "common/lmdb_util.h"
 #include "indexnode/acg.h"
 #include "schemas/keys.h"
 #include "schemas/record_format.h"
@@ -45,10 +46,6 @@ class Plan {
 // Below this many candidates, verifying is cheaper than probing another structure.
 constexpr size_t kSmallEnough = 64;
 
-MDB_val Val(std::string_view s) { return MDB_val{s.size(), const_cast<char*>(s.data())}; }
-std::string_view View(const MDB_val& v) {
-  return std::string_view(static_cast<const char*>(v.mv_data), v.mv_size);
-}
 
 bool IsGlobChar(char c) { return c == '*' || c == '?' || c == '['; }
 

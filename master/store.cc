@@ -12,6 +12,7 @@
 #include <limits>
 
 #include "common/lmdb_check.h"
+#include "common/lmdb_util.h"
 #include "common/logging.h"
 #include "common/secure_dir.h"
 #include "schemas/keys.h"
@@ -25,57 +26,6 @@ constexpr char kAppKeyTag = 0x01;  // LMDB refuses empty keys; the app "" is leg
 constexpr size_t kMaxIndexNameBytes = 255;
 // Doubling from 1 MiB reaches 2^50 bytes in 30 steps; more than that is a bug.
 constexpr int kMaxGrowths = 30;
-
-MDB_val Val(std::string_view s) { return MDB_val{s.size(), const_cast<char*>(s.data())}; }
-std::string_view View(const MDB_val& v) {
-  return std::string_view(static_cast<const char*>(v.mv_data), v.mv_size);
-}
-
-// "<what>: <mdb_strerror>" with the code mapped once, here.
-Status LmdbStatus(int rc, std::string_view what) {
-  std::string msg(what);
-  msg += ": ";
-  msg += mdb_strerror(rc);
-  switch (rc) {
-    case MDB_NOTFOUND:
-      return Status::NotFound(msg);
-    case MDB_MAP_FULL:
-    case MDB_DBS_FULL:
-    case MDB_READERS_FULL:
-    case MDB_TXN_FULL:
-    case MDB_CURSOR_FULL:
-    case MDB_PAGE_FULL:
-    case ENOMEM:
-    case ENOSPC:
-      return Status::ResourceExhausted(msg);
-    case MDB_CORRUPTED:
-    case MDB_PAGE_NOTFOUND:
-    case MDB_INVALID:
-    case MDB_VERSION_MISMATCH:
-      return Status::Corruption(msg);
-    default:
-      return Status::IOError(msg);
-  }
-}
-
-// Aborts a transaction unless it was committed.
-class TxnGuard {
- public:
-  explicit TxnGuard(MDB_txn* txn) : txn_(txn) {}
-  ~TxnGuard() {
-    if (txn_ != nullptr) mdb_txn_abort(txn_);
-  }
-  TxnGuard(const TxnGuard&) = delete;
-  TxnGuard& operator=(const TxnGuard&) = delete;
-  int Commit() {
-    int rc = mdb_txn_commit(txn_);
-    txn_ = nullptr;  // commit frees the transaction whatever it returns
-    return rc;
-  }
-
- private:
-  MDB_txn* txn_;
-};
 
 void AppendU32(uint32_t v, std::string* out) {
   for (int shift = 24; shift >= 0; shift -= 8) out->push_back(static_cast<char>(v >> shift));
@@ -856,7 +806,7 @@ Status MasterStore::Txn::RemoveVolume(uint32_t volume, uint64_t* unmapped) {
     Status s;
     for (; rc == 0; rc = mdb_cursor_get(raw, &k, &v, MDB_NEXT)) {
       FileId id;
-      s = DecodeFileIdKey(std::string_view(static_cast<const char*>(k.mv_data), k.mv_size), &id);
+      s = DecodeFileIdKey(View(k), &id);
       if (!s.ok() || id.volume != volume) break;
       files.push_back(id);
     }

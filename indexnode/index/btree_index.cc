@@ -30,14 +30,6 @@ constexpr char kStringTag = '\x03';
 
 std::string DbName(const std::string& name) { return "bt." + name; }
 
-MDB_val ToVal(std::string_view s) {
-  return MDB_val{s.size(), const_cast<char*>(s.data())};
-}
-
-std::string_view FromVal(const MDB_val& v) {
-  return std::string_view(static_cast<const char*>(v.mv_data), v.mv_size);
-}
-
 bool IsTruncatedString(std::string_view encoded) {
   return encoded.size() >= 3 && encoded[0] == kStringTag && encoded.back() == '\x02';
 }
@@ -83,7 +75,7 @@ class BTreeIndex final : public Index {
 
   Status Insert(MDB_txn* txn, const AttrValue& value, FileId id) override {
     const std::string key = IndexEntryKey(value, id);
-    MDB_val k = ToVal(key);
+    MDB_val k = Val(key);
     MDB_val v{0, nullptr};
     const int rc = mdb_put(txn, dbi_, &k, &v, MDB_NOOVERWRITE);
     if (rc == MDB_KEYEXIST) return Status::OK();
@@ -94,7 +86,7 @@ class BTreeIndex final : public Index {
 
   Status Remove(MDB_txn* txn, const AttrValue& value, FileId id) override {
     const std::string key = IndexEntryKey(value, id);
-    MDB_val k = ToVal(key);
+    MDB_val k = Val(key);
     const int rc = mdb_del(txn, dbi_, &k, nullptr);
     if (rc == MDB_NOTFOUND) return Status::OK();
     if (rc != MDB_SUCCESS) return LmdbStatus(rc, "btree index " + name_ + ": delete");
@@ -184,13 +176,13 @@ class BTreeIndex final : public Index {
     int rc = mdb_cursor_open(txn, dbi_, &cursor);
     if (rc != MDB_SUCCESS) return LmdbStatus(rc, "btree index " + name_ + ": cursor");
     CursorCloser closer(cursor);
-    MDB_val k = ToVal(range.start);
+    MDB_val k = Val(range.start);
     MDB_val v;
     rc = range.start.empty() ? mdb_cursor_get(cursor, &k, &v, MDB_FIRST)
                              : mdb_cursor_get(cursor, &k, &v, MDB_SET_RANGE);
     std::unordered_set<FileId, FileIdHash> seen;
     for (; rc == MDB_SUCCESS; rc = mdb_cursor_get(cursor, &k, &v, MDB_NEXT)) {
-      const std::string_view key = FromVal(k);
+      const std::string_view key = View(k);
       if (!range.prefix.empty()) {
         if (!key.starts_with(range.prefix)) break;
       } else if (!range.stop.empty()) {

@@ -30,8 +30,6 @@ namespace {
 
 std::string DbName(const std::string& name) { return "hs." + name; }
 
-MDB_val ToVal(std::string_view s) { return MDB_val{s.size(), const_cast<char*>(s.data())}; }
-
 // glibc malloc adds about this much per allocation (header + rounding).
 constexpr uint64_t kMallocOverhead = 16;
 
@@ -293,7 +291,7 @@ class HashIndex final : public Index {
     std::string key;
     AppendFileIdKey(id, &key);
     key += encoded;
-    MDB_val k = ToVal(key);
+    MDB_val k = Val(key);
     MDB_val v{0, nullptr};
     const int rc = mdb_put(txn, dbi_, &k, &v, MDB_NOOVERWRITE);
     if (rc != MDB_SUCCESS && rc != MDB_KEYEXIST) {
@@ -309,7 +307,7 @@ class HashIndex final : public Index {
     std::string key;
     AppendFileIdKey(id, &key);
     key += encoded;
-    MDB_val k = ToVal(key);
+    MDB_val k = Val(key);
     const int rc = mdb_del(txn, dbi_, &k, nullptr);
     if (rc != MDB_SUCCESS && rc != MDB_NOTFOUND) {
       return LmdbStatus(rc, "hash index " + name_ + ": delete");

@@ -67,46 +67,5 @@ Status DropIndexData(MDB_txn* txn, IndexType type, const std::string& name) {
   return Status::InvalidArgument("unknown index type " + std::to_string(static_cast<int>(type)));
 }
 
-Status LmdbStatus(int rc, std::string_view what) {
-  if (rc == MDB_SUCCESS) return Status::OK();
-  std::string msg(what);
-  msg += ": ";
-  msg += mdb_strerror(rc);
-  switch (rc) {
-    case MDB_NOTFOUND:
-      return Status::NotFound(msg);
-    case MDB_KEYEXIST:
-      return Status::AlreadyExists(msg);
-    case MDB_MAP_FULL:
-    case MDB_DBS_FULL:
-    case MDB_READERS_FULL:
-    case MDB_TXN_FULL:
-    case MDB_CURSOR_FULL:
-    case MDB_PAGE_FULL:
-    case ENOMEM:
-    case ENOSPC:
-      return Status::ResourceExhausted(msg);
-    case MDB_CORRUPTED:
-    case MDB_PAGE_NOTFOUND:
-    case MDB_INVALID:
-    case MDB_VERSION_MISMATCH:
-      return Status::Corruption(msg);
-    case MDB_BAD_VALSIZE:
-    case MDB_BAD_DBI:
-    case MDB_INCOMPATIBLE:
-    case EINVAL:
-      return Status::InvalidArgument(msg);
-    case MDB_MAP_RESIZED:
-      // Another process grew the map; the caller may retry after mdb_env_set_mapsize(0).
-      return Status::Unavailable(msg);
-    case MDB_BAD_TXN:
-    case MDB_BAD_RSLOT:
-    case MDB_TLS_FULL:
-      return Status::Internal(msg);
-    default:
-      // Positive values are errno from the operating system (EIO, EACCES, ...).
-      return rc > 0 ? Status::IOError(msg) : Status::Internal(msg);
-  }
-}
 
 }  // namespace propeller

@@ -32,6 +32,7 @@
 #include <string>
 #include <vector>
 
+#include "common/lmdb_util.h"
 #include "common/query/query.h"
 #include "common/record.h"
 #include "common/status.h"
@@ -130,10 +131,6 @@ Result<std::unique_ptr<Index>> OpenIndex(MDB_txn* txn, IndexType type, const std
                                          bool load);
 // Deletes the index's LMDB database (inside `txn`).
 Status DropIndexData(MDB_txn* txn, IndexType type, const std::string& name);
-
-// Maps an LMDB return code to a Status ("<what>: <mdb_strerror>"); MDB_NOTFOUND -> NotFound,
-// MDB_MAP_FULL -> ResourceExhausted, MDB_CORRUPTED/MDB_PAGE_NOTFOUND -> Corruption.
-Status LmdbStatus(int rc, std::string_view what);
 
 }  // namespace propeller
 

@@ -665,7 +665,7 @@ Status KdTreeIndex::LoadPoints(MDB_txn* txn) {
          rc = mdb_cursor_get(cursor, &key, &value, MDB_NEXT)) {
       FileId id;
       PROPELLER_RETURN_IF_ERROR(
-          DecodeFileIdKey(std::string_view(static_cast<const char*>(key.mv_data), key.mv_size),
+          DecodeFileIdKey(View(key),
                           &id)
               .WithContext("kdtree index " + name_));
       if (value.mv_size != kPointValueBytes) {
