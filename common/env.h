@@ -93,6 +93,8 @@ std::unique_ptr<Env> NewMemEnv();
 Status ReadFileToString(Env* env, const std::string& path, std::string* out);
 // Writes `data` to `path` atomically and durably (temp file, sync, rename, sync dir).
 Status WriteFileAtomically(Env* env, const std::string& path, std::string_view data);
+// Copies `from` to `to` (created or truncated) and syncs it; a failed copy removes `to`.
+Status CopyFile(Env* env, const std::string& from, const std::string& to);
 
 // "a" + "b" -> "a/b"; never doubles the slash.
 std::string JoinPath(std::string_view a, std::string_view b);

@@ -51,6 +51,23 @@ Status WriteFileAtomically(Env* env, const std::string& path, std::string_view d
   return env->SyncDir(DirOf(path));
 }
 
+Status CopyFile(Env* env, const std::string& from, const std::string& to) {
+  Status s = [&]() -> Status {
+    PROPELLER_ASSIGN_OR_RETURN(std::unique_ptr<SequentialFile> in, env->NewSequentialFile(from));
+    PROPELLER_ASSIGN_OR_RETURN(std::unique_ptr<WritableFile> out, env->NewWritableFile(to));
+    std::string chunk;
+    for (;;) {
+      PROPELLER_RETURN_IF_ERROR(in->Read(1 << 20, &chunk));
+      if (chunk.empty()) break;
+      PROPELLER_RETURN_IF_ERROR(out->Append(chunk));
+    }
+    PROPELLER_RETURN_IF_ERROR(out->Sync());
+    return out->Close();
+  }();
+  if (!s.ok()) (void)env->RemoveFile(to);  // best effort
+  return s.WithContext("copying " + from + " to " + to);
+}
+
 std::string JoinPath(std::string_view a, std::string_view b) {
   if (a.empty()) return std::string(b);
   if (b.empty()) return std::string(a);

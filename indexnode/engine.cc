@@ -9,7 +9,6 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdio>
-#include <filesystem>
 #include <map>
 #include <mutex>
 #include <set>
@@ -296,9 +295,7 @@ class Engine::Impl {
       } else {
         Log(LogLevel::kWarning, "removing ACG %llu: an unfinished split's copy",
             static_cast<unsigned long long>(id));
-        std::error_code ec;
-        std::filesystem::remove_all(AcgDir(id), ec);
-        if (ec) return Status::IOError("removing " + AcgDir(id) + ": " + ec.message());
+        PROPELLER_RETURN_IF_ERROR(RemoveDir(AcgDir(id)));
       }
     }
     // A merge interrupted before its commit point (the source recording merged_into) is
@@ -1823,8 +1820,7 @@ class Engine::Impl {
     if (s.ok() && !path.empty()) s = acg->CopyTo(path);
     if (!s.ok()) {
       Thaw(id);
-      std::error_code ec;
-      std::filesystem::remove(path, ec);
+      if (!path.empty()) (void)options_.env->RemoveFile(path);  // a partial copy; gone or not
       return s.WithContext("copying ACG " + std::to_string(id) + " for a move");
     }
     return Status::OK();
@@ -1886,10 +1882,9 @@ class Engine::Impl {
     if (set_aside.empty()) {
       s = RemoveDir(AcgDir(id));
     } else {
-      s = MakeDirs(std::filesystem::path(set_aside).parent_path().string(), 0700);
-      std::error_code ec;
-      if (s.ok()) std::filesystem::rename(AcgDir(id), set_aside, ec);
-      if (ec) s = Status::IOError("moving " + AcgDir(id) + " to " + set_aside + ": " + ec.message());
+      const size_t slash = set_aside.rfind('/');
+      s = MakeDirs(slash == std::string::npos ? "." : set_aside.substr(0, slash), 0700);
+      if (s.ok()) s = options_.env->RenameFile(AcgDir(id), set_aside);
     }
     if (!s.ok()) {
       // Moved all the same (recorded above); Open removes what is left.
@@ -1916,14 +1911,10 @@ class Engine::Impl {
     PROPELLER_RETURN_IF_ERROR(RemoveDir(staging).WithContext(what));
     PROPELLER_RETURN_IF_ERROR(env->CreateDirs(staging).WithContext(what));
     const std::string data = JoinPath(staging, "data.mdb");
-    std::error_code ec;
-    std::filesystem::rename(path, data, ec);
-    if (ec) {  // another file system: copy (and sync: the rename kept the sender's sync)
-      ec.clear();
-      std::filesystem::copy_file(path, data, ec);
-      if (!ec) PROPELLER_RETURN_IF_ERROR(SyncFile(data).WithContext(what));
+    if (!env->RenameFile(path, data).ok()) {
+      // Another file system: a synced copy (the rename kept the sender's sync).
+      PROPELLER_RETURN_IF_ERROR(CopyFile(env, path, data).WithContext(what + ": placing " + path));
     }
-    if (ec) return Status::IOError(what + ": placing " + path + ": " + ec.message());
     // A copy that came over the network is read whole before LMDB maps it (lmdb_check.h).
     PROPELLER_RETURN_IF_ERROR(CheckLmdbFile(data, /*deep=*/true).WithContext(what));
     PROPELLER_RETURN_IF_ERROR(
@@ -1932,8 +1923,7 @@ class Engine::Impl {
     PROPELLER_RETURN_IF_ERROR(env->RenameFile(staging, dir).WithContext(what));
     PROPELLER_RETURN_IF_ERROR(env->SyncDir(JoinPath(options_.data_dir, "acg")).WithContext(what));
     auto undo = [&](const Status& s) {
-      std::error_code rm;
-      std::filesystem::remove_all(dir, rm);
+      (void)env->RemoveRecursively(dir);  // best effort: Open removes an unfinished adoption
       return s.WithContext(what);
     };
     Result<std::unique_ptr<Acg>> opened = Acg::Open(id, dir, &ctx_);
@@ -2130,20 +2120,7 @@ class Engine::Impl {
         "with what the ACGs committed, create the empty file " + accept);
   }
 
-  Status RemoveDir(const std::string& dir) {
-    std::error_code ec;
-    std::filesystem::remove_all(dir, ec);
-    if (ec) return Status::IOError("removing " + dir + ": " + ec.message());
-    return Status::OK();
-  }
-
-  static Status SyncFile(const std::string& path) {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return Status::IOError("opening " + path, errno);
-    Status s = ::fsync(fd) == 0 ? Status::OK() : Status::IOError("syncing " + path, errno);
-    ::close(fd);
-    return s;
-  }
+  Status RemoveDir(const std::string& dir) { return options_.env->RemoveRecursively(dir); }
 
   void Crash() {
     crashed_ = true;
@@ -2213,9 +2190,8 @@ class Engine::Impl {
     std::string to = base;
     for (int n = 2; options_.env->FileExists(to); ++n) to = base + "-" + std::to_string(n);
     PROPELLER_RETURN_IF_ERROR(MakeDirs(JoinPath(options_.data_dir, "quarantine"), 0700));
-    std::error_code ec;
-    std::filesystem::rename(AcgDir(id), to, ec);
-    if (ec) return Status::IOError("moving damaged " + AcgDir(id) + " to " + to + ": " + ec.message());
+    PROPELLER_RETURN_IF_ERROR(
+        options_.env->RenameFile(AcgDir(id), to).WithContext("moving damaged " + AcgDir(id)));
     const std::string reason = why + "; quarantined in " + to;
     Log(LogLevel::kError, "ACG %llu is damaged: %s. Searches that need it fail until it is "
                           "rebuilt (a mount rebuilds it from its backing tree; docs/faults.md)",

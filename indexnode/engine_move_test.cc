@@ -14,6 +14,7 @@
 #include <map>
 #include <thread>
 
+#include "common/fault_env.h"
 #include "indexnode/engine.h"
 #include "indexnode/engine_test_util.h"
 
@@ -484,6 +485,62 @@ TEST(EngineMoveTest, OpenResolvesAnInterruptedAdoptionOrDrop) {
   EngineOptions o;
   o.data_dir = dir_a.path();
   EXPECT_EQ(Engine::Open(o).status().code(), StatusCode::kCorruption);
+}
+
+// Moves go through the Env seam: a device error while the destination places the copy, or
+// while the source removes what moved, fails the step with the error — nothing half-adopted
+// is served, nothing is lost — and the step succeeds once the device works again.
+TEST(EngineMoveTest, DeviceErrorsDuringAMoveFailCleanlyAndTheMoveCanBeRetried) {
+  const uint64_t seed = TestSeed();
+  SCOPED_TRACE("PROPELLER_SEED=" + std::to_string(seed));
+  TempDir dir_a, dir_b;
+  World w(seed);
+  FaultInjectionEnv env_a(Env::Default()), env_b(Env::Default());
+  auto open = [](const std::string& dir, Env* env) {
+    EngineOptions o;
+    o.data_dir = dir;
+    o.env = env;
+    o.background_commit = false;
+    auto e = Engine::Open(o);
+    EXPECT_TRUE(e.ok()) << e.status().ToString();
+    return e.ok() ? std::move(e).value() : nullptr;
+  };
+  auto a = open(dir_a.path(), &env_a);
+  auto b = open(dir_b.path(), &env_b);
+  ASSERT_TRUE(a && b);
+  ASSERT_NO_FATAL_FAILURE(ApplySome(a.get(), &w, kMoving, 150));
+  ASSERT_NO_FATAL_FAILURE(ApplySome(b.get(), &w, kOther, 20));
+  const std::string copy = dir_a.path() + "/copy.mdb";
+  ASSERT_TRUE(a->FreezeAndCopyAcg(kMoving, copy).ok());
+
+  env_b.SetTransientFault(EIO);
+  Status s = b->AdoptAcg(kMoving, copy);
+  env_b.ClearTransientFault();
+  EXPECT_EQ(s.code(), StatusCode::kIOError) << s.ToString();
+  EXPECT_EQ(AcgIds(b.get()), std::vector<uint64_t>{kOther});
+  EXPECT_TRUE(std::filesystem::exists(copy)) << "the sender's copy must survive a failed adoption";
+  ASSERT_NO_FATAL_FAILURE(ExpectSearchesMatch(b.get(), &w, w.Union({kOther}), 5));
+
+  ASSERT_TRUE(b->AdoptAcg(kMoving, copy).ok());
+  ASSERT_NO_FATAL_FAILURE(ExpectSearchesMatch(b.get(), &w, w.Union({kOther, kMoving}), 20));
+
+  // The source's drop: the directory removal fails, the move stands (recorded first) and the
+  // leftover goes at the next Open.
+  env_a.SetTransientFault(EIO, 1.0, 1, /*syncs_too=*/false);
+  Status d = a->DropMovedAcg(kMoving, kNodeB);
+  env_a.ClearTransientFault();
+  if (d.ok()) {
+    EXPECT_EQ(a->MovedTo(kMoving), kNodeB);
+    a.reset();
+    a = open(dir_a.path(), &env_a);
+    ASSERT_TRUE(a);
+    EXPECT_TRUE(AcgIds(a.get()).empty());
+    EXPECT_FALSE(std::filesystem::exists(dir_a.path() + "/acg/" + std::to_string(kMoving)));
+    EXPECT_EQ(a->MovedTo(kMoving), kNodeB);
+  } else {
+    EXPECT_EQ(d.code(), StatusCode::kIOError) << d.ToString();
+    ASSERT_TRUE(a->DropMovedAcg(kMoving, kNodeB).ok());
+  }
 }
 
 }  // namespace
