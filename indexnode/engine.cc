@@ -7,17 +7,16 @@
 
 #include <algorithm>
 #include <atomic>
-#include <condition_variable>
 #include <cstdio>
 #include <map>
 #include <mutex>
 #include <set>
-#include <shared_mutex>
 #include <thread>
 
 #include "common/crc32c.h"
 #include "common/lmdb_check.h"
 #include "common/logging.h"
+#include "common/mutex.h"
 #include "common/query/query.h"
 #include "common/secure_dir.h"
 #include "common/thread_pool.h"
@@ -165,7 +164,7 @@ class Engine::Impl {
     if (commit_lanes_ > 1) commit_pool_ = std::make_unique<ThreadPool>(commit_lanes_ - 1);
     ctx_.map_size = options_.acg_map_size;
     ctx_.catalogue = [this] {
-      std::lock_guard<std::mutex> lock(specs_mu_);
+      MutexLock lock(&specs_mu_);
       return user_indexes_;
     };
     ctx_.on_open = [this](Acg* acg) { OnAcgOpened(acg); };
@@ -218,7 +217,7 @@ class Engine::Impl {
       PROPELLER_RETURN_IF_ERROR(ReadFileToString(env, catalogue_path_, &text));
       std::vector<IndexSpec> specs;
       PROPELLER_RETURN_IF_ERROR(DecodeCatalogue(text, &specs));
-      std::lock_guard<std::mutex> lock(specs_mu_);
+      MutexLock lock(&specs_mu_);
       user_indexes_ = std::move(specs);
     }
     // Open every ACG (each is closed again as the cache of open ACGs overflows): the log's next
@@ -237,8 +236,11 @@ class Engine::Impl {
       for (const FileRecord& d : dirs) dir_table_.Put(d);
       return Status::OK();
     };
-    PROPELLER_RETURN_IF_ERROR(ReadMoved(&moved_));
-    any_moved_.store(!moved_.empty());
+    {
+      WriterLock lock(&acgs_mu_);
+      PROPELLER_RETURN_IF_ERROR(ReadMoved(&moved_));
+      any_moved_.store(!moved_.empty());
+    }
     std::vector<uint64_t> split_targets;  // with a split marker: decided below
     for (const std::string& name : names) {
       char* end = nullptr;
@@ -252,7 +254,7 @@ class Engine::Impl {
       // An adoption that did not reach its commit point: the source still has the ACG.
       // A directory of an ACG that moved away: its removal did not finish.
       const bool unadopted = env->FileExists(JoinPath(AcgDir(id), kAdoptMarker));
-      if (unadopted || moved_.count(id) != 0) {
+      if (unadopted || MovedTo(id) != 0) {
         Log(LogLevel::kWarning, "removing ACG %llu: %s", id,
             unadopted ? "an unfinished adoption's copy" : "it moved to another node");
         PROPELLER_RETURN_IF_ERROR(RemoveDir(AcgDir(id)));
@@ -264,14 +266,14 @@ class Engine::Impl {
       }
       PROPELLER_RETURN_IF_ERROR(CheckAcgFiles(id));
       Status opened = open_acg(id);
-      if (opened.code() == StatusCode::kCorruption && damaged_.count(id) == 0) {
+      if (opened.code() == StatusCode::kCorruption && !IsDamaged(id)) {
         // LMDB, or the ACG's own meta data, refused it: damage too.
         {
-          std::unique_lock<std::shared_mutex> lock(acgs_mu_);
+          WriterLock lock(&acgs_mu_);
           auto it = acgs_.find(id);
           if (it != acgs_.end()) {
             // It may have opened (and joined the open set) before its meta data was refused.
-            std::lock_guard<std::mutex> lru(lru_mu_);
+            MutexLock lru(&lru_mu_);
             std::erase(open_set_, it->second.get());
             acgs_.erase(it);
           }
@@ -401,13 +403,13 @@ class Engine::Impl {
   // The ACG `id`, opening (creating) it when this process has not seen it yet.
   Result<Acg*> GetOrCreateAcg(uint64_t id) {
     {
-      std::shared_lock<std::shared_mutex> lock(acgs_mu_);
+      ReaderLock lock(&acgs_mu_);
       auto it = acgs_.find(id);
       if (it != acgs_.end()) return it->second.get();
     }
     Acg* raw = nullptr;
     {
-      std::unique_lock<std::shared_mutex> lock(acgs_mu_);
+      WriterLock lock(&acgs_mu_);
       auto it = acgs_.find(id);
       if (it != acgs_.end()) return it->second.get();
       // Never created again here once it moved away (an update following an old route, or
@@ -424,7 +426,7 @@ class Engine::Impl {
   }
 
   std::vector<Acg*> AllAcgs() {
-    std::shared_lock<std::shared_mutex> lock(acgs_mu_);
+    ReaderLock lock(&acgs_mu_);
     std::vector<Acg*> out;
     out.reserve(acgs_.size());
     for (auto& [id, acg] : acgs_) out.push_back(acg.get());
@@ -434,7 +436,7 @@ class Engine::Impl {
   // The ACGs searches and listings see: all but the target of a split in progress (it holds
   // copies of files its source still answers for).
   std::vector<Acg*> VisibleAcgs() {
-    std::shared_lock<std::shared_mutex> lock(acgs_mu_);
+    ReaderLock lock(&acgs_mu_);
     std::vector<Acg*> out;
     out.reserve(acgs_.size());
     for (auto& [id, acg] : acgs_) {
@@ -486,7 +488,7 @@ class Engine::Impl {
     };
     std::vector<Victim> victims;
     {
-      std::lock_guard<std::mutex> lock(lru_mu_);
+      MutexLock lock(&lru_mu_);
       if (keep != nullptr &&
           std::find(open_set_.begin(), open_set_.end(), keep) == open_set_.end()) {
         open_set_.push_back(keep);
@@ -532,7 +534,7 @@ class Engine::Impl {
       }
       if (v.acg->TryClose()) continue;
       // In use after all (pinned since): it stays open and accounted (the bound is soft).
-      std::lock_guard<std::mutex> lock(lru_mu_);
+      MutexLock lock(&lru_mu_);
       if (v.acg->is_open() &&
           std::find(open_set_.begin(), open_set_.end(), v.acg) == open_set_.end()) {
         open_set_.push_back(v.acg);
@@ -591,7 +593,7 @@ class Engine::Impl {
       sc->groups.back().last = static_cast<uint32_t>(k + 1);
     }
     {
-      std::shared_lock<std::shared_mutex> lock(acgs_mu_);
+      ReaderLock lock(&acgs_mu_);
       for (ApplyScratch::Group& g : sc->groups) {
         auto it = acgs_.find(g.acg_id);
         if (it != acgs_.end()) g.acg = it->second.get();
@@ -736,9 +738,9 @@ class Engine::Impl {
     }
     if (over) {
       if (options_.background_commit) {
-        std::lock_guard<std::mutex> lock(committer_mu_);
+        MutexLock lock(&committer_mu_);
         committer_wake_ = true;
-        committer_cv_.notify_one();
+        committer_cv_.NotifyOne();
       } else {
         PROPELLER_RETURN_IF_ERROR(CommitDue(/*force_all=*/false));
       }
@@ -748,7 +750,7 @@ class Engine::Impl {
 
   // Commits caches that are too old or too big; with force_all, every cache.
   Status CommitDue(bool force_all) {
-    std::lock_guard<std::mutex> commit_lock(commit_mu_);
+    MutexLock commit_lock(&commit_mu_);
     const int64_t now = options_.env->MonotonicNanos();
     std::vector<Acg*> acgs = AllAcgs();
     // One log sync for the whole pass (not one per partition: with 1,000 partitions under a
@@ -795,7 +797,7 @@ class Engine::Impl {
     // counters, so they run on commit_lanes_ threads at once (commit_pool_'s workers and this
     // thread), overlapping one ACG's fsync with another's CPU work.
     Status first_error;
-    std::mutex error_mu;
+    Mutex error_mu;
     std::atomic<uint64_t> committed{0};
     std::atomic<size_t> next{0};
     const size_t lanes = std::min(todo.size(), commit_lanes_);
@@ -805,7 +807,7 @@ class Engine::Impl {
         Status s = CommitAcg(todo[i], durable, &n);
         committed.fetch_add(n);
         if (!s.ok()) {
-          std::lock_guard<std::mutex> lock(error_mu);
+          MutexLock lock(&error_mu);
           if (first_error.ok()) first_error = s;
         }
       }
@@ -876,17 +878,18 @@ class Engine::Impl {
     int64_t backoff_ns = 0;
     int64_t next_try = 0;
     int64_t last_logged = 0;
-    std::unique_lock<std::mutex> lock(committer_mu_);
+    committer_mu_.Lock();
     while (!committer_stop_) {
-      committer_cv_.wait_for(lock, std::chrono::nanoseconds(kCommitterTickNs),
-                             [this] { return committer_stop_ || committer_wake_; });
+      if (!committer_wake_) {
+        committer_cv_.WaitFor(&committer_mu_, std::chrono::nanoseconds(kCommitterTickNs));
+      }
       if (committer_stop_) break;
       committer_wake_ = false;
       const int64_t now = options_.env->MonotonicNanos();
       if (now < next_try) continue;
-      lock.unlock();
+      committer_mu_.Unlock();
       Status s = CommitDue(/*force_all=*/false);
-      lock.lock();
+      committer_mu_.Lock();
       if (s.ok()) {
         if (backoff_ns != 0) Log(LogLevel::kInfo, "background commit: working again");
         backoff_ns = 0;
@@ -900,12 +903,13 @@ class Engine::Impl {
         last_logged = now;
       }
     }
+    committer_mu_.Unlock();
   }
 
   // Every commit path reports here (CommitDue, CommitAcg): Stats() shows the failure until a
   // commit succeeds again.
   void NoteCommit(const Status& s) {
-    std::lock_guard<std::mutex> lock(health_mu_);
+    MutexLock lock(&health_mu_);
     if (s.ok()) {
       commit_error_ = Status::OK();
       failing_since_ns_ = 0;
@@ -918,10 +922,10 @@ class Engine::Impl {
 
   void StopCommitter() {
     {
-      std::lock_guard<std::mutex> lock(committer_mu_);
+      MutexLock lock(&committer_mu_);
       committer_stop_ = true;
-      committer_cv_.notify_all();
-      splitter_cv_.notify_all();
+      committer_cv_.NotifyAll();
+      splitter_cv_.NotifyAll();
     }
     if (committer_.joinable()) committer_.join();
     // A split failing on the splitter thread stops the engine from there (Crash): that call
@@ -935,15 +939,16 @@ class Engine::Impl {
   // threshold, one at a time.
   void SplitterMain() {
     std::map<uint64_t, int64_t> retry_at;  // ACG -> monotonic ns before which it is not retried
-    std::unique_lock<std::mutex> lock(committer_mu_);
+    committer_mu_.Lock();
     while (!committer_stop_) {
-      splitter_cv_.wait_for(lock, std::chrono::nanoseconds(options_.split_check_interval_ns),
-                            [this] { return committer_stop_; });
+      splitter_cv_.WaitFor(&committer_mu_,
+                           std::chrono::nanoseconds(options_.split_check_interval_ns));
       if (committer_stop_) break;
-      lock.unlock();
+      committer_mu_.Unlock();
       SplitOversized(&retry_at);
-      lock.lock();
+      committer_mu_.Lock();
     }
+    committer_mu_.Unlock();
   }
 
   void SplitOversized(std::map<uint64_t, int64_t>* retry_at) {
@@ -993,7 +998,7 @@ class Engine::Impl {
     PROPELLER_RETURN_IF_ERROR(CheckSortKey(req.sort_by));
 
     // A split's final step (SplitAcg) happens between searches, never during one.
-    std::shared_lock<std::shared_mutex> gate(search_gate_);
+    ReaderLock gate(&search_gate_);
     std::vector<Acg*> acgs = VisibleAcgs();
     SearchStats stats;
     // Before the recent moves are noted: an excluded ACG is not reported as adopted either.
@@ -1044,7 +1049,7 @@ class Engine::Impl {
     for (size_t i = 0; i < todo.size(); ++i) todo[i] = ranked[i].second;
 
     const bool sorted = !req.sort_by.empty();
-    std::mutex out_mu;
+    Mutex out_mu;
     std::atomic<bool> stop{false};
     std::vector<SearchHit> collected;  // when sorted; Under out_mu.
     uint64_t delivered = 0;            // Under out_mu.
@@ -1067,7 +1072,7 @@ class Engine::Impl {
       // (futex) on out_mu. Returns false when the search must stop.
       std::vector<SearchHit> batch;
       auto deliver = [&]() -> bool {
-        std::lock_guard<std::mutex> lock(out_mu);
+        MutexLock lock(&out_mu);
         if (stop.load()) {
           batch.clear();
           return false;
@@ -1131,22 +1136,21 @@ class Engine::Impl {
   // Matches of one ACG handed to the caller under one lock (Search).
   static constexpr size_t kHitBatch = 64;
 
-  // REQUIRES: acgs_mu_ held exclusively.
-  void PruneRecentMovesLocked() {
+  void PruneRecentMovesLocked() PROPELLER_REQUIRES(acgs_mu_) {
     const int64_t now = options_.env->MonotonicNanos();
     std::erase_if(moved_at_, [&](const auto& e) { return now - e.second > kRecentMoveNs; });
     std::erase_if(adopted_at_, [&](const auto& e) { return now - e.second > kRecentMoveNs; });
   }
 
   // Fills stats->moved and ->adopted from the recent moves (limited to `wanted` if given),
-  // with `searched` the ACGs this search takes. REQUIRES: search_gate_ held (shared).
+  // with `searched` the ACGs this search takes.
   void NoteRecentMoves(const std::vector<Acg*>& searched, const std::vector<uint64_t>* wanted,
-                       SearchStats* stats) {
+                       SearchStats* stats) PROPELLER_REQUIRES_SHARED(search_gate_) {
     const int64_t now = options_.env->MonotonicNanos();
     auto in = [&](uint64_t id) {
       return wanted == nullptr || std::binary_search(wanted->begin(), wanted->end(), id);
     };
-    std::shared_lock<std::shared_mutex> lock(acgs_mu_);
+    ReaderLock lock(&acgs_mu_);
     for (const auto& [id, at] : moved_at_) {
       if (now - at > kRecentMoveNs || !in(id)) continue;
       auto to = moved_.find(id);
@@ -1171,7 +1175,7 @@ class Engine::Impl {
 
   // The ACG `id` if it is here (not one that moved away).
   Acg* FindAcg(uint64_t id) {
-    std::shared_lock<std::shared_mutex> lock(acgs_mu_);
+    ReaderLock lock(&acgs_mu_);
     auto it = acgs_.find(id);
     return it == acgs_.end() || it->second->retired() ? nullptr : it->second.get();
   }
@@ -1202,7 +1206,7 @@ class Engine::Impl {
     std::string why = ValidateIndexName(name);
     if (!why.empty()) return Status::InvalidArgument("bad index name '" + name + "': " + why);
     if (IsBuiltinIndex(name)) return Status::AlreadyExists("'" + name + "' is a built-in index");
-    std::lock_guard<std::mutex> lock(catalogue_mu_);
+    MutexLock lock(&catalogue_mu_);
     std::vector<IndexSpec> next = Catalogue();
     for (const IndexSpec& s : next) {
       if (s.name == name) return Status::AlreadyExists("index '" + name + "' exists");
@@ -1216,7 +1220,7 @@ class Engine::Impl {
 
   Status DropIndex(const std::string& name) {
     if (crashed_) return Status::Aborted("engine crashed");
-    std::lock_guard<std::mutex> lock(catalogue_mu_);
+    MutexLock lock(&catalogue_mu_);
     std::vector<IndexSpec> next;
     bool found = false;
     for (const IndexSpec& s : Catalogue()) {
@@ -1238,15 +1242,15 @@ class Engine::Impl {
   }
 
   std::vector<IndexSpec> Catalogue() {
-    std::lock_guard<std::mutex> lock(specs_mu_);
+    MutexLock lock(&specs_mu_);
     return user_indexes_;
   }
 
   // Makes `specs` the catalogue and brings every open ACG in line now; closed ACGs reconcile
-  // when they next open. REQUIRES: catalogue_mu_.
-  Status ApplyCatalogue(std::vector<IndexSpec> specs) {
+  // when they next open.
+  Status ApplyCatalogue(std::vector<IndexSpec> specs) PROPELLER_REQUIRES(catalogue_mu_) {
     {
-      std::lock_guard<std::mutex> lock(specs_mu_);
+      MutexLock lock(&specs_mu_);
       user_indexes_ = std::move(specs);
     }
     Status first_error;
@@ -1270,7 +1274,7 @@ class Engine::Impl {
 
   std::vector<AcgInfo> ListAcgs() {
     std::vector<AcgInfo> out;
-    std::shared_lock<std::shared_mutex> gate(search_gate_);  // not across a split's switch
+    ReaderLock gate(&search_gate_);  // not across a split's switch
     for (Acg* acg : VisibleAcgs()) {
       out.push_back(AcgInfo{acg->id(), acg->files(), acg->edges(), acg->cached(),
                             acg->disk_bytes()});
@@ -1280,7 +1284,7 @@ class Engine::Impl {
 
   EngineStats Stats() {
     EngineStats st;
-    std::shared_lock<std::shared_mutex> gate(search_gate_);  // not across a split's switch
+    ReaderLock gate(&search_gate_);  // not across a split's switch
     for (Acg* acg : VisibleAcgs()) {
       ++st.acgs;
       st.files += acg->files();
@@ -1301,7 +1305,7 @@ class Engine::Impl {
     st.disk_bytes += st.wal_bytes;
     st.next_lsn = wal_ ? wal_->next_lsn() : 0;
     {
-      std::lock_guard<std::mutex> lock(health_mu_);
+      MutexLock lock(&health_mu_);
       st.commit_failures = commit_failures_;
       st.commit_error = commit_error_.ok() ? "" : commit_error_.ToString();
       st.commit_failing_since_ns = failing_since_ns_;
@@ -1341,7 +1345,7 @@ class Engine::Impl {
   Status SplitAcg(uint64_t source_id, uint64_t target_id, std::span<const FileId> moving_ids,
                   int crash_after_step) {
     if (crashed_) return Status::Aborted("engine crashed");
-    std::lock_guard<std::mutex> split_lock(split_mu_);
+    MutexLock split_lock(&split_mu_);
     if (target_id == 0 || target_id == source_id) {
       return Status::InvalidArgument("split target must be a new ACG id other than the source");
     }
@@ -1386,7 +1390,7 @@ class Engine::Impl {
       return s.WithContext(what);
     }
     {
-      std::unique_lock<std::shared_mutex> lock(acgs_mu_);
+      WriterLock lock(&acgs_mu_);
       hidden_acg_ = target_id;
     }
     Result<Acg*> created = GetOrCreateAcg(target_id);
@@ -1474,10 +1478,10 @@ class Engine::Impl {
       PROPELLER_RETURN_IF_ERROR(options_.env->RemoveFile(SplitMarkerPath(target_id)));
       PROPELLER_RETURN_IF_ERROR(options_.env->SyncDir(AcgDir(target_id)));
       {
-        std::lock_guard<std::mutex> report_lock(report_mu_);
+        MutexLock report_lock(&report_mu_);
         unreported_.emplace(target_id, source_id);
       }
-      std::unique_lock<std::shared_mutex> lock(acgs_mu_);
+      WriterLock lock(&acgs_mu_);
       hidden_acg_ = 0;
       split_hold_lsn_.store(0);
       return Status::OK();
@@ -1587,7 +1591,7 @@ class Engine::Impl {
   }
 
   Result<std::vector<SplitNotice>> UnreportedSplits() {
-    std::lock_guard<std::mutex> lock(report_mu_);
+    MutexLock lock(&report_mu_);
     std::vector<SplitNotice> out;
     for (const auto& [target, source] : unreported_) {
       const std::string path = ReportPath(target, source);
@@ -1605,7 +1609,7 @@ class Engine::Impl {
   }
 
   Status SplitReported(uint64_t source, uint64_t target) {
-    std::lock_guard<std::mutex> lock(report_mu_);
+    MutexLock lock(&report_mu_);
     if (unreported_.count({target, source}) == 0) return Status::OK();
     PROPELLER_RETURN_IF_ERROR(options_.env->RemoveFile(ReportPath(target, source)));
     PROPELLER_RETURN_IF_ERROR(options_.env->SyncDir(AcgDir(target)));
@@ -1626,7 +1630,7 @@ class Engine::Impl {
   // (tests): 1 = after the copy, 2 = after the commit point.
   Status MergeAcg(uint64_t source_id, uint64_t target_id, int crash_after_step) {
     if (crashed_) return Status::Aborted("engine crashed");
-    std::lock_guard<std::mutex> split_lock(split_mu_);
+    MutexLock split_lock(&split_mu_);
     if (source_id == 0 || target_id == 0 || source_id == target_id) {
       return Status::InvalidArgument("a merge needs two distinct non-zero ACG ids");
     }
@@ -1692,7 +1696,7 @@ class Engine::Impl {
       if (crash_after_step == 2) return Status::Aborted("crash after step 2 (test)");
       PROPELLER_RETURN_IF_ERROR(options_.env->RemoveFile(MergeMarkerPath(target_id)));
       PROPELLER_RETURN_IF_ERROR(options_.env->SyncDir(AcgDir(target_id)));
-      std::lock_guard<std::mutex> report_lock(report_mu_);
+      MutexLock report_lock(&report_mu_);
       unreported_.emplace(target_id, source_id);
       return Status::OK();
     });
@@ -1741,7 +1745,7 @@ class Engine::Impl {
   // before the caller stops the engine: Crash() waits for the committer, which may be waiting
   // for them.
   Status AtSwitch(Acg* source, Acg* target, const std::function<Status()>& body) {
-    std::unique_lock<std::shared_mutex> gate(search_gate_);
+    WriterLock gate(&search_gate_);
     auto source_lock = source->LockExclusive();
     auto target_lock = target->LockExclusive();
     Status s = body();
@@ -1773,7 +1777,10 @@ class Engine::Impl {
       if (options_.env->FileExists(report)) {
         PROPELLER_RETURN_IF_ERROR(options_.env->RemoveFile(report));
       }
-      unreported_.erase({target->id(), source_id});
+      {
+        MutexLock lock(&report_mu_);
+        unreported_.erase({target->id(), source_id});
+      }
       Log(LogLevel::kWarning, "undid the unfinished merge of ACG %llu into %llu (%zu files)",
           static_cast<unsigned long long>(source_id),
           static_cast<unsigned long long>(target->id()), ids.size());
@@ -1798,12 +1805,12 @@ class Engine::Impl {
 
   Status FreezeAndCopyAcg(uint64_t id, const std::string& path) {
     if (crashed_) return Status::Aborted("engine crashed");
-    std::lock_guard<std::mutex> split_lock(split_mu_);
+    MutexLock split_lock(&split_mu_);
     Acg* acg = FindAcg(id);
     if (acg == nullptr) return NotHere(id);
     PROPELLER_RETURN_IF_ERROR(CheckMovable(acg));
     {
-      std::lock_guard<std::mutex> lock(move_mu_);
+      MutexLock lock(&move_mu_);
       if (frozen_.count(id) != 0) {
         return Status::InvalidArgument("ACG " + std::to_string(id) + " is being moved already");
       }
@@ -1828,7 +1835,7 @@ class Engine::Impl {
 
   Status ThawAcg(uint64_t id) {
     {
-      std::lock_guard<std::mutex> lock(move_mu_);
+      MutexLock lock(&move_mu_);
       if (frozen_.count(id) == 0) {
         return Status::InvalidArgument("ACG " + std::to_string(id) + " is not being moved");
       }
@@ -1839,14 +1846,14 @@ class Engine::Impl {
 
   Status DropMovedAcg(uint64_t id, uint64_t destination, const std::string& set_aside) {
     if (crashed_) return Status::Aborted("engine crashed");
-    std::lock_guard<std::mutex> split_lock(split_mu_);
+    MutexLock split_lock(&split_mu_);
     Acg* acg = FindAcg(id);
     if (acg == nullptr) {
       if (MovedTo(id) == destination && destination != 0) return Status::OK();  // asked again
       return NotHere(id);
     }
     {
-      std::lock_guard<std::mutex> lock(move_mu_);
+      MutexLock lock(&move_mu_);
       if (frozen_.count(id) == 0) {
         return Status::InvalidArgument("ACG " + std::to_string(id) +
                                        " is not frozen: FreezeAndCopyAcg comes first");
@@ -1855,14 +1862,14 @@ class Engine::Impl {
     // The commit point: from here the ACG is not this node's, also after a crash.
     std::map<uint64_t, uint64_t> moved;
     {
-      std::shared_lock<std::shared_mutex> lock(acgs_mu_);
+      ReaderLock lock(&acgs_mu_);
       moved = moved_;
     }
     moved[id] = destination;
     PROPELLER_RETURN_IF_ERROR(WriteMoved(moved).WithContext("recording the move of ACG " +
                                                             std::to_string(id)));
     {
-      std::unique_lock<std::shared_mutex> lock(acgs_mu_);
+      WriterLock lock(&acgs_mu_);
       moved_ = std::move(moved);
       any_moved_.store(true, std::memory_order_release);
     }
@@ -1870,9 +1877,9 @@ class Engine::Impl {
     // until the retirement, and report it as moved once it is gone.
     {
       // No search is running while the ACG leaves: each one saw it whole or not at all.
-      std::unique_lock<std::shared_mutex> gate(search_gate_);
+      WriterLock gate(&search_gate_);
       acg->Retire();
-      std::unique_lock<std::shared_mutex> lock(acgs_mu_);
+      WriterLock lock(&acgs_mu_);
       PruneRecentMovesLocked();
       moved_at_[id] = options_.env->MonotonicNanos();
       adopted_at_.erase(id);
@@ -1900,7 +1907,7 @@ class Engine::Impl {
   Status AdoptAcg(uint64_t id, const std::string& path, bool frozen) {
     if (crashed_) return Status::Aborted("engine crashed");
     if (id == 0) return Status::InvalidArgument("ACG ids start at 1");
-    std::lock_guard<std::mutex> split_lock(split_mu_);
+    MutexLock split_lock(&split_mu_);
     if (FindAcg(id) != nullptr) {
       return Status::AlreadyExists("ACG " + std::to_string(id) + " exists on this node");
     }
@@ -1940,7 +1947,7 @@ class Engine::Impl {
     std::map<uint64_t, uint64_t> moved;
     bool was_moved = false;
     {
-      std::shared_lock<std::shared_mutex> lock(acgs_mu_);
+      ReaderLock lock(&acgs_mu_);
       moved = moved_;
     }
     was_moved = moved.erase(id) != 0;
@@ -1948,12 +1955,12 @@ class Engine::Impl {
     if (!s.ok()) return undo(s);
     for (const FileRecord& d : dirs) dir_table_.Put(d);
     if (frozen) {
-      std::lock_guard<std::mutex> lock(move_mu_);  // before any Apply can find it
+      MutexLock lock(&move_mu_);  // before any Apply can find it
       frozen_.insert(id);
       any_frozen_.store(true, std::memory_order_release);
     }
     {
-      std::unique_lock<std::shared_mutex> lock(acgs_mu_);
+      WriterLock lock(&acgs_mu_);
       PruneRecentMovesLocked();
       adopted_at_[id] = options_.env->MonotonicNanos();
       moved_at_.erase(id);
@@ -1972,7 +1979,7 @@ class Engine::Impl {
   }
 
   uint64_t MovedTo(uint64_t id) {
-    std::shared_lock<std::shared_mutex> lock(acgs_mu_);
+    ReaderLock lock(&acgs_mu_);
     auto it = moved_.find(id);
     return it == moved_.end() ? 0 : it->second;
   }
@@ -1997,14 +2004,14 @@ class Engine::Impl {
   Status CheckMovable(Acg* acg) {
     const std::string name = "ACG " + std::to_string(acg->id());
     {
-      std::shared_lock<std::shared_mutex> lock(acgs_mu_);
+      ReaderLock lock(&acgs_mu_);
       if (hidden_acg_ == acg->id()) return Status::InvalidArgument(name + " is being split into");
     }
     if (acg->has_routes() || acg->merged_into() != 0 || acg->cleanup_pending()) {
       return Status::InvalidArgument(name +
                                      " has routes from a split or merge and cannot move");
     }
-    std::lock_guard<std::mutex> lock(report_mu_);
+    MutexLock lock(&report_mu_);
     for (const auto& [target, source] : unreported_) {
       if (target == acg->id()) {
         return Status::InvalidArgument(name + " holds the unreported split of ACG " +
@@ -2016,12 +2023,12 @@ class Engine::Impl {
 
   bool IsFrozen(uint64_t id) {
     if (!any_frozen_.load(std::memory_order_acquire)) return false;
-    std::lock_guard<std::mutex> lock(move_mu_);
+    MutexLock lock(&move_mu_);
     return frozen_.count(id) != 0;
   }
 
   uint64_t FirstFrozen(const ApplyScratch& sc) {
-    std::lock_guard<std::mutex> lock(move_mu_);
+    MutexLock lock(&move_mu_);
     for (const ApplyScratch::Group& g : sc.groups) {
       if (frozen_.count(g.acg_id) != 0) return g.acg_id;
     }
@@ -2029,18 +2036,22 @@ class Engine::Impl {
   }
 
   void Thaw(uint64_t id) {
-    std::lock_guard<std::mutex> lock(move_mu_);
+    MutexLock lock(&move_mu_);
     frozen_.erase(id);
     any_frozen_.store(!frozen_.empty(), std::memory_order_release);
-    move_cv_.notify_all();
+    move_cv_.NotifyAll();
   }
 
   // Waits until ACG `id` is not frozen; Unavailable after kMoveWaitNs.
   Status WaitUntilThawed(uint64_t id) {
-    std::unique_lock<std::mutex> lock(move_mu_);
-    const bool thawed = move_cv_.wait_for(lock, std::chrono::nanoseconds(kMoveWaitNs), [&] {
-      return frozen_.count(id) == 0 || crashed_.load();
-    });
+    MutexLock lock(&move_mu_);
+    const int64_t deadline = options_.env->MonotonicNanos() + kMoveWaitNs;
+    bool thawed = frozen_.count(id) == 0 || crashed_.load();
+    for (int64_t now = options_.env->MonotonicNanos(); !thawed && now < deadline;
+         now = options_.env->MonotonicNanos()) {
+      move_cv_.WaitFor(&move_mu_, std::chrono::nanoseconds(deadline - now));
+      thawed = frozen_.count(id) == 0 || crashed_.load();
+    }
     if (crashed_) return Status::Aborted("engine crashed");
     if (!thawed) {
       return Status::Unavailable("ACG " + std::to_string(id) +
@@ -2125,11 +2136,11 @@ class Engine::Impl {
   void Crash() {
     crashed_ = true;
     {
-      std::lock_guard<std::mutex> lock(move_mu_);  // batches waiting for a move give up
-      move_cv_.notify_all();
+      MutexLock lock(&move_mu_);  // batches waiting for a move give up
+      move_cv_.NotifyAll();
     }
     StopCommitter();
-    std::lock_guard<std::mutex> commit_lock(commit_mu_);  // wait for a running commit
+    MutexLock commit_lock(&commit_mu_);  // wait for a running commit
     wal_->Crash();
   }
 
@@ -2165,7 +2176,7 @@ class Engine::Impl {
     const std::string data = JoinPath(dir, "data.mdb");
     std::string text;
     if (ReadFileToString(options_.env, JoinPath(dir, kRebuildMark), &text).ok()) {
-      std::lock_guard<std::mutex> lock(damaged_mu_);
+      MutexLock lock(&damaged_mu_);
       damaged_[id] = TrimLine(text);
       return Status::OK();
     }
@@ -2199,7 +2210,7 @@ class Engine::Impl {
     PROPELLER_RETURN_IF_ERROR(MakeDirs(AcgDir(id), 0700));
     PROPELLER_RETURN_IF_ERROR(
         WriteFileAtomically(options_.env, JoinPath(AcgDir(id), kRebuildMark), reason + "\n"));
-    std::lock_guard<std::mutex> lock(damaged_mu_);
+    MutexLock lock(&damaged_mu_);
     damaged_[id] = reason;
     return Status::OK();
   }
@@ -2209,10 +2220,15 @@ class Engine::Impl {
     return s;
   }
 
+  bool IsDamaged(uint64_t id) {
+    MutexLock lock(&damaged_mu_);
+    return damaged_.count(id) != 0;
+  }
+
   std::map<uint64_t, std::string> DamagedAcgs() {
     std::map<uint64_t, std::string> out;
     {
-      std::lock_guard<std::mutex> lock(damaged_mu_);
+      MutexLock lock(&damaged_mu_);
       out = damaged_;
     }
     for (Acg* acg : AllAcgs()) {
@@ -2223,7 +2239,7 @@ class Engine::Impl {
 
   Status MarkRebuilt(uint64_t id) {
     {
-      std::lock_guard<std::mutex> lock(damaged_mu_);
+      MutexLock lock(&damaged_mu_);
       if (damaged_.erase(id) == 0) {
         return Status::NotFound("ACG " + std::to_string(id) + " is not being rebuilt");
       }
@@ -2236,7 +2252,7 @@ class Engine::Impl {
   // Why ACG `acg` cannot answer searches, or "".
   std::string DamageOf(Acg* acg) {
     {
-      std::lock_guard<std::mutex> lock(damaged_mu_);
+      MutexLock lock(&damaged_mu_);
       auto it = damaged_.find(acg->id());
       if (it != damaged_.end()) return it->second;
     }
@@ -2262,7 +2278,10 @@ class Engine::Impl {
       if (name.compare(0, prefix.size(), prefix) != 0) continue;
       char* end = nullptr;
       const unsigned long long source = std::strtoull(name.c_str() + prefix.size(), &end, 10);
-      if (source != 0 && *end == '\0') unreported_.emplace(id, source);
+      if (source != 0 && *end == '\0') {
+        MutexLock lock(&report_mu_);
+        unreported_.emplace(id, source);
+      }
     }
     return Status::OK();
   }
@@ -2342,60 +2361,66 @@ class Engine::Impl {
   // with no Acg lock held (eviction try-locks ACGs after releasing it); specs_mu_ is a leaf
   // (Acg::OpenLocked reads the catalogue through it while holding the Acg's lock);
   // Wal::mu_ > Acg cache locks.
-  std::mutex catalogue_mu_;
-  std::mutex specs_mu_;
-  std::vector<IndexSpec> user_indexes_;  // Under specs_mu_; written under catalogue_mu_ too.
+  Mutex catalogue_mu_;
+  Mutex specs_mu_;
+  // Written under catalogue_mu_ too.
+  std::vector<IndexSpec> user_indexes_ PROPELLER_GUARDED_BY(specs_mu_);
   AcgContext ctx_;  // constant after construction; outlives acgs_
-  std::shared_mutex acgs_mu_;
-  std::map<uint64_t, std::unique_ptr<Acg>> acgs_;  // Under acgs_mu_. Never shrinks.
+  SharedMutex acgs_mu_;
+  std::map<uint64_t, std::unique_ptr<Acg>> acgs_ PROPELLER_GUARDED_BY(acgs_mu_);  // never shrinks
   // Retired ACGs replaced in acgs_ by an adopted copy of the same id: kept, so pointers that
-  // threads took before stay valid. Under acgs_mu_.
-  std::vector<std::unique_ptr<Acg>> retired_;
-  std::map<uint64_t, uint64_t> moved_;  // Under acgs_mu_. ACG -> node it moved to (<data>/moved)
+  // threads took before stay valid.
+  std::vector<std::unique_ptr<Acg>> retired_ PROPELLER_GUARDED_BY(acgs_mu_);
+  // ACG -> node it moved to (<data>/moved).
+  std::map<uint64_t, uint64_t> moved_ PROPELLER_GUARDED_BY(acgs_mu_);
   // ACGs quarantined and not rebuilt yet -> why (a file kRebuildMark in each one's directory).
-  std::mutex damaged_mu_;
-  std::map<uint64_t, std::string> damaged_;  // Under damaged_mu_.
+  Mutex damaged_mu_;
+  std::map<uint64_t, std::string> damaged_ PROPELLER_GUARDED_BY(damaged_mu_);
   std::atomic<bool> any_moved_{false};  // moved_ is not empty
   // When ACGs moved away or were adopted, monotonic ns (SearchStats::moved, adopted); pruned
-  // after kRecentMoveNs. Under acgs_mu_.
-  std::map<uint64_t, int64_t> moved_at_;
-  std::map<uint64_t, int64_t> adopted_at_;
+  // after kRecentMoveNs.
+  std::map<uint64_t, int64_t> moved_at_ PROPELLER_GUARDED_BY(acgs_mu_);
+  std::map<uint64_t, int64_t> adopted_at_ PROPELLER_GUARDED_BY(acgs_mu_);
   std::atomic<bool> any_recent_moves_{false};  // a move or adoption happened since Open
-  uint64_t hidden_acg_ = 0;  // Under acgs_mu_. The target of a split in progress, or 0.
+  // The target of a split in progress, or 0.
+  uint64_t hidden_acg_ PROPELLER_GUARDED_BY(acgs_mu_) = 0;
 
   // ---- splits (SplitAcg) ----
-  std::mutex split_mu_;  // one split at a time
+  Mutex split_mu_;  // one split at a time
   std::thread splitter_;  // SplitterMain; stopped with the committer
-  std::condition_variable splitter_cv_;  // with committer_mu_
+  CondVar splitter_cv_;  // with committer_mu_
   // Searches hold it shared throughout; a split's last step holds it exclusively, so that no
   // search sees a moved file in both ACGs or in neither. Lock order: before any Acg's rw_.
-  std::shared_mutex search_gate_;
+  SharedMutex search_gate_;
   std::atomic<bool> any_routes_{false};     // some ACG has routes: Apply follows them
   std::atomic<uint64_t> route_epoch_{0};    // changed (under the log lock) when routes switch
   std::atomic<uint64_t> split_hold_lsn_{0};  // TruncateLog keeps LSNs >= this; 0 = none
   // Targets of committed splits with a SPLIT_REPORT file (UnreportedSplits). A leaf lock.
-  std::mutex report_mu_;
-  std::set<std::pair<uint64_t, uint64_t>> unreported_;  // (target, source); Under report_mu_.
-  std::mutex lru_mu_;
-  std::vector<Acg*> open_set_;  // Under lru_mu_. ACGs accounted as open.
-  std::mutex commit_mu_;  // serialises CommitDue passes
+  Mutex report_mu_;
+  std::set<std::pair<uint64_t, uint64_t>> unreported_ PROPELLER_GUARDED_BY(report_mu_);  // (target, source)
+  Mutex lru_mu_;
+  std::vector<Acg*> open_set_ PROPELLER_GUARDED_BY(lru_mu_);  // ACGs accounted as open
+  Mutex commit_mu_;  // serialises CommitDue passes
 
   // ---- moves (FreezeAndCopyAcg) ----
   ApplyGate apply_gate_;
-  std::mutex move_mu_;  // a leaf
-  std::condition_variable move_cv_;  // with move_mu_: an ACG was thawed or dropped
-  std::set<uint64_t> frozen_;  // Under move_mu_. ACGs whose updates wait (being moved).
+  Mutex move_mu_;  // a leaf
+  CondVar move_cv_;  // with move_mu_: an ACG was thawed or dropped
+  // ACGs whose updates wait (being moved).
+  std::set<uint64_t> frozen_ PROPELLER_GUARDED_BY(move_mu_);
   std::atomic<bool> any_frozen_{false};  // frozen_ is not empty
 
-  std::mutex committer_mu_;
-  std::condition_variable committer_cv_;
-  bool committer_stop_ = false;  // Under committer_mu_.
-  bool committer_wake_ = false;  // Under committer_mu_.
+  Mutex committer_mu_;
+  CondVar committer_cv_;
+  bool committer_stop_ PROPELLER_GUARDED_BY(committer_mu_) = false;
+  bool committer_wake_ PROPELLER_GUARDED_BY(committer_mu_) = false;
   bool closed_ = false;   // Close() ran; by the owner's thread only
-  std::mutex health_mu_;  // a leaf
-  uint64_t commit_failures_ = 0;   // Under health_mu_.
-  Status commit_error_;            // Under health_mu_. The last commit's, when it failed.
-  int64_t failing_since_ns_ = 0;   // Under health_mu_. Wall clock; 0 = not failing.
+  Mutex health_mu_;  // a leaf
+  uint64_t commit_failures_ PROPELLER_GUARDED_BY(health_mu_) = 0;
+  // The last commit's, when it failed.
+  Status commit_error_ PROPELLER_GUARDED_BY(health_mu_);
+  // Wall clock; 0 = not failing.
+  int64_t failing_since_ns_ PROPELLER_GUARDED_BY(health_mu_) = 0;
 
   std::thread committer_;
 };

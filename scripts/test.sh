@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The project's test command (README "Quick start", run by .ci/run):
 #   1. installs the Debian packages it needs (scripts/install-deps.sh),
-#   2. builds everything with warnings as errors and runs the whole CTest suite,
+#   2. builds everything with warnings as errors, checks the mutex annotations with clang's
+#      thread-safety analysis (scripts/thread_safety.sh), and runs the whole CTest suite,
 #   3. builds again with AddressSanitizer + UndefinedBehaviorSanitizer and runs the suite there,
 #   4. fuzzes every decoder of untrusted bytes for a short while (scripts/fuzz.sh, clang-14).
 # Build trees go to build/ and build-asan/ (override with BUILD_DIR / ASAN_BUILD_DIR).
@@ -18,6 +19,8 @@ ASAN_BUILD_DIR="${ASAN_BUILD_DIR:-build-asan}"
 echo "== build (RelWithDebInfo, -Werror) in $BUILD_DIR"
 cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPROPELLER_WERROR=ON
 cmake --build "$BUILD_DIR" -j "$JOBS"
+echo "== thread-safety analysis (clang -Wthread-safety over the annotated code)"
+bash scripts/thread_safety.sh "$BUILD_DIR"
 echo "== tests"
 ctest --test-dir "$BUILD_DIR" --output-on-failure -j "$JOBS"
 
