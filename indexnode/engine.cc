@@ -1,4 +1,6 @@
 #include "indexnode/engine.h"
+#include "indexnode/move_gate.h"
+#include "indexnode/split_reports.h"
 
 #include <fcntl.h>
 #include <malloc.h>
@@ -112,48 +114,16 @@ bool IsBuiltinIndex(std::string_view name) {
 
 }  // namespace
 
-// Lets a rare operation wait until every Apply that began before it has finished, at the
-// cost of two uncontended atomic increments per Apply (a shared mutex would let a steady
-// stream of Apply calls starve the waiter). Apply holds a Ticket; Drain flips the epoch and
-// waits for the previous epoch's tickets to go. Drains must not overlap (callers serialise).
-class ApplyGate {
- public:
-  class Ticket {
-   public:
-    explicit Ticket(ApplyGate* gate) : gate_(gate) {
-      for (;;) {
-        const uint64_t e = gate_->epoch_.load();
-        slot_ = static_cast<int>(e & 1);
-        gate_->in_[slot_].fetch_add(1);
-        if (gate_->epoch_.load() == e) return;  // counted before any Drain that missed us
-        gate_->in_[slot_].fetch_sub(1);
-      }
-    }
-    ~Ticket() { gate_->in_[slot_].fetch_sub(1); }
-    Ticket(const Ticket&) = delete;
-    Ticket& operator=(const Ticket&) = delete;
-
-   private:
-    ApplyGate* gate_;
-    int slot_ = 0;
-  };
-
-  // Returns once every Ticket taken before this call is gone. Tickets taken after it see
-  // whatever the caller changed before calling.
-  void Drain() {
-    const uint64_t old = epoch_.fetch_add(1);
-    while (in_[old & 1].load() != 0) std::this_thread::sleep_for(std::chrono::microseconds(50));
-  }
-
- private:
-  std::atomic<uint64_t> epoch_{0};
-  std::atomic<int64_t> in_[2] = {0, 0};
-};
-
 class Engine::Impl {
  public:
-  explicit Impl(const EngineOptions& o) : options_(o) {
-    if (options_.env == nullptr) options_.env = Env::Default();
+  static EngineOptions WithDefaults(EngineOptions o) {
+    if (o.env == nullptr) o.env = Env::Default();
+    return o;
+  }
+
+  explicit Impl(const EngineOptions& o)
+      : options_(WithDefaults(o)),
+        reports_(options_.env, JoinPath(options_.data_dir, "acg")) {
     int threads = options_.search_threads;
     if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     pool_ = std::make_unique<ThreadPool>(threads);
@@ -282,7 +252,7 @@ class Engine::Impl {
         opened = open_acg(id);
       }
       PROPELLER_RETURN_IF_ERROR(opened);
-      PROPELLER_RETURN_IF_ERROR(FindReports(id));
+      PROPELLER_RETURN_IF_ERROR(reports_.Find(id));
     }
     // A split's target whose source recorded the move is complete (the source's transaction
     // is the split's commit point); otherwise the split did not happen and its source still
@@ -293,7 +263,7 @@ class Engine::Impl {
       if (committed) {
         PROPELLER_RETURN_IF_ERROR(open_acg(id));
         PROPELLER_RETURN_IF_ERROR(env->RemoveFile(SplitMarkerPath(id)));
-        PROPELLER_RETURN_IF_ERROR(FindReports(id));
+        PROPELLER_RETURN_IF_ERROR(reports_.Find(id));
       } else {
         Log(LogLevel::kWarning, "removing ACG %llu: an unfinished split's copy",
             static_cast<unsigned long long>(id));
@@ -681,7 +651,8 @@ class Engine::Impl {
       uint64_t frozen = 0;
       Status s = ApplyOnce(updates, &frozen);
       if (frozen == 0) return s;
-      PROPELLER_RETURN_IF_ERROR(WaitUntilThawed(frozen));
+      PROPELLER_RETURN_IF_ERROR(
+          frozen_.WaitUntilThawed(frozen, options_.env, kMoveWaitNs, crashed_));
     }
   }
 
@@ -694,8 +665,9 @@ class Engine::Impl {
     // then routes it again (route_epoch_ changes only under the log lock).
     const uint64_t epoch = route_epoch_.load(std::memory_order_acquire);
     PROPELLER_RETURN_IF_ERROR(GroupByAcg(updates, &sc, /*skip_moved=*/false));
-    if (any_frozen_.load(std::memory_order_acquire)) {
-      *frozen = FirstFrozen(sc);
+    if (frozen_.Any()) {
+      *frozen = frozen_.FirstFrozen(sc.groups.begin(), sc.groups.end(),
+                                    [](const ApplyScratch::Group& g) { return g.acg_id; });
       if (*frozen != 0) return Status::OK();
     }
     std::shared_ptr<StagedBatch> staged = Stage(updates, &sc);
@@ -1351,7 +1323,7 @@ class Engine::Impl {
     }
     Acg* source = FindAcg(source_id);
     if (source == nullptr) return NotHere(source_id);
-    if (IsFrozen(source_id)) {
+    if (frozen_.IsFrozen(source_id)) {
       return Status::Unavailable("ACG " + std::to_string(source_id) + " is being moved");
     }
     if (FindAcg(target_id) != nullptr || options_.env->FileExists(AcgDir(target_id)) ||
@@ -1382,8 +1354,7 @@ class Engine::Impl {
                               std::to_string(source_id) + "\n");
     }
     if (s.ok()) {  // the cluster's record of the split, kept until SplitReported
-      s = WriteFileAtomically(options_.env, ReportPath(target_id, source_id),
-                              EncodeSplitReport(source_id, moving_ids));
+      s = reports_.Write(target_id, source_id, moving_ids);
     }
     if (!s.ok()) {  // nothing refers to the directory yet (Open removes it: no routes)
       source->StopWatch();
@@ -1477,10 +1448,7 @@ class Engine::Impl {
       if (crash_at(4)) return Status::Aborted("crash after step 4 (test)");
       PROPELLER_RETURN_IF_ERROR(options_.env->RemoveFile(SplitMarkerPath(target_id)));
       PROPELLER_RETURN_IF_ERROR(options_.env->SyncDir(AcgDir(target_id)));
-      {
-        MutexLock report_lock(&report_mu_);
-        unreported_.emplace(target_id, source_id);
-      }
+      reports_.Note(target_id, source_id);
       WriterLock lock(&acgs_mu_);
       hidden_acg_ = 0;
       split_hold_lsn_.store(0);
@@ -1591,30 +1559,14 @@ class Engine::Impl {
   }
 
   Result<std::vector<SplitNotice>> UnreportedSplits() {
-    MutexLock lock(&report_mu_);
-    std::vector<SplitNotice> out;
-    for (const auto& [target, source] : unreported_) {
-      const std::string path = ReportPath(target, source);
-      std::string bytes;
-      PROPELLER_RETURN_IF_ERROR(ReadFileToString(options_.env, path, &bytes));
-      SplitNotice notice;
-      notice.target = target;
-      PROPELLER_RETURN_IF_ERROR(DecodeSplitReport(bytes, &notice).WithContext(path));
-      if (notice.source != source) return Status::Corruption(path + ": names another source");
+    return reports_.Unreported([this](uint64_t source, uint64_t target) {
       Acg* from = FindAcg(source);
-      notice.merged = from != nullptr && from->merged_into() == target;
-      out.push_back(std::move(notice));
-    }
-    return out;
+      return from != nullptr && from->merged_into() == target;
+    });
   }
 
   Status SplitReported(uint64_t source, uint64_t target) {
-    MutexLock lock(&report_mu_);
-    if (unreported_.count({target, source}) == 0) return Status::OK();
-    PROPELLER_RETURN_IF_ERROR(options_.env->RemoveFile(ReportPath(target, source)));
-    PROPELLER_RETURN_IF_ERROR(options_.env->SyncDir(AcgDir(target)));
-    unreported_.erase({target, source});
-    return Status::OK();
+    return reports_.Reported(source, target);
   }
 
   // Moves every file of the small ACG `source` into ACG `target` on this node (DESIGN §5:
@@ -1640,10 +1592,9 @@ class Engine::Impl {
       return Status::NotFound("no ACG " + std::to_string(source == nullptr ? source_id
                                                                               : target_id));
     }
-    if (IsFrozen(source_id) || IsFrozen(target_id)) {
-      return Status::Unavailable("ACG " +
-                                 std::to_string(IsFrozen(source_id) ? source_id : target_id) +
-                                 " is being moved");
+    if (frozen_.IsFrozen(source_id) || frozen_.IsFrozen(target_id)) {
+      const uint64_t moving = frozen_.IsFrozen(source_id) ? source_id : target_id;
+      return Status::Unavailable("ACG " + std::to_string(moving) + " is being moved");
     }
     if (source->merged_into() == target_id) return Status::OK();  // asked again: done
     if (source->merged_into() != 0 || target->merged_into() != 0) {
@@ -1686,8 +1637,7 @@ class Engine::Impl {
       std::vector<StoredEdge> edges;
       PROPELLER_RETURN_IF_ERROR(source->ExportHeld(all, false, &records, &absent, &edges));
       moved = records.size();
-      PROPELLER_RETURN_IF_ERROR(WriteFileAtomically(
-          options_.env, ReportPath(target_id, source_id), EncodeSplitReport(source_id, ids)));
+      PROPELLER_RETURN_IF_ERROR(reports_.Write(target_id, source_id, ids));
       std::vector<Update> copy;
       AppendSplitCopy(target_id, records, {}, edges, {}, &copy);
       PROPELLER_RETURN_IF_ERROR(target->ImportHeld(copy, target->applied_lsn()));
@@ -1696,8 +1646,7 @@ class Engine::Impl {
       if (crash_after_step == 2) return Status::Aborted("crash after step 2 (test)");
       PROPELLER_RETURN_IF_ERROR(options_.env->RemoveFile(MergeMarkerPath(target_id)));
       PROPELLER_RETURN_IF_ERROR(options_.env->SyncDir(AcgDir(target_id)));
-      MutexLock report_lock(&report_mu_);
-      unreported_.emplace(target_id, source_id);
+      reports_.Note(target_id, source_id);
       return Status::OK();
     });
     if (!s.ok()) {
@@ -1773,14 +1722,7 @@ class Engine::Impl {
         PROPELLER_RETURN_IF_ERROR(
             target->RemoveHeld(Acg::FileIdSet(ids.begin(), ids.end()), /*last=*/false));
       }
-      const std::string report = ReportPath(target->id(), source_id);
-      if (options_.env->FileExists(report)) {
-        PROPELLER_RETURN_IF_ERROR(options_.env->RemoveFile(report));
-      }
-      {
-        MutexLock lock(&report_mu_);
-        unreported_.erase({target->id(), source_id});
-      }
+      PROPELLER_RETURN_IF_ERROR(reports_.Forget(target->id(), source_id));
       Log(LogLevel::kWarning, "undid the unfinished merge of ACG %llu into %llu (%zu files)",
           static_cast<unsigned long long>(source_id),
           static_cast<unsigned long long>(target->id()), ids.size());
@@ -1809,13 +1751,8 @@ class Engine::Impl {
     Acg* acg = FindAcg(id);
     if (acg == nullptr) return NotHere(id);
     PROPELLER_RETURN_IF_ERROR(CheckMovable(acg));
-    {
-      MutexLock lock(&move_mu_);
-      if (frozen_.count(id) != 0) {
-        return Status::InvalidArgument("ACG " + std::to_string(id) + " is being moved already");
-      }
-      frozen_.insert(id);
-      any_frozen_.store(true, std::memory_order_release);
+    if (!frozen_.Freeze(id)) {
+      return Status::InvalidArgument("ACG " + std::to_string(id) + " is being moved already");
     }
     // Every Apply from here on sees the mark; the ones that may not have are waited for, so
     // the commit below holds every update acknowledged before this call returns.
@@ -1826,7 +1763,7 @@ class Engine::Impl {
     }
     if (s.ok() && !path.empty()) s = acg->CopyTo(path);
     if (!s.ok()) {
-      Thaw(id);
+      frozen_.Thaw(id);
       if (!path.empty()) (void)options_.env->RemoveFile(path);  // a partial copy; gone or not
       return s.WithContext("copying ACG " + std::to_string(id) + " for a move");
     }
@@ -1834,13 +1771,10 @@ class Engine::Impl {
   }
 
   Status ThawAcg(uint64_t id) {
-    {
-      MutexLock lock(&move_mu_);
-      if (frozen_.count(id) == 0) {
-        return Status::InvalidArgument("ACG " + std::to_string(id) + " is not being moved");
-      }
+    if (!frozen_.IsFrozen(id)) {
+      return Status::InvalidArgument("ACG " + std::to_string(id) + " is not being moved");
     }
-    Thaw(id);
+    frozen_.Thaw(id);
     return Status::OK();
   }
 
@@ -1852,12 +1786,9 @@ class Engine::Impl {
       if (MovedTo(id) == destination && destination != 0) return Status::OK();  // asked again
       return NotHere(id);
     }
-    {
-      MutexLock lock(&move_mu_);
-      if (frozen_.count(id) == 0) {
-        return Status::InvalidArgument("ACG " + std::to_string(id) +
-                                       " is not frozen: FreezeAndCopyAcg comes first");
-      }
+    if (!frozen_.IsFrozen(id)) {
+      return Status::InvalidArgument("ACG " + std::to_string(id) +
+                                     " is not frozen: FreezeAndCopyAcg comes first");
     }
     // The commit point: from here the ACG is not this node's, also after a crash.
     std::map<uint64_t, uint64_t> moved;
@@ -1898,7 +1829,7 @@ class Engine::Impl {
       Log(LogLevel::kWarning, "ACG %llu moved, but its directory stays until restart: %s",
           static_cast<unsigned long long>(id), s.ToString().c_str());
     }
-    Thaw(id);
+    frozen_.Thaw(id);
     Log(LogLevel::kInfo, "ACG %llu moved to %llu", static_cast<unsigned long long>(id),
         static_cast<unsigned long long>(destination));
     return Status::OK();
@@ -1954,11 +1885,7 @@ class Engine::Impl {
     if (s.ok() && was_moved) s = WriteMoved(moved);
     if (!s.ok()) return undo(s);
     for (const FileRecord& d : dirs) dir_table_.Put(d);
-    if (frozen) {
-      MutexLock lock(&move_mu_);  // before any Apply can find it
-      frozen_.insert(id);
-      any_frozen_.store(true, std::memory_order_release);
-    }
+    if (frozen) frozen_.Freeze(id);  // before any Apply can find it
     {
       WriterLock lock(&acgs_mu_);
       PruneRecentMovesLocked();
@@ -2011,51 +1938,9 @@ class Engine::Impl {
       return Status::InvalidArgument(name +
                                      " has routes from a split or merge and cannot move");
     }
-    MutexLock lock(&report_mu_);
-    for (const auto& [target, source] : unreported_) {
-      if (target == acg->id()) {
-        return Status::InvalidArgument(name + " holds the unreported split of ACG " +
-                                       std::to_string(source) + "; report it first");
-      }
-    }
-    return Status::OK();
-  }
-
-  bool IsFrozen(uint64_t id) {
-    if (!any_frozen_.load(std::memory_order_acquire)) return false;
-    MutexLock lock(&move_mu_);
-    return frozen_.count(id) != 0;
-  }
-
-  uint64_t FirstFrozen(const ApplyScratch& sc) {
-    MutexLock lock(&move_mu_);
-    for (const ApplyScratch::Group& g : sc.groups) {
-      if (frozen_.count(g.acg_id) != 0) return g.acg_id;
-    }
-    return 0;
-  }
-
-  void Thaw(uint64_t id) {
-    MutexLock lock(&move_mu_);
-    frozen_.erase(id);
-    any_frozen_.store(!frozen_.empty(), std::memory_order_release);
-    move_cv_.NotifyAll();
-  }
-
-  // Waits until ACG `id` is not frozen; Unavailable after kMoveWaitNs.
-  Status WaitUntilThawed(uint64_t id) {
-    MutexLock lock(&move_mu_);
-    const int64_t deadline = options_.env->MonotonicNanos() + kMoveWaitNs;
-    bool thawed = frozen_.count(id) == 0 || crashed_.load();
-    for (int64_t now = options_.env->MonotonicNanos(); !thawed && now < deadline;
-         now = options_.env->MonotonicNanos()) {
-      move_cv_.WaitFor(&move_mu_, std::chrono::nanoseconds(deadline - now));
-      thawed = frozen_.count(id) == 0 || crashed_.load();
-    }
-    if (crashed_) return Status::Aborted("engine crashed");
-    if (!thawed) {
-      return Status::Unavailable("ACG " + std::to_string(id) +
-                                 " is being moved to another node; retry");
+    if (const uint64_t source = reports_.AnyInto(acg->id()); source != 0) {
+      return Status::InvalidArgument(name + " holds the unreported split of ACG " +
+                                     std::to_string(source) + "; report it first");
     }
     return Status::OK();
   }
@@ -2135,10 +2020,7 @@ class Engine::Impl {
 
   void Crash() {
     crashed_ = true;
-    {
-      MutexLock lock(&move_mu_);  // batches waiting for a move give up
-      move_cv_.NotifyAll();
-    }
+    frozen_.WakeAll();  // batches waiting for a move give up
     StopCommitter();
     MutexLock commit_lock(&commit_mu_);  // wait for a running commit
     wal_->Crash();
@@ -2149,7 +2031,6 @@ class Engine::Impl {
   // ACGs), this only bounds the walk.
   static constexpr int kMaxRouteHops = 64;
   static constexpr char kSplitMarker[] = "SPLITTING";
-  static constexpr char kReportPrefix[] = "REPORT.";
   static constexpr char kMergeMarker[] = "MERGING";
   // An adopted copy's directory is acg/<id>.adopt until it is complete, then acg/<id> with
   // this marker until its commit point (AdoptAcg).
@@ -2159,7 +2040,6 @@ class Engine::Impl {
   static constexpr int64_t kMoveWaitNs = 10'000'000'000;
   // Moved files removed from their source per transaction after a split or merge.
   static constexpr size_t kCleanupChunk = 2048;
-  static constexpr char kSplitReportMagic[] = "PSR1";
   // Catch-up passes before a split's switch, until one copies at most kSplitSmallDelta updates.
   static constexpr size_t kSplitCatchUpPasses = 4;
   static constexpr size_t kSplitSmallDelta = 256;
@@ -2264,72 +2144,7 @@ class Engine::Impl {
     return JoinPath(JoinPath(options_.data_dir, "acg"), std::to_string(id));
   }
   std::string SplitMarkerPath(uint64_t id) const { return JoinPath(AcgDir(id), kSplitMarker); }
-  // The record of the split or merge of `source` into `target` (UnreportedSplits).
-  std::string ReportPath(uint64_t target, uint64_t source) const {
-    return JoinPath(AcgDir(target), kReportPrefix + std::to_string(source));
-  }
   std::string MergeMarkerPath(uint64_t id) const { return JoinPath(AcgDir(id), kMergeMarker); }
-  // Notes the reports kept in ACG `id`'s directory (at Open).
-  Status FindReports(uint64_t id) {
-    PROPELLER_ASSIGN_OR_RETURN(std::vector<std::string> names,
-                               options_.env->GetChildren(AcgDir(id)));
-    const std::string prefix = kReportPrefix;
-    for (const std::string& name : names) {
-      if (name.compare(0, prefix.size(), prefix) != 0) continue;
-      char* end = nullptr;
-      const unsigned long long source = std::strtoull(name.c_str() + prefix.size(), &end, 10);
-      if (source != 0 && *end == '\0') {
-        MutexLock lock(&report_mu_);
-        unreported_.emplace(id, source);
-      }
-    }
-    return Status::OK();
-  }
-
-  // The record of a split for UnreportedSplits, in the target's directory: "PSR1", source u64,
-  // file count u64 (both little-endian), the files as FileIdKeys (schemas/keys.h), then the
-  // masked CRC-32C of everything before it (u32 LE).
-  static std::string EncodeSplitReport(uint64_t source, std::span<const FileId> files) {
-    std::string out = kSplitReportMagic;
-    auto put64 = [&](uint64_t v) {
-      for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>(v >> (8 * i)));
-    };
-    put64(source);
-    put64(files.size());
-    out.reserve(out.size() + files.size() * kFileIdKeySize + 4);
-    for (const FileId& f : files) AppendFileIdKey(f, &out);
-    const uint32_t crc = Crc32cMask(Crc32c(out));
-    for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>(crc >> (8 * i)));
-    return out;
-  }
-  static Status DecodeSplitReport(std::string_view bytes, SplitNotice* notice) {
-    const size_t head = sizeof(kSplitReportMagic) - 1 + 16;
-    auto get = [&](size_t at, int n) {
-      uint64_t v = 0;
-      for (int i = 0; i < n; ++i) v |= uint64_t{static_cast<uint8_t>(bytes[at + i])} << (8 * i);
-      return v;
-    };
-    if (bytes.size() < head + 4 || bytes.substr(0, 4) != kSplitReportMagic) {
-      return Status::Corruption("not a split record");
-    }
-    const uint64_t count = get(12, 8);
-    if (count > (bytes.size() - head - 4) / kFileIdKeySize ||
-        bytes.size() != head + count * kFileIdKeySize + 4) {
-      return Status::Corruption("split record of the wrong length");
-    }
-    const size_t body = bytes.size() - 4;
-    if (Crc32cMask(Crc32c(bytes.substr(0, body))) != get(body, 4)) {
-      return Status::Corruption("split record checksum mismatch");
-    }
-    notice->source = get(4, 8);
-    notice->files.resize(count);
-    for (uint64_t i = 0; i < count; ++i) {
-      PROPELLER_RETURN_IF_ERROR(
-          DecodeFileIdKey(bytes.substr(head + i * kFileIdKeySize, kFileIdKeySize),
-                          &notice->files[i]));
-    }
-    return Status::OK();
-  }
 
   // glibc's M_MMAP_THRESHOLD with tune_malloc (EngineOptions).
   static constexpr int kMmapThreshold = 256 << 10;
@@ -2340,6 +2155,7 @@ class Engine::Impl {
   static constexpr uint64_t kFdsPerOpenAcg = 3;
 
   EngineOptions options_;
+  SplitReports reports_;  // splits and merges the master has not been told of
   size_t max_open_acgs_ = 0;  // options_.max_open_acgs as the descriptor limit allows. After Open.
   std::unique_ptr<ThreadPool> pool_;
   size_t commit_lanes_ = 1;  // ACG commits run at once in one pass. Constant after Open.
@@ -2395,20 +2211,13 @@ class Engine::Impl {
   std::atomic<bool> any_routes_{false};     // some ACG has routes: Apply follows them
   std::atomic<uint64_t> route_epoch_{0};    // changed (under the log lock) when routes switch
   std::atomic<uint64_t> split_hold_lsn_{0};  // TruncateLog keeps LSNs >= this; 0 = none
-  // Targets of committed splits with a SPLIT_REPORT file (UnreportedSplits). A leaf lock.
-  Mutex report_mu_;
-  std::set<std::pair<uint64_t, uint64_t>> unreported_ PROPELLER_GUARDED_BY(report_mu_);  // (target, source)
   Mutex lru_mu_;
   std::vector<Acg*> open_set_ PROPELLER_GUARDED_BY(lru_mu_);  // ACGs accounted as open
   Mutex commit_mu_;  // serialises CommitDue passes
 
   // ---- moves (FreezeAndCopyAcg) ----
   ApplyGate apply_gate_;
-  Mutex move_mu_;  // a leaf
-  CondVar move_cv_;  // with move_mu_: an ACG was thawed or dropped
-  // ACGs whose updates wait (being moved).
-  std::set<uint64_t> frozen_ PROPELLER_GUARDED_BY(move_mu_);
-  std::atomic<bool> any_frozen_{false};  // frozen_ is not empty
+  FrozenAcgs frozen_;  // ACGs whose updates wait (being moved)
 
   Mutex committer_mu_;
   CondVar committer_cv_;
