@@ -1,5 +1,6 @@
 #include "indexnode/engine.h"
 #include "indexnode/move_gate.h"
+#include "indexnode/quarantine.h"
 #include "indexnode/split_reports.h"
 
 #include <fcntl.h>
@@ -41,8 +42,6 @@ namespace {
 constexpr int64_t kCommitterTickNs = 50'000'000;  // how often the committer looks at caches
 // An administrator's consent to start without a lost log (Engine::Impl::CheckLogPresent).
 constexpr char kStartWithoutLog[] = "START-WITHOUT-LOG";
-// In an ACG's directory: quarantined damage, the ACG to be rebuilt (Engine::Impl::Quarantine).
-constexpr char kRebuildMark[] = "REBUILD";
 
 Status ValidateUpdate(const Update& u) {
   if (u.acg == 0) return Status::InvalidArgument("update names ACG 0 (ACG ids start at 1)");
@@ -123,7 +122,8 @@ class Engine::Impl {
 
   explicit Impl(const EngineOptions& o)
       : options_(WithDefaults(o)),
-        reports_(options_.env, JoinPath(options_.data_dir, "acg")) {
+        reports_(options_.env, JoinPath(options_.data_dir, "acg")),
+        quarantine_(options_.env, options_.data_dir) {
     int threads = options_.search_threads;
     if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     pool_ = std::make_unique<ThreadPool>(threads);
@@ -157,7 +157,7 @@ class Engine::Impl {
       Status synced = wal_->Close();
       if (result.ok()) result = synced;
       // Every ACG committed and closed: its data file is known good as it is now, so the
-      // next start may skip reading it all (CheckAcgFiles).
+      // next start may skip reading it all (Quarantine::CheckAtOpen).
       if (result.ok()) {
         for (Acg* acg : AllAcgs()) acg->CloseClean();
       }
@@ -234,7 +234,7 @@ class Engine::Impl {
         split_targets.push_back(id);
         continue;
       }
-      PROPELLER_RETURN_IF_ERROR(CheckAcgFiles(id));
+      PROPELLER_RETURN_IF_ERROR(quarantine_.CheckAtOpen(id));
       Status opened = open_acg(id);
       if (opened.code() == StatusCode::kCorruption && !IsDamaged(id)) {
         // LMDB, or the ACG's own meta data, refused it: damage too.
@@ -248,7 +248,7 @@ class Engine::Impl {
             acgs_.erase(it);
           }
         }
-        PROPELLER_RETURN_IF_ERROR(Quarantine(id, opened.message()));
+        PROPELLER_RETURN_IF_ERROR(quarantine_.Put(id, opened.message()));
         opened = open_acg(id);
       }
       PROPELLER_RETURN_IF_ERROR(opened);
@@ -2047,95 +2047,21 @@ class Engine::Impl {
  public:
   // ---- damaged ACGs (docs/faults.md, "Damaged files") ----
 
-  // Before ACG `id` is opened at start: a data file that is damaged (CheckLmdbFile: always
-  // the quick check, the deep one unless the file is as the last clean close left it), or
-  // that damage was found in while serving (Acg::kDamagedMark), is quarantined; one left
-  // to rebuild by an earlier start is noted. IOError when the files cannot be read.
-  Status CheckAcgFiles(uint64_t id) {
-    const std::string dir = AcgDir(id);
-    const std::string data = JoinPath(dir, "data.mdb");
-    std::string text;
-    if (ReadFileToString(options_.env, JoinPath(dir, kRebuildMark), &text).ok()) {
-      MutexLock lock(&damaged_mu_);
-      damaged_[id] = TrimLine(text);
-      return Status::OK();
-    }
-    if (ReadFileToString(options_.env, JoinPath(dir, Acg::kDamagedMark), &text).ok()) {
-      return Quarantine(id, TrimLine(text));
-    }
-    if (!options_.env->FileExists(data)) return Status::OK();
-    const bool clean = LmdbFileMatchesMark(data, JoinPath(dir, Acg::kCleanMark));
-    Status check = CheckLmdbFile(data, /*deep=*/!clean);
-    if (check.code() == StatusCode::kCorruption) return Quarantine(id, check.message());
-    return check;
-  }
-
-  // Moves ACG `id`'s directory to <data>/quarantine/acg-<id>-<time> (never removed) and
-  // leaves an empty one marked to rebuild: searches that need the ACG fail with `why` until
-  // MarkRebuilt (a mount re-indexes its backing tree first), updates go on.
-  Status Quarantine(uint64_t id, const std::string& why) {
-    const std::string base =
-        JoinPath(JoinPath(options_.data_dir, "quarantine"),
-                 "acg-" + std::to_string(id) + "-" +
-                     std::to_string(options_.env->NowNanos() / 1'000'000'000));
-    std::string to = base;
-    for (int n = 2; options_.env->FileExists(to); ++n) to = base + "-" + std::to_string(n);
-    PROPELLER_RETURN_IF_ERROR(MakeDirs(JoinPath(options_.data_dir, "quarantine"), 0700));
-    PROPELLER_RETURN_IF_ERROR(
-        options_.env->RenameFile(AcgDir(id), to).WithContext("moving damaged " + AcgDir(id)));
-    const std::string reason = why + "; quarantined in " + to;
-    Log(LogLevel::kError, "ACG %llu is damaged: %s. Searches that need it fail until it is "
-                          "rebuilt (a mount rebuilds it from its backing tree; docs/faults.md)",
-        static_cast<unsigned long long>(id), reason.c_str());
-    PROPELLER_RETURN_IF_ERROR(MakeDirs(AcgDir(id), 0700));
-    PROPELLER_RETURN_IF_ERROR(
-        WriteFileAtomically(options_.env, JoinPath(AcgDir(id), kRebuildMark), reason + "\n"));
-    MutexLock lock(&damaged_mu_);
-    damaged_[id] = reason;
-    return Status::OK();
-  }
-
-  static std::string TrimLine(std::string s) {
-    while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
-    return s;
-  }
-
-  bool IsDamaged(uint64_t id) {
-    MutexLock lock(&damaged_mu_);
-    return damaged_.count(id) != 0;
-  }
+  bool IsDamaged(uint64_t id) { return !quarantine_.WhyOf(id).empty(); }
 
   std::map<uint64_t, std::string> DamagedAcgs() {
-    std::map<uint64_t, std::string> out;
-    {
-      MutexLock lock(&damaged_mu_);
-      out = damaged_;
-    }
+    std::map<uint64_t, std::string> out = quarantine_.All();
     for (Acg* acg : AllAcgs()) {
       if (std::string d = acg->damage(); !d.empty()) out.emplace(acg->id(), d);
     }
     return out;
   }
 
-  Status MarkRebuilt(uint64_t id) {
-    {
-      MutexLock lock(&damaged_mu_);
-      if (damaged_.erase(id) == 0) {
-        return Status::NotFound("ACG " + std::to_string(id) + " is not being rebuilt");
-      }
-    }
-    Status s = options_.env->RemoveFile(JoinPath(AcgDir(id), kRebuildMark));
-    if (s.ok()) Log(LogLevel::kInfo, "ACG %llu rebuilt", static_cast<unsigned long long>(id));
-    return s;
-  }
+  Status MarkRebuilt(uint64_t id) { return quarantine_.MarkRebuilt(id); }
 
   // Why ACG `acg` cannot answer searches, or "".
   std::string DamageOf(Acg* acg) {
-    {
-      MutexLock lock(&damaged_mu_);
-      auto it = damaged_.find(acg->id());
-      if (it != damaged_.end()) return it->second;
-    }
+    if (std::string why = quarantine_.WhyOf(acg->id()); !why.empty()) return why;
     return acg->damage();
   }
 
@@ -2156,6 +2082,7 @@ class Engine::Impl {
 
   EngineOptions options_;
   SplitReports reports_;  // splits and merges the master has not been told of
+  Quarantine quarantine_;  // damaged ACGs waiting for their rebuild
   size_t max_open_acgs_ = 0;  // options_.max_open_acgs as the descriptor limit allows. After Open.
   std::unique_ptr<ThreadPool> pool_;
   size_t commit_lanes_ = 1;  // ACG commits run at once in one pass. Constant after Open.
@@ -2189,9 +2116,6 @@ class Engine::Impl {
   std::vector<std::unique_ptr<Acg>> retired_ PROPELLER_GUARDED_BY(acgs_mu_);
   // ACG -> node it moved to (<data>/moved).
   std::map<uint64_t, uint64_t> moved_ PROPELLER_GUARDED_BY(acgs_mu_);
-  // ACGs quarantined and not rebuilt yet -> why (a file kRebuildMark in each one's directory).
-  Mutex damaged_mu_;
-  std::map<uint64_t, std::string> damaged_ PROPELLER_GUARDED_BY(damaged_mu_);
   std::atomic<bool> any_moved_{false};  // moved_ is not empty
   // When ACGs moved away or were adopted, monotonic ns (SearchStats::moved, adopted); pruned
   // after kRecentMoveNs.
