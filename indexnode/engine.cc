@@ -1,5 +1,6 @@
 #include "indexnode/engine.h"
 #include "indexnode/move_gate.h"
+#include "indexnode/open_acgs.h"
 #include "indexnode/quarantine.h"
 #include "indexnode/split_reports.h"
 
@@ -179,7 +180,8 @@ class Engine::Impl {
       return Status::InvalidArgument("cache bounds must be > 0");
     }
     if (options_.tune_malloc) TuneMalloc();
-    max_open_acgs_ = FitOpenAcgsToFileLimit(options_.max_open_acgs);
+    open_acgs_.SetBounds(FitOpenAcgsToFileLimit(options_.max_open_acgs),
+                         options_.max_open_acg_bytes);
     PROPELLER_RETURN_IF_ERROR(env->CreateDirs(JoinPath(options_.data_dir, "acg")));
     catalogue_path_ = JoinPath(options_.data_dir, "indexes");
     if (env->FileExists(catalogue_path_)) {
@@ -243,8 +245,7 @@ class Engine::Impl {
           auto it = acgs_.find(id);
           if (it != acgs_.end()) {
             // It may have opened (and joined the open set) before its meta data was refused.
-            MutexLock lru(&lru_mu_);
-            std::erase(open_set_, it->second.get());
+            open_acgs_.Forget(it->second.get());
             acgs_.erase(it);
           }
         }
@@ -430,87 +431,10 @@ class Engine::Impl {
     return acg_id;
   }
 
-  // ---- the cache of open ACGs ----
+  // ---- the cache of open ACGs (open_acgs.h) ----
 
-  // An ACG's environment was opened: account for it and close the least recently used idle
-  // ones beyond the bounds. Runs with no ACG lock held; TryClose never blocks.
-  void OnAcgOpened(Acg* acg) {
-    acg_opens_.fetch_add(1, std::memory_order_relaxed);
-    Evict(acg);
-  }
-
-  // After an operation: ACGs that were in use while others opened may have kept the cache
-  // above its bounds; close the least recently used idle ones now.
-  void EnforceOpenBounds() { Evict(nullptr); }
-
-  // Releases the least recently used idle ACGs other than `keep` until the bounds hold (or none
-  // is idle): beyond max_open_acgs, or holding hash tables, an ACG is closed; otherwise, for
-  // the bytes bound, its map is trimmed (Acg::TryTrim) and it stays open. Trimming instead of
-  // closing halved `size>16m` over 10 M files (1,000 ACGs that do not all fit in the bound):
-  // every search reopened most ACGs, and opening, unmapping and mapping again cost more than
-  // the search itself (bench/results/search-trim-*/). The victims are chosen under lru_mu_ but
-  // released after it is: unmapping pages takes a TLB shootdown, and other threads opening
-  // ACGs meanwhile must not queue behind that.
-  void Evict(Acg* keep) {
-    struct Victim {
-      Acg* acg;
-      bool close;  // else trim
-    };
-    std::vector<Victim> victims;
-    {
-      MutexLock lock(&lru_mu_);
-      if (keep != nullptr &&
-          std::find(open_set_.begin(), open_set_.end(), keep) == open_set_.end()) {
-        open_set_.push_back(keep);
-      }
-      // Forget ACGs closed meanwhile (they rejoin when they reopen).
-      std::erase_if(open_set_, [](Acg* a) { return !a->is_open(); });
-      const size_t max_count = max_open_acgs_;
-      const uint64_t max_bytes = options_.max_open_acg_bytes;
-      size_t count = open_set_.size();
-      uint64_t bytes = 0;
-      for (Acg* a : open_set_) bytes += a->open_bytes();
-      auto over = [&] {
-        return (max_count != 0 && count > max_count) || (max_bytes != 0 && bytes > max_bytes);
-      };
-      if (!over()) return;
-      // Least recently used first. The stamps change under us (every use stamps its ACG): sort
-      // a snapshot, or the comparator would be inconsistent (undefined behaviour in std::sort).
-      std::vector<std::pair<uint64_t, Acg*>> by_age;
-      for (Acg* a : open_set_) {
-        if (a != keep && !a->pinned()) by_age.emplace_back(a->last_used(), a);
-      }
-      std::sort(by_age.begin(), by_age.end());
-      for (const auto& [stamp, v] : by_age) {
-        if (!over()) break;
-        const bool close = (max_count != 0 && count > max_count) || v->hash_bytes() > 0;
-        if (close) {
-          std::erase(open_set_, v);
-          --count;
-          bytes -= std::min(bytes, v->open_bytes());
-        } else {
-          const uint64_t mapped = v->mapped_bytes();
-          if (mapped == 0) continue;  // trimmed already, nothing read since
-          bytes -= std::min(bytes, mapped);
-        }
-        victims.push_back(Victim{v, close});
-      }
-    }
-    for (const Victim& v : victims) {
-      if (!v.close) {
-        // In use after all: it stays mapped and accounted (the bound is soft).
-        if (v.acg->TryTrim()) acg_trims_.fetch_add(1, std::memory_order_relaxed);
-        continue;
-      }
-      if (v.acg->TryClose()) continue;
-      // In use after all (pinned since): it stays open and accounted (the bound is soft).
-      MutexLock lock(&lru_mu_);
-      if (v.acg->is_open() &&
-          std::find(open_set_.begin(), open_set_.end(), v.acg) == open_set_.end()) {
-        open_set_.push_back(v.acg);
-      }
-    }
-  }
+  void OnAcgOpened(Acg* acg) { open_acgs_.Opened(acg); }
+  void EnforceOpenBounds() { open_acgs_.Enforce(); }
 
   // ---- write path ----
 
@@ -1269,8 +1193,8 @@ class Engine::Impl {
       }
     }
     st.cache_bytes = total_cache_bytes_.load();
-    st.acg_opens = acg_opens_.load();
-    st.acg_trims = acg_trims_.load();
+    st.acg_opens = open_acgs_.opens();
+    st.acg_trims = open_acgs_.trims();
     st.acg_commits = acg_commits_.load();
     st.committed_updates = committed_updates_.load();
     st.wal_bytes = wal_ ? wal_->bytes() : 0;
@@ -2083,7 +2007,6 @@ class Engine::Impl {
   EngineOptions options_;
   SplitReports reports_;  // splits and merges the master has not been told of
   Quarantine quarantine_;  // damaged ACGs waiting for their rebuild
-  size_t max_open_acgs_ = 0;  // options_.max_open_acgs as the descriptor limit allows. After Open.
   std::unique_ptr<ThreadPool> pool_;
   size_t commit_lanes_ = 1;  // ACG commits run at once in one pass. Constant after Open.
   std::unique_ptr<ThreadPool> commit_pool_;  // commit_lanes_ - 1 workers, or null
@@ -2095,13 +2018,12 @@ class Engine::Impl {
   // Bytes of the staged batches caches still reference (StagedBatch::bytes()).
   std::atomic<uint64_t> total_cache_bytes_{0};
   std::atomic<uint64_t> use_clock_{0};
-  std::atomic<uint64_t> acg_opens_{0};
-  std::atomic<uint64_t> acg_trims_{0};
   std::atomic<uint64_t> acg_commits_{0};        // Stats
   std::atomic<uint64_t> committed_updates_{0};
 
-  // Lock order: catalogue_mu_ > commit_mu_ > acgs_mu_ > (Acg locks); lru_mu_ is a leaf, taken
-  // with no Acg lock held (eviction try-locks ACGs after releasing it); specs_mu_ is a leaf
+  // Lock order: catalogue_mu_ > commit_mu_ > acgs_mu_ > (Acg locks); the components' locks
+  // (open_acgs_, frozen_, reports_, quarantine_) are leaves, open_acgs_'s taken with no Acg
+  // lock held (eviction try-locks ACGs after releasing it); specs_mu_ is a leaf
   // (Acg::OpenLocked reads the catalogue through it while holding the Acg's lock);
   // Wal::mu_ > Acg cache locks.
   Mutex catalogue_mu_;
@@ -2135,8 +2057,7 @@ class Engine::Impl {
   std::atomic<bool> any_routes_{false};     // some ACG has routes: Apply follows them
   std::atomic<uint64_t> route_epoch_{0};    // changed (under the log lock) when routes switch
   std::atomic<uint64_t> split_hold_lsn_{0};  // TruncateLog keeps LSNs >= this; 0 = none
-  Mutex lru_mu_;
-  std::vector<Acg*> open_set_ PROPELLER_GUARDED_BY(lru_mu_);  // ACGs accounted as open
+  OpenAcgs open_acgs_;  // the bound on open environments (bounds set at Open)
   Mutex commit_mu_;  // serialises CommitDue passes
 
   // ---- moves (FreezeAndCopyAcg) ----
