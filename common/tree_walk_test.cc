@@ -10,9 +10,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <filesystem>
 #include <cstring>
 #include <map>
+#include <mutex>
 #include <set>
 #include <vector>
 
@@ -178,6 +180,79 @@ TEST(TreeWalkTest, ReadsTreesOfAnyDepth) {
   EXPECT_EQ(depth_attr, 80);
 }
 
+// WalkTreeEntries reports what WalkTree does, in the same order: the lstat and paths of each
+// entry, and on request the very record WalkTree builds (attributes included) — for files
+// with several links too, whose record it read where it met them first.
+TEST(TreeWalkTest, EntriesAreWhatWalkTreeReports) {
+  TempTree t;
+  const std::string r = t.root();
+  fs::create_directories(r + "/a/b");
+  fs::create_directories(r + "/c");
+  Touch(r + "/a/b/x", 10);
+  Touch(r + "/a/y", 20);
+  Touch(r + "/c/z", 30);
+  ASSERT_EQ(::link((r + "/a/y").c_str(), (r + "/c/y2").c_str()), 0);
+  ASSERT_EQ(::link((r + "/a/y").c_str(), (r + "/y3").c_str()), 0);
+  ASSERT_EQ(::symlink("a", (r + "/s").c_str()), 0);
+  ASSERT_EQ(::setxattr((r + "/a/y").c_str(), "user.level", "7", 1, 0), 0);
+  ASSERT_EQ(::setxattr((r + "/c/z").c_str(), "user.owner", "bo", 2, 0), 0);
+  ASSERT_EQ(::setxattr((r + "/a").c_str(), "user.kind", "dir", 3, 0), 0);
+
+  // The access times of directories move as the walks list them: not compared.
+  auto without_atime = [](FileRecord rec) {
+    rec.atime = 0;
+    return rec;
+  };
+  std::vector<FileRecord> want;
+  TreeWalkStats want_stats;
+  ASSERT_TRUE(WalkTree(r, {.volume = 4}, [&](FileRecord&& rec) {
+                want.push_back(without_atime(std::move(rec)));
+                return Status::OK();
+              }, &want_stats).ok());
+  for (bool take : {false, true}) {
+    SCOPED_TRACE(take ? "records taken" : "records not taken");
+    std::vector<FileRecord> got;
+    TreeWalkStats stats;
+    ASSERT_TRUE(WalkTreeEntries(r, {.volume = 4}, [&](TreeEntry& e) {
+                  std::vector<std::string> paths;
+                  for (size_t i = 0; i < e.path_count(); ++i) paths.emplace_back(e.path(i));
+                  EXPECT_TRUE(std::is_sorted(paths.begin(), paths.end()));
+                  FileRecord rec;
+                  if (take) {
+                    rec = e.TakeRecord();
+                    EXPECT_EQ(rec.paths, paths);
+                    EXPECT_EQ(rec.parent_ino, e.parent_ino());
+                    EXPECT_EQ(rec.id.ino, static_cast<uint64_t>(e.stat().st_ino));
+                    EXPECT_EQ(rec.mode, e.stat().st_mode);
+                    EXPECT_EQ(rec.nlink, e.stat().st_nlink);
+                    EXPECT_EQ(rec.ctime, FileTimeOf(e.stat().st_ctim.tv_sec,
+                                                    e.stat().st_ctim.tv_nsec));
+                  } else {
+                    // The record from the lstat alone, to compare with WalkTree's less its
+                    // attributes.
+                    rec.id = FileId{4, static_cast<uint64_t>(e.stat().st_ino)};
+                    rec.paths = paths;
+                    rec.parent_ino = e.parent_ino();
+                    FillRecordFromStat(e.stat(), &rec);
+                  }
+                  got.push_back(without_atime(std::move(rec)));
+                  return Status::OK();
+                }, &stats).ok());
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i) {
+      FileRecord expected = want[i];
+      if (!take) expected.attrs.clear();
+      EXPECT_EQ(got[i], expected) << want[i].paths[0];
+    }
+    EXPECT_EQ(stats.files, want_stats.files);
+    EXPECT_EQ(stats.dirs, want_stats.dirs);
+    EXPECT_EQ(stats.skipped, 0u);
+  }
+  // The file with three links comes last, once, with its attribute.
+  ASSERT_EQ(want.back().paths, (std::vector<std::string>{"/a/y", "/c/y2", "/y3"}));
+  EXPECT_EQ(std::get<int64_t>(want.back().attrs.at("level")), 7);
+}
+
 // Attribute lists and values longer than the walk's first buffers (256 bytes) are read whole
 // (small enough for the one block ext4 gives a file's attributes).
 TEST(TreeWalkTest, ReadsLongAttributeListsAndValues) {
@@ -203,6 +278,105 @@ TEST(TreeWalkTest, ReadsLongAttributeListsAndValues) {
                 return Status::OK();
               }, nullptr).ok());
   EXPECT_EQ(got, want);
+}
+
+// The records of a walk, atime cleared (listing a directory may move it), by first path.
+std::vector<FileRecord> Normalised(std::vector<FileRecord> records) {
+  for (FileRecord& r : records) r.atime = 0;
+  std::sort(records.begin(), records.end(),
+            [](const FileRecord& a, const FileRecord& b) { return a.paths < b.paths; });
+  return records;
+}
+
+// WalkTreeEntriesParallel reports what WalkTree does — the same records, hard links merged
+// across directories with the parent of their first path in walk order — on any number of
+// threads, each entry once, files with several links last; a tree deeper than PATH_MAX too;
+// and an error from the callback stops every thread and is returned.
+TEST(TreeWalkTest, ParallelWalkReportsWhatWalkTreeDoes) {
+  const uint64_t seed = TestSeed();
+  SCOPED_TRACE("seed " + std::to_string(seed) + " (PROPELLER_SEED)");
+  Random rnd(seed);
+  TempTree t;
+  const std::string r = t.root();
+  std::vector<std::string> dirs = {r}, files;
+  for (int i = 0; i < 400; ++i) {
+    const std::string parent = dirs[rnd.Uniform(dirs.size())];
+    const std::string p = parent + "/e" + std::to_string(i);
+    switch (rnd.Uniform(6)) {
+      case 0:
+        ASSERT_EQ(::mkdir(p.c_str(), 0755), 0);
+        dirs.push_back(p);
+        break;
+      case 1:  // another link of a file, anywhere
+        if (!files.empty()) {
+          ASSERT_EQ(::link(files[rnd.Uniform(files.size())].c_str(), p.c_str()), 0);
+          break;
+        }
+        [[fallthrough]];
+      default:
+        Touch(p, static_cast<off_t>(rnd.Uniform(5000)));
+        if (rnd.OneIn(5)) {
+          ASSERT_EQ(::setxattr(p.c_str(), "user.n", "12", 2, 0), 0);
+        }
+        files.push_back(p);
+    }
+  }
+  // Deeper than PATH_MAX: 45 levels of 100-byte names, a file at the bottom.
+  std::string deep = r;
+  UniqueFd cur(::open(r.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  const std::string level(100, 'L');
+  for (int i = 0; i < 45; ++i) {
+    ASSERT_EQ(::mkdirat(cur.get(), level.c_str(), 0755), 0);
+    cur.Reset(::openat(cur.get(), level.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    ASSERT_TRUE(cur.valid());
+  }
+  const int fd = ::openat(cur.get(), "bottom", O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+  ASSERT_GE(fd, 0);
+  ::close(fd);
+  struct Cleanup {
+    int dir;
+    std::string name;
+    ~Cleanup() { RemoveTreeAt(dir, name); }
+  } cleanup{::open(r.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC), level};
+
+  std::vector<FileRecord> want;
+  TreeWalkStats want_stats;
+  ASSERT_TRUE(WalkTree(r, {.volume = 2}, [&](FileRecord&& rec) {
+                want.push_back(std::move(rec));
+                return Status::OK();
+              }, &want_stats).ok());
+  want = Normalised(std::move(want));
+  UniqueFd root(::open(r.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  for (unsigned threads : {1u, 2u, 5u}) {
+    SCOPED_TRACE(std::to_string(threads) + " threads");
+    std::mutex mu;
+    std::vector<FileRecord> got;
+    bool linked_seen = false, single_after_linked = false;
+    TreeWalkStats stats;
+    ASSERT_TRUE(WalkTreeEntriesParallel(root.get(), {.volume = 2}, threads, [&](TreeEntry& e) {
+                  FileRecord rec = e.TakeRecord();
+                  std::lock_guard<std::mutex> lock(mu);
+                  EXPECT_LT(e.worker(), threads);
+                  const bool linked = rec.type != FileType::kDirectory && rec.nlink > 1;
+                  single_after_linked = single_after_linked || (linked_seen && !linked);
+                  linked_seen = linked_seen || linked;
+                  got.push_back(std::move(rec));
+                  return Status::OK();
+                }, &stats).ok());
+    EXPECT_EQ(Normalised(std::move(got)), want);
+    EXPECT_FALSE(single_after_linked);
+    EXPECT_EQ(stats.files, want_stats.files);
+    EXPECT_EQ(stats.dirs, want_stats.dirs);
+    EXPECT_EQ(stats.skipped, 0u);
+
+    // An error at the 100th entry stops the walk, on every thread.
+    std::atomic<int> calls{0};
+    Status st = WalkTreeEntriesParallel(root.get(), {.volume = 2}, threads, [&](TreeEntry&) {
+      return ++calls == 100 ? Status::Corruption("stop here") : Status::OK();
+    }, nullptr);
+    EXPECT_EQ(st.code(), StatusCode::kCorruption) << st.ToString();
+    EXPECT_LT(calls.load(), static_cast<int>(want.size()));
+  }
 }
 
 TEST(TreeWalkTest, WalkOrderIsComponentWise) {
