@@ -6,7 +6,8 @@
 # new), then times, each three times with a warm cache, alternating: `find TREE` (names only),
 # `find TREE -printf '%s %T@\n'` (an lstat per entry, as reconcile needs), and
 # `propeller import TREE` of the already imported tree (a reconcile; the first run after the
-# change sends the differences, later ones find nothing to send). Prints medians.
+# change sends the differences, later ones find nothing to send). Prints medians, and the peak
+# memory (maximum resident set) of one more reconcile when GNU time is installed.
 set -euo pipefail
 bin="$(realpath "$1")"; files="${2:-100000}"; work="${3:-/tmp/propeller-reconcile-bench}"
 rm -rf "$work"; mkdir -p "$work/tree"
@@ -51,3 +52,6 @@ fm=$(printf '%s\n' "${f[@]}" | median); fpm=$(printf '%s\n' "${fp[@]}" | median)
 rm_=$(printf '%s\n' "${r[@]}" | median)
 echo "files=$files  reconcile after a 1% change: ${first}s"
 echo "median of 3: find ${fm}s  find -printf(size,mtime) ${fpm}s  reconcile (nothing changed) ${rm_}s"
+if [ -x /usr/bin/time ]; then
+  /usr/bin/time -f "reconcile peak memory: %M KB" "$bin" --master "$m" import "$work/tree" > /dev/null
+fi
