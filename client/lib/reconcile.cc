@@ -19,12 +19,16 @@
 
 namespace propeller {
 namespace {
+
 constexpr size_t kBatch = 1000;
-// Files a walking thread keeps while the index is read (about 100 bytes each, and their
-// paths); then it waits for the index. On two cores both are bound by the processor, and a
-// reconcile of 1,000,000 files took as long when the walk waited from the start as when it
-// kept every file (1.6 s), holding 150 MB instead of 300.
-constexpr size_t kMaxWaiting = 1 << 16;
+// Files the walking threads keep, together, while the index is read (about 100 bytes each, and
+// their paths); then they wait for the index. On two cores both are bound by the processor,
+// and a reconcile of 1,000,000 files took as long when the walk waited from the start as when
+// it kept every file (1.6 s), holding 150 MB instead of 300.
+constexpr size_t kMaxWaiting = 1 << 17;
+// Walking threads by default: one per core, at most this many. Measured on two cores only; a
+// file system's own locks may not take more in parallel.
+constexpr unsigned kMaxDefaultWalkThreads = 8;
 
 std::string Thousands(uint64_t n) {
   std::string s = std::to_string(n);
@@ -112,9 +116,11 @@ class Reconciler {
 
   Status Run() {
     PROPELLER_RETURN_IF_ERROR(OpenRoot().WithContext("reconciling " + root_));
-    const unsigned threads = options_.walk_threads != 0
-                                 ? options_.walk_threads
-                                 : std::max(1u, std::thread::hardware_concurrency());
+    const unsigned threads =
+        options_.walk_threads != 0
+            ? options_.walk_threads
+            : std::clamp(std::thread::hardware_concurrency(), 1u, kMaxDefaultWalkThreads);
+    max_waiting_ = std::max<size_t>(1, kMaxWaiting / threads);
     for (unsigned i = 0; i < threads; ++i) {
       workers_.push_back(std::make_unique<Worker>(root_fd_.get(), volume_));
     }
@@ -178,7 +184,7 @@ class Reconciler {
   Status OnEntry(TreeEntry& e) {
     Worker* w = workers_[e.worker()].get();
     if (!w->compared && (held_ready_.load(std::memory_order_acquire) ||
-                         (w->waiting.size() >= kMaxWaiting && search_started_))) {
+                         (w->waiting.size() >= max_waiting_ && search_started_))) {
       held_ready_.wait(false, std::memory_order_acquire);
       PROPELLER_RETURN_IF_ERROR(CompareWaiting(w));
     }
@@ -281,6 +287,7 @@ class Reconciler {
   ReconcileStats* const stats_;
   UniqueFd root_fd_;
   std::vector<std::unique_ptr<Worker>> workers_;
+  size_t max_waiting_ = 0;  // per walking thread
 
   std::thread searcher_;
   std::atomic<bool> cancel_{false};

@@ -15,8 +15,8 @@
 // (WalkTreeEntriesParallel) while another thread reads the index; the whole costs about what
 // `find` takes to stat every entry (measured in docs/reconcile.md "Cost").
 //
-// Memory: about 100 bytes per indexed file plus its paths (HeldFiles), and at most 65,536
-// walked files per walking thread waiting for the index to be read.
+// Memory: about 100 bytes per indexed file plus its paths (HeldFiles), and at most 131,072
+// walked files (as many again, with their paths) waiting for the index to be read.
 //
 // Reconcile may run on any thread; it starts its own (one reads the index, the others walk)
 // and ends them before it returns. Not for a tree that others change while it runs: a change
@@ -45,7 +45,7 @@ struct ReconcileStats {
 };
 
 struct ReconcileOptions {
-  // Threads walking the tree; 0 = one per core (std::thread::hardware_concurrency).
+  // Threads walking the tree; 0 = one per core, at most 8.
   unsigned walk_threads = 0;
   // When the index is read: alongside the walk, or, for tests (every order must give the same
   // index), whole before the walk starts or only after it ended.
