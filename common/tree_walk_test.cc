@@ -274,7 +274,9 @@ TEST(TreeWalkTest, ReadsLongAttributeListsAndValues) {
   std::map<std::string, std::string> got;
   ASSERT_TRUE(WalkTree(r, {.volume = 1}, [&](FileRecord&& rec) {
                 if (rec.paths[0] != "/f") return Status::OK();
-                for (const auto& [name, value] : rec.attrs) got[name] = std::get<std::string>(value);
+                for (const auto& [name, value] : rec.attrs) {
+                  got[name] = std::get<std::string>(value);
+                }
                 return Status::OK();
               }, nullptr).ok());
   EXPECT_EQ(got, want);

@@ -240,9 +240,9 @@ void ExpectIndexIsTree(Client* client, const std::string& root, uint32_t volume)
     } else if (it->second != want) {
       const FileRecord& got = it->second;
       ADD_FAILURE() << "stale: " << want.paths[0] << " (paths " << got.paths.size() << "/"
-                    << want.paths.size() << " from " << got.paths[0] << ", parent " << got.parent_ino << "/"
-                    << want.parent_ino << ", size " << got.size << "/" << want.size
-                    << ", nlink " << got.nlink << "/" << want.nlink << ", ctime "
+                    << want.paths.size() << " from " << got.paths[0] << ", parent "
+                    << got.parent_ino << "/" << want.parent_ino << ", size " << got.size << "/"
+                    << want.size << ", nlink " << got.nlink << "/" << want.nlink << ", ctime "
                     << FileTimeToString(got.ctime) << "/" << FileTimeToString(want.ctime)
                     << ", attrs " << got.attrs.size() << "/" << want.attrs.size() << ")";
     }
