@@ -10,16 +10,15 @@
 
 #include <algorithm>
 #include <atomic>
-#include <condition_variable>
 #include <cerrno>
 #include <cstring>
 #include <cstdlib>
 #include <map>
-#include <mutex>
 #include <thread>
 #include <vector>
 
 #include "common/dir_fd.h"
+#include "common/mutex.h"
 
 namespace propeller {
 namespace {
@@ -280,7 +279,10 @@ class ParallelTreeWalker {
   Status Run(const struct stat& st, TreeWalkStats* stats) {
     dev_ = st.st_dev;
     PROPELLER_RETURN_IF_ERROR(Add(0, root_, ".", "/", st, 0));
-    stack_.push_back(Dir{std::string(), static_cast<uint64_t>(st.st_ino)});
+    {
+      MutexLock lock(&mu_);
+      stack_.push_back(Dir{std::string(), static_cast<uint64_t>(st.st_ino)});
+    }
     std::vector<std::thread> helpers;
     for (unsigned w = 1; w < threads_; ++w) helpers.emplace_back([this, w] { Work(w); });
     Work(0);
@@ -288,8 +290,16 @@ class ParallelTreeWalker {
     stats->files = files_.load();
     stats->dirs = dirs_.load();
     stats->skipped = skipped_.load();
-    PROPELLER_RETURN_IF_ERROR(error_);
-    for (auto& [ino, file] : linked_) {
+    {
+      MutexLock lock(&mu_);  // (the threads are joined: for the analysis)
+      PROPELLER_RETURN_IF_ERROR(error_);
+    }
+    std::map<uint64_t, Linked> linked;
+    {
+      MutexLock lock(&linked_mu_);
+      linked.swap(linked_);
+    }
+    for (auto& [ino, file] : linked) {
       std::sort(file.record.paths.begin(), file.record.paths.end());
       file.record.parent_ino = file.first_parent;
       TreeEntry e;
@@ -320,8 +330,8 @@ class ParallelTreeWalker {
     for (;;) {
       Dir dir;
       {
-        std::unique_lock<std::mutex> lock(mu_);
-        cv_.wait(lock, [&] { return stop_ || !stack_.empty() || busy_ == 0; });
+        MutexLock lock(&mu_);
+        while (!stop_ && stack_.empty() && busy_ != 0) cv_.Wait(&mu_);
         if (stop_ || stack_.empty()) return;  // stopped, or nothing left and nobody to add
         dir = std::move(stack_.back());
         stack_.pop_back();
@@ -330,7 +340,7 @@ class ParallelTreeWalker {
       std::vector<Dir> found;
       const Status st = WalkDir(worker, dir, &found);
       {
-        std::lock_guard<std::mutex> lock(mu_);
+        MutexLock lock(&mu_);
         --busy_;
         if (!st.ok() && error_.ok()) error_ = st;
         stop_ = stop_ || !st.ok();
@@ -338,7 +348,7 @@ class ParallelTreeWalker {
         stack_.insert(stack_.end(), std::make_move_iterator(found.rbegin()),
                       std::make_move_iterator(found.rend()));
       }
-      cv_.notify_all();
+      cv_.NotifyAll();
     }
   }
 
@@ -399,7 +409,7 @@ class ParallelTreeWalker {
     if (!S_ISDIR(st.st_mode) && st.st_nlink > 1) {
       if (AddLink(path, st, parent)) return Status::OK();
       FileRecord record = e.TakeRecord();  // the attributes, read outside the lock
-      std::lock_guard<std::mutex> lock(linked_mu_);
+      MutexLock lock(&linked_mu_);
       auto [it, first] = linked_.try_emplace(static_cast<uint64_t>(st.st_ino));
       if (!first) {  // another thread met another link meanwhile
         AddLinkLocked(&it->second, path, st, parent);
@@ -418,14 +428,14 @@ class ParallelTreeWalker {
 
   // Adds `path` to the file with several links `st` if it was met before; false if not.
   bool AddLink(const std::string& path, const struct stat& st, uint64_t parent) {
-    std::lock_guard<std::mutex> lock(linked_mu_);
+    MutexLock lock(&linked_mu_);
     auto it = linked_.find(static_cast<uint64_t>(st.st_ino));
     if (it == linked_.end()) return false;
     AddLinkLocked(&it->second, path, st, parent);
     return true;
   }
   void AddLinkLocked(Linked* file, const std::string& path, const struct stat& st,
-                     uint64_t parent) {
+                     uint64_t parent) PROPELLER_REQUIRES(linked_mu_) {
     file->record.paths.push_back(path);
     if (WalkOrderLess(path, file->first_path)) {
       file->first_path = path;
@@ -442,15 +452,16 @@ class ParallelTreeWalker {
   std::atomic<uint64_t> files_{0}, dirs_{0}, skipped_{0};
   std::atomic<bool> stopping_{false};  // an error: threads leave their directory early
 
-  std::mutex mu_;  // before linked_mu_
-  std::condition_variable cv_;
-  std::vector<Dir> stack_;  // under mu_
-  size_t busy_ = 0;         // under mu_: threads walking a directory
-  bool stop_ = false;       // under mu_
-  Status error_;            // under mu_; read after the threads are joined
+  // mu_ and linked_mu_ are never held together.
+  Mutex mu_;
+  CondVar cv_;  // with mu_: stack_, busy_ or stop_ changed
+  std::vector<Dir> stack_ PROPELLER_GUARDED_BY(mu_);
+  size_t busy_ PROPELLER_GUARDED_BY(mu_) = 0;  // threads walking a directory
+  bool stop_ PROPELLER_GUARDED_BY(mu_) = false;
+  Status error_ PROPELLER_GUARDED_BY(mu_);
 
-  std::mutex linked_mu_;
-  std::map<uint64_t, Linked> linked_;  // under linked_mu_ while the threads run
+  Mutex linked_mu_;
+  std::map<uint64_t, Linked> linked_ PROPELLER_GUARDED_BY(linked_mu_);
 };
 
 Status WalkTree(const std::string& root, const TreeWalkOptions& options,
