@@ -1220,10 +1220,14 @@ Status Acg::ApplyOne(MDB_txn* txn, MDB_cursor* files, const Update& u,
   switch (u.op) {
     case UpdateOp::kPut:
       new_rec = &u.record;
-      if (u.record.inode_generation == 0) {
-        // Read without its generation (by name, not from an open descriptor): the file is
-        // the one this commit or the stored record last saw.
-        const uint32_t known = carried != 0 ? carried : found ? old_rec.inode_generation : 0;
+      if (u.record.inode_generation == 0 && u.record.type == FileType::kRegular) {
+        // A regular file read without its generation (by name, not from an open descriptor):
+        // the file this commit or the stored record last saw, if that was a regular file too
+        // (only regular files carry one: a type change is another file).
+        const uint32_t known =
+            carried != 0 ? carried
+            : found && old_rec.type == FileType::kRegular ? old_rec.inode_generation
+                                                          : 0;
         if (known != 0) {
           merged = u.record;
           merged.inode_generation = known;

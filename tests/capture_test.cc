@@ -179,6 +179,59 @@ TEST(CaptureTest, AnEdgeHeldInAnotherAcgIsNotInherited) {
   EXPECT_GE(stale_kept, 1) << "the edge never outlived its file's delete: not the case tested";
 }
 
+// A number reused while nothing was mounted: the old file's delete was never seen, so no
+// delete dropped its edges. Reconcile at the next mount start sends the new file's record
+// with its inode generation, which the index knows another one of: the old file's edges go
+// (docs/capture.md "Identity"), and `acg show` of the new file lists no producer.
+TEST(CaptureTest, ANumberReusedWhileUnmountedInheritsNoEdge) {
+  Mount m;
+  ASSERT_TRUE(m.Start());
+  const std::string d = m.mnt() + "/u", b = m.backing() + "/u";
+  ASSERT_EQ(::mkdir(d.c_str(), 0755), 0);
+  WriteFile(d + "/a.txt", "input\n");
+  ASSERT_EQ(Sh("cd " + d + " && cat a.txt >/dev/null && echo x > t"), 0);
+  const uint64_t a = InoOf(b + "/a.txt"), t = InoOf(b + "/t");
+  {
+    auto cluster = ClusterClient(m);
+    ASSERT_NE(cluster, nullptr);
+    ASSERT_TRUE(WaitForEdges(cluster.get(), {{a, t}}).count({a, t}));
+  }
+  ASSERT_TRUE(m.Stop());
+  // Behind the index's back: t goes, and new files are made until one takes its number.
+  ASSERT_EQ(::unlink((b + "/t").c_str()), 0);
+  std::string reused;
+  for (int i = 0; i < 64 && reused.empty(); ++i) {
+    const std::string n = "n" + std::to_string(i);
+    WriteFile(b + "/" + n, "y\n");
+    if (InoOf(b + "/" + n) == t) reused = n;
+  }
+  ASSERT_FALSE(reused.empty()) << "the file system never reused the number";
+  ASSERT_TRUE(m.Start());
+  auto cluster = ClusterClient(m);
+  ASSERT_NE(cluster, nullptr);
+  auto id = cluster->FileIdOf(b + "/" + reused);
+  ASSERT_TRUE(id.ok()) << id.status().ToString();
+  auto rec = cluster->Get(*id);
+  ASSERT_TRUE(rec.ok()) << rec.status().ToString();
+  EXPECT_NE(rec->inode_generation, 0u) << "reconcile sent no generation";
+  auto edges = cluster->ListEdges();
+  ASSERT_TRUE(edges.ok());
+  for (const AcgEdge& e : *edges) {
+    if (e.src.ino == a && e.dst.ino == t) {
+      EXPECT_NE(e.dst_generation, rec->inode_generation) << "the old file's edge was kept as new";
+    }
+  }
+  std::string shown;
+  const std::string cmd = std::string(PROPELLER_CLI_BIN) + " acg show " + d + "/" + reused;
+  FILE* p = ::popen(cmd.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  char buf[4096];
+  size_t len;
+  while ((len = std::fread(buf, 1, sizeof(buf), p)) > 0) shown.append(buf, len);
+  ASSERT_EQ(::pclose(p), 0) << shown;
+  EXPECT_EQ(shown.find("a.txt"), std::string::npos) << shown;
+}
+
 TEST(CaptureTest, ABuildOfSeveralProcessLevelsGivesItsRealProducersOnly) {
   // make -> sh -> gen.sh -> sed reads list.txt; the shell's redirect writes list.h. make reads
   // the Makefile itself; cc (a driver) runs cc1 and as for a.o. Expected edges: list.txt ->

@@ -198,9 +198,11 @@ TEST(ReconcileTest, AnUnchangedTreeIsReconciledWithoutSendingAnything) {
 constexpr const char* kIndexedAttr = "level";
 
 // A record as the oracle and the index are compared: no access time (reconcile does not
-// compare it, and listing a directory moves it), only the indexed attribute.
+// compare it, and listing a directory moves it), only the indexed attribute, no inode
+// generation (WalkTree reads none; ExpectIndexIsTree checks those the index has).
 FileRecord Comparable(FileRecord r) {
   r.atime = 0;
+  r.inode_generation = 0;
   for (auto it = r.attrs.begin(); it != r.attrs.end();) {
     it = it->first == kIndexedAttr ? std::next(it) : r.attrs.erase(it);
   }
@@ -217,7 +219,10 @@ std::map<FileId, FileRecord> TreeRecords(const std::string& root, uint32_t volum
   return out;
 }
 
-std::map<FileId, FileRecord> IndexRecords(Client* client, uint32_t volume) {
+// The index's records; with `root`, each inode generation it holds is checked against the
+// file's own (a reconcile sends one with every new or changed regular file).
+std::map<FileId, FileRecord> IndexRecords(Client* client, uint32_t volume,
+                                          const std::string& root = "") {
   ClientSearchOptions so;
   so.volume = volume;
   so.scope = "/";
@@ -225,14 +230,25 @@ std::map<FileId, FileRecord> IndexRecords(Client* client, uint32_t volume) {
   EXPECT_TRUE(hits.ok()) << hits.status().ToString();
   std::map<FileId, FileRecord> out;
   if (hits.ok()) {
-    for (ClientHit& h : *hits) out[h.record.id] = Comparable(std::move(h.record));
+    for (ClientHit& h : *hits) {
+      if (!root.empty() && h.record.inode_generation != 0 && !h.record.paths.empty()) {
+        const std::string path = root + h.record.paths[0];
+        const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        EXPECT_GE(fd, 0) << path;
+        if (fd >= 0) {
+          EXPECT_EQ(h.record.inode_generation, InodeGeneration(fd)) << path;
+          ::close(fd);
+        }
+      }
+      out[h.record.id] = Comparable(std::move(h.record));
+    }
   }
   return out;
 }
 
 void ExpectIndexIsTree(Client* client, const std::string& root, uint32_t volume) {
   const std::map<FileId, FileRecord> tree = TreeRecords(root, volume);
-  const std::map<FileId, FileRecord> index = IndexRecords(client, volume);
+  const std::map<FileId, FileRecord> index = IndexRecords(client, volume, root);
   for (const auto& [id, want] : tree) {
     auto it = index.find(id);
     if (it == index.end()) {

@@ -47,20 +47,9 @@ class Rereader {
   bool Read(uint64_t ino, std::string_view paths, uint64_t parent_ino, FileRecord* record) {
     std::vector<std::string> all = SplitPaths(paths);
     const std::string& path = all[0];
-    int dir = root_;
-    std::string name = ".";
-    if (path != "/") {
-      const std::string_view parent = PathParent(path);
-      if (!dir_.valid() || parent != dir_path_) {
-        dir_path_ = parent;
-        if (OpenDirBeneath(root_, std::string_view(dir_path_).substr(1), &dir_) != 0) {
-          dir_.Reset();
-          return false;
-        }
-      }
-      dir = dir_.get();
-      name = PathBaseName(path);
-    }
+    int dir = -1;
+    std::string name;
+    if (!OpenParent(path, &dir, &name)) return false;
     if (!ReadFileRecordAt(dir, name, path, volume_, parent_ino, record).ok() ||
         record->id.ino != ino) {
       return false;
@@ -69,7 +58,43 @@ class Rereader {
     return true;
   }
 
+  // The inode generation (InodeGeneration) of regular file `ino` at in-volume `path`; 0 when
+  // it cannot be opened, has none, or is another file now.
+  uint32_t Generation(uint64_t ino, const std::string& path) {
+    int dir = -1;
+    std::string name;
+    if (!OpenParent(path, &dir, &name)) return 0;
+    UniqueFd fd(::openat(dir, name.c_str(),
+                         O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
+    struct stat st;
+    if (!fd.valid() || ::fstat(fd.get(), &st) != 0 || static_cast<uint64_t>(st.st_ino) != ino ||
+        !S_ISREG(st.st_mode)) {
+      return 0;
+    }
+    return InodeGeneration(fd.get());
+  }
+
  private:
+  // The directory holding in-volume `path` (open; kept for the next call) and the name in it.
+  bool OpenParent(const std::string& path, int* dir, std::string* name) {
+    if (path == "/") {
+      *dir = root_;
+      *name = ".";
+      return true;
+    }
+    const std::string_view parent = PathParent(path);
+    if (!dir_.valid() || parent != dir_path_) {
+      dir_path_ = parent;
+      if (OpenDirBeneath(root_, std::string_view(dir_path_).substr(1), &dir_) != 0) {
+        dir_.Reset();
+        return false;
+      }
+    }
+    *dir = dir_.get();
+    *name = PathBaseName(path);
+    return true;
+  }
+
   const int root_;
   const uint32_t volume_;
   std::string dir_path_;  // of dir_
@@ -243,6 +268,12 @@ class Reconciler {
   }
 
   Status Put(Worker* w, FileRecord&& rec) {
+    // A new or changed regular file carries its inode generation: where the index knows
+    // another one, this is a new file that took a deleted file's number while nothing was
+    // mounted, and the old file's ACG edges go (docs/capture.md "Identity").
+    if (rec.type == FileType::kRegular && !rec.paths.empty()) {
+      rec.inode_generation = w->rereader.Generation(rec.id.ino, rec.paths[0]);
+    }
     FileUpdate u;
     u.op = UpdateOp::kPut;
     u.record = std::move(rec);
