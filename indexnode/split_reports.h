@@ -1,8 +1,9 @@
 // The records of committed splits and merges that the master has not been told of yet
-// (Engine::UnreportedSplits, SplitReported; DESIGN §5). A split or merge of ACG `source` into
-// `target` writes ACG_DIR/<target>/REPORT.<source> before its commit point and notes it here
-// after; the node reports it to the master, which then says so (Reported) and the file goes.
-// At Open every ACG directory's reports are found again (Find), so a report survives a crash.
+// (Engine::UnreportedSplits, SplitReported; indexnode/README.md, "Splitting an ACG"). A split
+// or merge of ACG `source` into `target` writes ACG_DIR/<target>/REPORT.<source> before its
+// commit point and notes it here after; the node reports it to the master, which then says so
+// (Reported) and the file goes. At Open every ACG directory's reports are found again (Find),
+// so a report survives a crash.
 //
 // The file: "PSR1", source u64, file count u64 (both little-endian), the moved files as
 // FileIdKeys (schemas/keys.h), then the masked CRC-32C of everything before it (u32 LE).
