@@ -1,6 +1,7 @@
 #include "indexnode/engine.h"
 #include "indexnode/move_gate.h"
 #include "indexnode/open_acgs.h"
+#include "indexnode/periodic_thread.h"
 #include "indexnode/quarantine.h"
 #include "indexnode/split_reports.h"
 
@@ -327,10 +328,20 @@ class Engine::Impl {
     PROPELLER_ASSIGN_OR_RETURN(wal_, Wal::Open(wo, max_applied + 1, replay));
     EnforceOpenBounds();
     if (options_.background_commit) {
-      committer_ = std::thread([this] { CommitterMain(); });
+      // A failing pass (a full disk, an I/O error) leaves every update in its cache and in the
+      // log (Acg::CommitLocked, TruncateLog) and is retried with backoff; Stats() shows the
+      // failure until a commit succeeds: the engine resumes by itself when space returns.
+      committer_.Start(options_.env, "background commit", kCommitterTickNs,
+                       [this] { return CommitDue(/*force_all=*/false); },
+                       "updates stay in the log");
     }
     if (options_.split_threshold_files > 0 && options_.split_target_id) {
-      splitter_ = std::thread([this] { SplitterMain(); });
+      // Every split_check_interval_ns, the ACGs above the threshold, one at a time.
+      splitter_.Start(options_.env, "background split", options_.split_check_interval_ns,
+                      [this] {
+                        SplitOversized(&split_retry_at_);
+                        return Status::OK();
+                      });
     }
     return Status::OK();
   }
@@ -634,9 +645,7 @@ class Engine::Impl {
     }
     if (over) {
       if (options_.background_commit) {
-        MutexLock lock(&committer_mu_);
-        committer_wake_ = true;
-        committer_cv_.NotifyOne();
+        committer_.Wake();
       } else {
         PROPELLER_RETURN_IF_ERROR(CommitDue(/*force_all=*/false));
       }
@@ -766,42 +775,6 @@ class Engine::Impl {
     return CommitDue(/*force_all=*/true);
   }
 
-  // Commits due caches every tick. A pass that fails (a full disk, an I/O error) leaves every
-  // update in its cache and in the log (Acg::CommitLocked, TruncateLog); the next passes back
-  // off — 0.1 s doubling to 10 s — and the failure is logged once, then every minute, and
-  // shown in Stats() until a pass succeeds: the engine resumes by itself when space returns.
-  void CommitterMain() {
-    int64_t backoff_ns = 0;
-    int64_t next_try = 0;
-    int64_t last_logged = 0;
-    committer_mu_.Lock();
-    while (!committer_stop_) {
-      if (!committer_wake_) {
-        committer_cv_.WaitFor(&committer_mu_, std::chrono::nanoseconds(kCommitterTickNs));
-      }
-      if (committer_stop_) break;
-      committer_wake_ = false;
-      const int64_t now = options_.env->MonotonicNanos();
-      if (now < next_try) continue;
-      committer_mu_.Unlock();
-      Status s = CommitDue(/*force_all=*/false);
-      committer_mu_.Lock();
-      if (s.ok()) {
-        if (backoff_ns != 0) Log(LogLevel::kInfo, "background commit: working again");
-        backoff_ns = 0;
-        continue;
-      }
-      backoff_ns = std::clamp<int64_t>(backoff_ns * 2, 100'000'000, 10'000'000'000);
-      next_try = now + backoff_ns;
-      if (last_logged == 0 || now - last_logged > 60'000'000'000) {
-        Log(LogLevel::kError, "background commit: %s (retrying; updates stay in the log)",
-            s.ToString().c_str());
-        last_logged = now;
-      }
-    }
-    committer_mu_.Unlock();
-  }
-
   // Every commit path reports here (CommitDue, CommitAcg): Stats() shows the failure until a
   // commit succeeds again.
   void NoteCommit(const Status& s) {
@@ -816,35 +789,11 @@ class Engine::Impl {
     if (failing_since_ns_ == 0) failing_since_ns_ = options_.env->NowNanos();
   }
 
+  // Stops the background threads. A split failing on the splitter thread stops the engine
+  // from there (Crash): the splitter is then only told to stop, and joined at destruction.
   void StopCommitter() {
-    {
-      MutexLock lock(&committer_mu_);
-      committer_stop_ = true;
-      committer_cv_.NotifyAll();
-      splitter_cv_.NotifyAll();
-    }
-    if (committer_.joinable()) committer_.join();
-    // A split failing on the splitter thread stops the engine from there (Crash): that call
-    // must not join itself; destruction joins it later.
-    if (splitter_.joinable() && splitter_.get_id() != std::this_thread::get_id()) {
-      splitter_.join();
-    }
-  }
-
-  // The background splitter: every split_check_interval_ns, splits the ACGs above the
-  // threshold, one at a time.
-  void SplitterMain() {
-    std::map<uint64_t, int64_t> retry_at;  // ACG -> monotonic ns before which it is not retried
-    committer_mu_.Lock();
-    while (!committer_stop_) {
-      splitter_cv_.WaitFor(&committer_mu_,
-                           std::chrono::nanoseconds(options_.split_check_interval_ns));
-      if (committer_stop_) break;
-      committer_mu_.Unlock();
-      SplitOversized(&retry_at);
-      committer_mu_.Lock();
-    }
-    committer_mu_.Unlock();
+    committer_.Stop();
+    splitter_.Stop();
   }
 
   void SplitOversized(std::map<uint64_t, int64_t>* retry_at) {
@@ -2049,8 +1998,9 @@ class Engine::Impl {
 
   // ---- splits (SplitAcg) ----
   Mutex split_mu_;  // one split at a time
-  std::thread splitter_;  // SplitterMain; stopped with the committer
-  CondVar splitter_cv_;  // with committer_mu_
+  PeriodicThread splitter_;  // SplitOversized; stopped with the committer
+  // ACG -> monotonic ns before which its split is not retried. The splitter thread's only.
+  std::map<uint64_t, int64_t> split_retry_at_;
   // Searches hold it shared throughout; a split's last step holds it exclusively, so that no
   // search sees a moved file in both ACGs or in neither. Lock order: before any Acg's rw_.
   SharedMutex search_gate_;
@@ -2064,10 +2014,6 @@ class Engine::Impl {
   ApplyGate apply_gate_;
   FrozenAcgs frozen_;  // ACGs whose updates wait (being moved)
 
-  Mutex committer_mu_;
-  CondVar committer_cv_;
-  bool committer_stop_ PROPELLER_GUARDED_BY(committer_mu_) = false;
-  bool committer_wake_ PROPELLER_GUARDED_BY(committer_mu_) = false;
   bool closed_ = false;   // Close() ran; by the owner's thread only
   Mutex health_mu_;  // a leaf
   uint64_t commit_failures_ PROPELLER_GUARDED_BY(health_mu_) = 0;
@@ -2076,7 +2022,7 @@ class Engine::Impl {
   // Wall clock; 0 = not failing.
   int64_t failing_since_ns_ PROPELLER_GUARDED_BY(health_mu_) = 0;
 
-  std::thread committer_;
+  PeriodicThread committer_;  // CommitDue every tick, and when a cache is over its bound
 };
 
 Engine::Engine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
