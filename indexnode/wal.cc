@@ -143,7 +143,7 @@ Status Wal::Recover(uint64_t min_next_lsn, const ReplayFn& replay) {
     seg.size = data.size();
   }
 
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   segments_ = std::move(found);
   next_lsn_ = std::max(last_lsn + 1, std::max<uint64_t>(min_next_lsn, 1));
   written_lsn_ = synced_lsn_ = next_lsn_ - 1;
@@ -200,17 +200,17 @@ Result<uint64_t> Wal::Append(std::string_view payload,
     return Status::ResourceExhausted("update batch of " + std::to_string(payload.size()) +
                                      " bytes exceeds the log record limit");
   }
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (!sticky_error_.ok()) return sticky_error_;
   if (stopping_) return Status::Aborted("log is closing");
   if (broken_) {
     // The last write failed (a full disk, say): cut the segment back and start a new one
     // before anything else is written. Fails again while the cause lasts.
-    Status s = RepairLocked(lock);
+    Status s = RepairLocked();
     if (!s.ok()) return s.WithContext("the log cannot take updates");
   }
   if (segments_.back().size >= options_.segment_bytes) {
-    while (sync_in_progress_) cv_.wait(lock);
+    while (sync_in_progress_) cv_.Wait(&mu_);
     Status s = StartSegmentLocked();
     if (!s.ok()) {
       broken_ = true;
@@ -236,9 +236,9 @@ Result<uint64_t> Wal::Append(std::string_view payload,
     while (synced_lsn_ < lsn) {
       if (!sticky_error_.ok()) return sticky_error_;
       if (sync_in_progress_) {
-        cv_.wait(lock);
+        cv_.Wait(&mu_);
       } else {
-        Status ss = SyncLocked(lock);
+        Status ss = SyncLocked();
         if (!ss.ok()) return ss;
       }
     }
@@ -246,8 +246,8 @@ Result<uint64_t> Wal::Append(std::string_view payload,
   return lsn;
 }
 
-Status Wal::RepairLocked(std::unique_lock<std::mutex>& lock) {
-  while (sync_in_progress_) cv_.wait(lock);
+Status Wal::RepairLocked() {
+  while (sync_in_progress_) cv_.Wait(&mu_);
   // The writing handle goes first: what it still buffers (nothing, after a failed flush) must
   // not land behind the cut. The syncing one stays until the cut is durable, so the log can
   // still be synced (Sync, the sync thread) while the repair keeps failing.
@@ -273,41 +273,41 @@ Status Wal::RepairLocked(std::unique_lock<std::mutex>& lock) {
   return Status::OK();
 }
 
-Status Wal::SyncLocked(std::unique_lock<std::mutex>& lock) {
-  while (sync_in_progress_) cv_.wait(lock);
+Status Wal::SyncLocked() {
+  while (sync_in_progress_) cv_.Wait(&mu_);
   if (!sticky_error_.ok()) return sticky_error_;
   if (synced_lsn_ >= written_lsn_ || crashed_) return Status::OK();
   if (!sync_file_) return Status::IOError("the log's segment is not open (a failed write)");
   const uint64_t target = written_lsn_;
   WritableFile* f = sync_file_.get();
   sync_in_progress_ = true;
-  lock.unlock();
+  mu_.Unlock();
   Status s = f->Sync();
-  lock.lock();
+  mu_.Lock();
   sync_in_progress_ = false;
   if (s.ok()) {
     synced_lsn_ = std::max(synced_lsn_, target);
   } else {
     sticky_error_ = s.WithContext("syncing the log");
   }
-  cv_.notify_all();
+  cv_.NotifyAll();
   return s.ok() ? Status::OK() : sticky_error_;
 }
 
 Status Wal::Sync() {
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (crashed_) return Status::Aborted("log crashed");
-  return SyncLocked(lock);
+  return SyncLocked();
 }
 
 void Wal::SyncThreadMain() {
   const auto interval = std::chrono::nanoseconds(options_.group_commit_interval_ns);
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   while (!stopping_) {
-    cv_.wait_for(lock, interval);
+    cv_.WaitFor(&mu_, interval);
     if (stopping_) break;
     if (synced_lsn_ < written_lsn_ && sticky_error_.ok()) {
-      Status s = SyncLocked(lock);
+      Status s = SyncLocked();
       if (!s.ok()) Log(LogLevel::kError, "log: %s", s.ToString().c_str());
     }
   }
@@ -316,7 +316,7 @@ void Wal::SyncThreadMain() {
 Status Wal::DeleteObsolete(uint64_t lowest_needed_lsn) {
   std::vector<std::string> doomed;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     // Segment i holds LSNs [first_i, first_{i+1}); never delete the current one.
     size_t n = 0;
     while (n + 1 < segments_.size() && segments_[n + 1].first_lsn <= lowest_needed_lsn) ++n;
@@ -331,22 +331,22 @@ Status Wal::DeleteObsolete(uint64_t lowest_needed_lsn) {
 }
 
 void Wal::RunLocked(const std::function<void(uint64_t next_lsn)>& fn) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   fn(next_lsn_);
 }
 
 uint64_t Wal::next_lsn() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return next_lsn_;
 }
 
 uint64_t Wal::synced_lsn() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return synced_lsn_;
 }
 
 uint64_t Wal::bytes() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   uint64_t total = 0;
   for (const Segment& s : segments_) total += s.size;
   return total;
@@ -355,15 +355,15 @@ uint64_t Wal::bytes() const {
 void Wal::Crash() {
   std::thread t;
   {
-    std::unique_lock<std::mutex> lock(mu_);
-    while (sync_in_progress_) cv_.wait(lock);
+    MutexLock lock(&mu_);
+    while (sync_in_progress_) cv_.Wait(&mu_);
     stopping_ = true;
     crashed_ = true;
-    cv_.notify_all();
+    cv_.NotifyAll();
     t = std::move(sync_thread_);
   }
   if (t.joinable()) t.join();
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   // Dropping the handles closes the descriptors. Close() would flush; nothing is buffered
   // because every Append flushes, so what is in the OS stays exactly as the crash left it.
   file_.reset();
@@ -379,16 +379,16 @@ Status Wal::Close() {
   std::thread t;
   Status result;
   {
-    std::unique_lock<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (crashed_ || closed_) return Status::OK();
     closed_ = true;
-    result = SyncLocked(lock).WithContext("final sync");
+    result = SyncLocked().WithContext("final sync");
     stopping_ = true;
-    cv_.notify_all();
+    cv_.NotifyAll();
     t = std::move(sync_thread_);
   }
   if (t.joinable()) t.join();
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (file_) {
     // A clean close leaves no unused space behind (the next open starts a new segment).
     Status s = file_->Close();

@@ -21,17 +21,17 @@
 #ifndef PROPELLER_INDEXNODE_WAL_H_
 #define PROPELLER_INDEXNODE_WAL_H_
 
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
+
 #include <string>
 #include <string_view>
 #include <thread>
 #include <vector>
 
 #include "common/env.h"
+#include "common/mutex.h"
 #include "common/status.h"
 #include "indexnode/engine.h"
 
@@ -92,33 +92,36 @@ class Wal {
 
   explicit Wal(const Options& options);
   Status Recover(uint64_t min_next_lsn, const ReplayFn& replay);
-  Status StartSegmentLocked();  // REQUIRES: mu_ held
+  Status StartSegmentLocked() PROPELLER_REQUIRES(mu_);
   // After a failed write: cut the segment to its complete records, sync, start a new one.
-  Status RepairLocked(std::unique_lock<std::mutex>& lock);  // REQUIRES: lock holds mu_
-  Status SyncLocked(std::unique_lock<std::mutex>& lock);  // REQUIRES: lock holds mu_
+  Status RepairLocked() PROPELLER_REQUIRES(mu_);
+  // Syncs what was written; releases mu_ during the fsync (sync_in_progress_ meanwhile).
+  Status SyncLocked() PROPELLER_REQUIRES(mu_);
   void SyncThreadMain();
 
   const Options options_;
 
-  mutable std::mutex mu_;
-  std::condition_variable cv_;               // signalled when synced_lsn_ advances
-  std::vector<Segment> segments_;            // Under mu_. Oldest first; back() is current.
-  std::unique_ptr<WritableFile> file_;       // Under mu_. The current segment (appends).
+  mutable Mutex mu_;
+  CondVar cv_;  // with mu_: signalled when synced_lsn_ advances or a sync ends
+  // Oldest first; back() is current.
+  std::vector<Segment> segments_ PROPELLER_GUARDED_BY(mu_);
+  // The current segment (appends).
+  std::unique_ptr<WritableFile> file_ PROPELLER_GUARDED_BY(mu_);
   // A second handle on the current segment used only for fsync, by the one thread that set
   // sync_in_progress_, outside mu_: fsync on any descriptor of a file makes all of the file's
   // written data durable, so appends never wait behind an fsync in kDefault mode.
   std::unique_ptr<WritableFile> sync_file_;  // Replaced under mu_ only when !sync_in_progress_.
-  uint64_t next_lsn_ = 1;                    // Under mu_.
-  uint64_t written_lsn_ = 0;                 // Under mu_. Last LSN handed to the OS.
-  uint64_t synced_lsn_ = 0;                  // Under mu_. Last LSN known durable.
-  bool sync_in_progress_ = false;            // Under mu_.
-  Status sticky_error_;                      // Under mu_.
-  bool broken_ = false;                      // Under mu_. A write failed; RepairLocked first.
-  bool stopping_ = false;                    // Under mu_.
-  bool crashed_ = false;                     // Under mu_.
-  bool closed_ = false;                      // Under mu_.
-  bool preallocate_warned_ = false;          // Under mu_.
-  std::string scratch_;                      // Under mu_. Record encoding buffer.
+  uint64_t next_lsn_ PROPELLER_GUARDED_BY(mu_) = 1;
+  uint64_t written_lsn_ PROPELLER_GUARDED_BY(mu_) = 0;  // last LSN handed to the OS
+  uint64_t synced_lsn_ PROPELLER_GUARDED_BY(mu_) = 0;   // last LSN known durable
+  bool sync_in_progress_ PROPELLER_GUARDED_BY(mu_) = false;
+  Status sticky_error_ PROPELLER_GUARDED_BY(mu_);
+  bool broken_ PROPELLER_GUARDED_BY(mu_) = false;  // a write failed; RepairLocked first
+  bool stopping_ PROPELLER_GUARDED_BY(mu_) = false;
+  bool crashed_ PROPELLER_GUARDED_BY(mu_) = false;
+  bool closed_ PROPELLER_GUARDED_BY(mu_) = false;
+  bool preallocate_warned_ PROPELLER_GUARDED_BY(mu_) = false;
+  std::string scratch_ PROPELLER_GUARDED_BY(mu_);  // record encoding buffer
   std::thread sync_thread_;                  // kDefault only
 };
 
