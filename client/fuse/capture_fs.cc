@@ -617,13 +617,14 @@ class CaptureFs::Impl {
   }
 
   // Capture for an open of `inode` with `flags` by the caller of `req` (created: by create);
-  // fills the handle's owner.
+  // fills the handle's owner, and its file's inode generation where something needs it (the
+  // edges, or the records a write-open sends): read once here, before the handle is shared.
   void Capture(fuse_req_t req, Inode* inode, Handle* h, int flags, bool created,
                std::vector<FileId>* producers) {
+    if (h->write || edges_.capture_edges()) h->generation = InodeGeneration(h->fd);
     if (!edges_.Identify(fuse_req_ctx(req)->pid, &h->owner)) return;
     h->has_owner = true;
     const bool reads = !created && (flags & O_ACCMODE) != O_WRONLY && !(flags & O_TRUNC);
-    if (edges_.capture_edges()) h->generation = InodeGeneration(h->fd);
     h->open_mark =
         edges_.OnOpen(h->owner, inode->ino, h->generation, reads, h->write, producers);
   }
@@ -679,9 +680,9 @@ class CaptureFs::Impl {
     Capture(req, inode, h.get(), fi->flags, /*created=*/true, &producers);
     std::string dir;
     if (inodes_.PathOf(parent, &dir)) {
-      const int err = indexer_.IndexOpen(fd, e.attr, ChildPath(dir, name), parent->ino,
-                                h->has_owner ? &h->owner : nullptr, &producers, created,
-                                parent);
+      const int err = indexer_.IndexOpen(fd, e.attr, h->generation, ChildPath(dir, name),
+                                         parent->ino, h->has_owner ? &h->owner : nullptr,
+                                         &producers, created, parent);
       if (err != 0) {
         ::close(fd);
         inodes_.Forget(inode, 1);
@@ -791,7 +792,8 @@ class CaptureFs::Impl {
       // Its names here were removed while it was open, but it has links elsewhere.
       return (void)fuse_reply_err(req, indexer_.IndexUnnamed(st));
     }
-    fuse_reply_err(req, indexer_.IndexOpen(h->fd, st, path, parent_ino, nullptr, nullptr));
+    fuse_reply_err(req, indexer_.IndexOpen(h->fd, st, h->generation, path, parent_ino,
+                                           nullptr, nullptr));
   }
 
   void OnRelease(fuse_req_t req, struct fuse_file_info* fi) {

@@ -59,8 +59,9 @@ Status FileIndexer::RecordAt(const std::string& path, uint64_t parent_ino, Inode
 // The record of the file open as `fd` with attributes `st`, known as in-volume `path`: what
 // RecordAt reads, without a lookup or a second stat. The user.* attributes are read (by name,
 // as RecordAt does) only when the file has some.
-Status FileIndexer::RecordOfOpen(int fd, const struct stat& st, const std::string& path,
-                                 uint64_t parent_ino, Inode* holder, FileRecord* rec) {
+Status FileIndexer::RecordOfOpen(int fd, const struct stat& st, uint32_t generation,
+                                 const std::string& path, uint64_t parent_ino, Inode* holder,
+                                 FileRecord* rec) {
   if (MayHaveUserXattrs(fd)) {
     PROPELLER_RETURN_IF_ERROR(RecordAt(path, parent_ino, holder, rec));
   } else {
@@ -71,9 +72,9 @@ Status FileIndexer::RecordOfOpen(int fd, const struct stat& st, const std::strin
     FillRecordFromStat(st, rec);
     AddOtherLinks(path, rec);
   }
-  // Its generation, from the descriptor (a record read by name has none: the index keeps the
-  // one it has).
-  if (S_ISREG(st.st_mode)) rec->inode_generation = InodeGeneration(fd);
+  // Its generation, read from the descriptor when it was opened (a record read by name has
+  // none: the index keeps the one it has).
+  if (S_ISREG(st.st_mode)) rec->inode_generation = generation;
   return Status::OK();
 }
 
@@ -107,12 +108,13 @@ int FileIndexer::IndexPath(const std::string& path, uint64_t parent_ino, const P
 }
 
 // IndexPath for the file open as `fd` with attributes `st` (create, close after writing).
-int FileIndexer::IndexOpen(int fd, const struct stat& st, const std::string& path, uint64_t parent_ino,
+int FileIndexer::IndexOpen(int fd, const struct stat& st, uint32_t generation,
+                           const std::string& path, uint64_t parent_ino,
               const ProcessInfo* creator, const std::vector<FileId>* producers,
                            bool created, Inode* changed_dir) {
   FileUpdate u;
   u.created = created;
-  Status s = RecordOfOpen(fd, st, path, parent_ino, changed_dir, &u.record);
+  Status s = RecordOfOpen(fd, st, generation, path, parent_ino, changed_dir, &u.record);
   return SendRecord(s, std::move(u), path, creator, producers, changed_dir);
 }
 

@@ -40,8 +40,10 @@ class FileIndexer {
   int IndexPath(const std::string& path, uint64_t parent_ino, const ProcessInfo* creator,
                 const std::vector<FileId>* producers, bool created = false,
                 Inode* changed_dir = nullptr);
-  // IndexPath for the file open as `fd` with attributes `st` (create, close after writing).
-  int IndexOpen(int fd, const struct stat& st, const std::string& path, uint64_t parent_ino,
+  // IndexPath for the file open as `fd` with attributes `st` and inode generation
+  // `generation` (InodeGeneration, read once per open handle; create, close after writing).
+  int IndexOpen(int fd, const struct stat& st, uint32_t generation, const std::string& path,
+                uint64_t parent_ino,
                 const ProcessInfo* creator, const std::vector<FileId>* producers,
                 bool created = false, Inode* changed_dir = nullptr);
   // Indexes `inode` under its current name (nothing when it has none). 0 or an errno.
@@ -79,8 +81,9 @@ class FileIndexer {
 
  private:
   Status RecordAt(const std::string& path, uint64_t parent_ino, Inode* holder, FileRecord* rec);
-  Status RecordOfOpen(int fd, const struct stat& st, const std::string& path,
-                      uint64_t parent_ino, Inode* holder, FileRecord* rec);
+  Status RecordOfOpen(int fd, const struct stat& st, uint32_t generation,
+                      const std::string& path, uint64_t parent_ino, Inode* holder,
+                      FileRecord* rec);
   void AddOtherLinks(const std::string& path, FileRecord* rec);
   int SendRecord(const Status& read, FileUpdate u, const std::string& path,
                  const ProcessInfo* creator, const std::vector<FileId>* producers,

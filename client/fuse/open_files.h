@@ -53,7 +53,9 @@ struct Handle {
   bool has_owner = false;
   ProcessInfo owner;
   uint64_t open_mark = 0;  // EdgeCapture::OnOpen's mark of this open
-  uint32_t generation = 0;  // the file's inode generation (InodeGeneration), when captured
+  // The file's inode generation (InodeGeneration), read at open for a write-open or when
+  // edges are captured.
+  uint32_t generation = 0;
   Inode* inode = nullptr;
   // Directories.
   DIR* dir = nullptr;
