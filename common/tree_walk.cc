@@ -141,6 +141,20 @@ class DirNames {
 
 }  // namespace
 
+// Reports the file with several links whose record (paths sorted) and stat the walk
+// collected; `parent_ino`: of the path met first in walk order.
+Status EmitLinked(const struct stat& st, FileRecord* record, uint64_t parent_ino,
+                  uint32_t volume, const std::function<Status(TreeEntry&)>& emit) {
+  std::sort(record->paths.begin(), record->paths.end());
+  record->parent_ino = parent_ino;
+  TreeEntry e;
+  e.stat_ = &st;
+  e.parent_ino_ = parent_ino;
+  e.volume_ = volume;
+  e.linked_ = record;
+  return emit(e);
+}
+
 FileRecord TreeEntry::TakeRecord() {
   if (linked_ != nullptr) return std::move(*linked_);
   FileRecord r;
@@ -164,13 +178,8 @@ class TreeWalker {
     path_.clear();  // while walking, path_ is the directory's path without the final '/'
     PROPELLER_RETURN_IF_ERROR(Walk(nullptr, 0, st.st_ino));
     for (auto& [ino, file] : linked_) {
-      std::sort(file.record.paths.begin(), file.record.paths.end());
-      TreeEntry e;
-      e.stat_ = &file.st;
-      e.parent_ino_ = file.record.parent_ino;
-      e.volume_ = options_.volume;
-      e.linked_ = &file.record;
-      PROPELLER_RETURN_IF_ERROR(emit_(e));
+      PROPELLER_RETURN_IF_ERROR(
+          EmitLinked(file.st, &file.record, file.record.parent_ino, options_.volume, emit_));
     }
     return Status::OK();
   }
@@ -300,14 +309,8 @@ class ParallelTreeWalker {
       linked.swap(linked_);
     }
     for (auto& [ino, file] : linked) {
-      std::sort(file.record.paths.begin(), file.record.paths.end());
-      file.record.parent_ino = file.first_parent;
-      TreeEntry e;
-      e.stat_ = &file.st;
-      e.parent_ino_ = file.first_parent;
-      e.volume_ = options_.volume;
-      e.linked_ = &file.record;
-      PROPELLER_RETURN_IF_ERROR(emit_(e));
+      PROPELLER_RETURN_IF_ERROR(
+          EmitLinked(file.st, &file.record, file.first_parent, options_.volume, emit_));
     }
     return Status::OK();
   }

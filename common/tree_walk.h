@@ -79,6 +79,8 @@ class TreeEntry {
  private:
   friend class TreeWalker;
   friend class ParallelTreeWalker;
+  friend Status EmitLinked(const struct stat& st, FileRecord* record, uint64_t parent_ino,
+                           uint32_t volume, const std::function<Status(TreeEntry&)>& emit);
   const struct stat* stat_ = nullptr;
   uint64_t parent_ino_ = 0;
   unsigned worker_ = 0;

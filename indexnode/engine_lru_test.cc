@@ -186,7 +186,9 @@ TEST_P(EngineLruTest, RandomStreamMatchesModel) {
       } else {
         ASSERT_TRUE(s.ok()) << s.ToString();
         std::vector<StoredEdge> want;
-        for (const auto& [key, w] : edges[acg]) want.push_back(StoredEdge{key.first, key.second, w});
+        for (const auto& [key, w] : edges[acg]) {
+          want.push_back(StoredEdge{key.first, key.second, w});
+        }
         ASSERT_EQ(got, want) << "ACG " << acg;
       }
     }

@@ -72,6 +72,20 @@ EdgeSet WaitForEdges(Client* client, const EdgeSet& want) {
 
 int Sh(const std::string& script) { return std::system(("/bin/sh -c '" + script + "'").c_str()); }
 
+// What `propeller acg show PATH` prints; a failing command fails the test.
+std::string AcgShow(const std::string& path) {
+  std::string shown;
+  const std::string cmd = std::string(PROPELLER_CLI_BIN) + " acg show " + path;
+  FILE* p = ::popen(cmd.c_str(), "r");
+  EXPECT_NE(p, nullptr) << cmd;
+  if (p == nullptr) return shown;
+  char buf[4096];
+  size_t len;
+  while ((len = std::fread(buf, 1, sizeof(buf), p)) > 0) shown.append(buf, len);
+  EXPECT_EQ(::pclose(p), 0) << shown;
+  return shown;
+}
+
 TEST(CaptureTest, AFileThatReusesADeletedFilesNumberInheritsNoEdge) {
   Mount m;
   ASSERT_TRUE(m.Start());
@@ -100,14 +114,7 @@ TEST(CaptureTest, AFileThatReusesADeletedFilesNumberInheritsNoEdge) {
     EXPECT_FALSE(news.count(dst)) << "a new file inherited the edge " << src << " -> " << dst;
   }
   // Through the CLI too: `acg show` of the minimal case's new file lists no producer.
-  std::string shown;
-  const std::string cmd = std::string(PROPELLER_CLI_BIN) + " acg show " + d + "/n0";
-  FILE* p = ::popen(cmd.c_str(), "r");
-  ASSERT_NE(p, nullptr);
-  char buf[4096];
-  size_t len;
-  while ((len = std::fread(buf, 1, sizeof(buf), p)) > 0) shown.append(buf, len);
-  ASSERT_EQ(::pclose(p), 0) << shown;
+  const std::string shown = AcgShow(d + "/n0");
   EXPECT_EQ(shown.find("a.txt"), std::string::npos) << shown;
   // A deleted file's edges go with it: no listed edge names a file that is gone.
   ASSERT_EQ(Sh("cd " + d + " && cat a.txt > /dev/null && echo q > gone"), 0);
@@ -163,14 +170,7 @@ TEST(CaptureTest, AnEdgeHeldInAnotherAcgIsNotInherited) {
       EXPECT_NE(e.dst_generation, rec->inode_generation) << "a new file's edge, never written";
     }
     // `acg show` of the new file lists no producer.
-    std::string shown;
-    const std::string cmd = std::string(PROPELLER_CLI_BIN) + " acg show " + d + "/" + n;
-    FILE* p = ::popen(cmd.c_str(), "r");
-    ASSERT_NE(p, nullptr);
-    char buf[4096];
-    size_t len;
-    while ((len = std::fread(buf, 1, sizeof(buf), p)) > 0) shown.append(buf, len);
-    ASSERT_EQ(::pclose(p), 0) << shown;
+    const std::string shown = AcgShow(d + "/" + n);
     EXPECT_EQ(shown.find("a.txt"), std::string::npos) << shown;
     EXPECT_NE(shown.find("no captured edges"), std::string::npos) << shown;
   }
@@ -221,14 +221,7 @@ TEST(CaptureTest, ANumberReusedWhileUnmountedInheritsNoEdge) {
       EXPECT_NE(e.dst_generation, rec->inode_generation) << "the old file's edge was kept as new";
     }
   }
-  std::string shown;
-  const std::string cmd = std::string(PROPELLER_CLI_BIN) + " acg show " + d + "/" + reused;
-  FILE* p = ::popen(cmd.c_str(), "r");
-  ASSERT_NE(p, nullptr);
-  char buf[4096];
-  size_t len;
-  while ((len = std::fread(buf, 1, sizeof(buf), p)) > 0) shown.append(buf, len);
-  ASSERT_EQ(::pclose(p), 0) << shown;
+  const std::string shown = AcgShow(d + "/" + reused);
   EXPECT_EQ(shown.find("a.txt"), std::string::npos) << shown;
 }
 
