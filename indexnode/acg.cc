@@ -15,12 +15,16 @@
 #include "common/lmdb_util.h"
 #include "common/logging.h"
 #include "common/secure_dir.h"
+#include "indexnode/acg_internal.h"
 #include "indexnode/index/kdtree_index.h"
 #include "schemas/keys.h"
 #include "schemas/record_format.h"
 
 namespace propeller {
 namespace {
+
+using acg_internal::AcgName;
+using acg_internal::IndexBatchScope;
 
 constexpr char kPathIndex[] = "path";
 constexpr char kKeywordIndex[] = "keyword";
@@ -35,25 +39,6 @@ constexpr size_t kRebalanceAfter = 4096;
 // data — and a commit touches pages that then stay mapped. Reopening costs ~0.1 ms; small
 // commits (those a search forces) keep the ACG open.
 constexpr size_t kCloseAfter = 64;
-
-// Index::BeginBatch on every index for the scope's lifetime, EndBatch whatever happens: one
-// restructuring of the in-memory indexes per transaction (on failure the caller drops their
-// in-memory state anyway).
-class IndexBatchScope {
- public:
-  explicit IndexBatchScope(std::map<std::string, Index*, std::less<>>* indexes)
-      : indexes_(indexes) {
-    for (auto& [name, index] : *indexes_) index->BeginBatch();
-  }
-  ~IndexBatchScope() {
-    for (auto& [name, index] : *indexes_) index->EndBatch();
-  }
-  IndexBatchScope(const IndexBatchScope&) = delete;
-  IndexBatchScope& operator=(const IndexBatchScope&) = delete;
-
- private:
-  std::map<std::string, Index*, std::less<>>* indexes_;
-};
 
 std::set<std::string> KeywordSet(const FileRecord& rec) {
   std::set<std::string> out;
@@ -72,7 +57,6 @@ bool HasRecord(UpdateOp op) {
 // attribute verify every record.
 bool FedByAttribute(const IndexSpec& spec) { return spec.type != IndexType::kKdTree; }
 
-std::string AcgName(uint64_t id) { return "ACG " + std::to_string(id); }
 
 }  // namespace
 
@@ -1188,7 +1172,9 @@ Status Acg::ApplyOne(MDB_txn* txn, MDB_cursor* files, const Update& u,
     }
     // The stored edge names another file that had one of these numbers before (another
     // generation of an end): it is replaced, not added to.
-    auto other = [](uint32_t stored, uint32_t now) { return stored != 0 && now != 0 && stored != now; };
+    auto other = [](uint32_t stored, uint32_t now) {
+      return stored != 0 && now != 0 && stored != now;
+    };
     if (other(value.src_generation, u.record.inode_generation) ||
         other(value.dst_generation, u.edge_dst_generation)) {
       value = EdgeValue{};
@@ -1284,342 +1270,6 @@ Status Acg::ApplyOne(MDB_txn* txn, MDB_cursor* files, const Update& u,
     if (rc != 0) return LmdbStatus(rc, "deleting a record");
     commit_deleted_ = true;
   }
-  return Status::OK();
-}
-
-// ---- splitting ----
-
-uint64_t Acg::RouteOf(FileId id) const {
-  if (!has_routes_.load(std::memory_order_acquire)) return 0;
-  if (const uint64_t into = merged_into_.load(std::memory_order_acquire)) return into;
-  std::lock_guard<std::mutex> lock(routes_mu_);
-  auto it = routes_.find(id);
-  return it == routes_.end() ? 0 : it->second;
-}
-
-bool Acg::RoutesTo(uint64_t target) const {
-  std::lock_guard<std::mutex> lock(routes_mu_);
-  for (const auto& [id, acg] : routes_) {
-    if (acg == target) return true;
-  }
-  return false;
-}
-
-void Acg::AddRoutes(const FileIdSet& ids, uint64_t target) {
-  std::lock_guard<std::mutex> lock(routes_mu_);
-  for (const FileId& id : ids) routes_[id] = target;
-  has_routes_.store(!routes_.empty(), std::memory_order_release);
-}
-
-void Acg::DropRoutes(uint64_t target) {
-  std::lock_guard<std::mutex> lock(routes_mu_);
-  std::erase_if(routes_, [&](const auto& kv) { return kv.second == target; });
-  has_routes_.store(!routes_.empty() || merged_into_.load() != 0, std::memory_order_release);
-}
-
-void Acg::MergeInto(uint64_t target) {
-  std::lock_guard<std::mutex> lock(routes_mu_);
-  merged_into_.store(target, std::memory_order_release);
-  has_routes_.store(true, std::memory_order_release);
-}
-
-void Acg::UnmergeInto() {
-  std::lock_guard<std::mutex> lock(routes_mu_);
-  merged_into_.store(0, std::memory_order_release);
-  has_routes_.store(!routes_.empty(), std::memory_order_release);
-}
-
-void Acg::StartWatch() {
-  std::unique_lock<std::shared_mutex> lock(rw_);
-  watching_ = true;
-  watched_.clear();
-}
-
-void Acg::StopWatch() {
-  std::unique_lock<std::shared_mutex> lock(rw_);
-  StopWatchHeld();
-}
-
-void Acg::StopWatchHeld() {
-  watching_ = false;
-  FileIdSet().swap(watched_);
-}
-
-Status Acg::ExportHeld(const FileIdSet& ids, bool watched_only, std::vector<FileRecord>* records,
-                       std::vector<FileId>* absent, std::vector<StoredEdge>* edges) {
-  FileIdSet chosen;
-  if (watched_only) {
-    for (const FileId& id : watched_) {
-      if (ids.count(id)) chosen.insert(id);
-    }
-    watched_.clear();  // still watching: the next export takes what changes from here
-  }
-  const FileIdSet& want = watched_only ? chosen : ids;
-  return ReadHeld([&](MDB_txn* raw) -> Status {
-    std::vector<FileId> sorted(want.begin(), want.end());
-    std::sort(sorted.begin(), sorted.end());
-    for (const FileId& id : sorted) {
-      FileRecord rec;
-      bool found = false;
-      PROPELLER_RETURN_IF_ERROR(ReadRecord(raw, id, &rec, &found));
-      if (found) {
-        records->push_back(std::move(rec));
-      } else {
-        absent->push_back(id);
-      }
-    }
-    return ScanEdges(raw, [&](const StoredEdge& e) {
-      if (want.count(e.src)) edges->push_back(e);
-    });
-  });
-}
-
-Status Acg::ImportHeld(std::span<const Update> updates, uint64_t applied_lsn) {
-  auto batch = std::make_shared<StagedBatch>();
-  for (const Update& u : updates) StageUpdate(u, batch.get());
-  batch->lsn = applied_lsn;
-  std::vector<Slice> slices;
-  slices.push_back(Slice{batch, 0, static_cast<uint32_t>(batch->entries.size())});
-  bool reopened = false;
-  Status s = EnsureOpenLocked(&reopened);
-  if (s.ok()) s = CommitOnce(slices);
-  if (!s.ok()) {
-    CloseLocked();
-    if (inode_ != nullptr) inode_->Unload();
-    return s.WithContext("importing into " + AcgName(id_));
-  }
-  RefreshOpenBytes();
-  return Status::OK();
-}
-
-Status Acg::CopyTo(const std::string& path) {
-  Pin pin(this);  // the cache of open ACGs leaves it open
-  std::shared_lock<std::shared_mutex> lock;
-  // A commit of a large batch closes the ACG when it is done (kCloseAfter); one that held rw_
-  // when this call opened the ACG closes it again before the lock below is ours (seen right
-  // after a bulk load, when the background commit and the freeze's commit overlap).
-  for (int attempt = 0;; ++attempt) {
-    PROPELLER_RETURN_IF_ERROR(EnsureOpen());
-    lock = std::shared_lock<std::shared_mutex>(rw_);
-    if (open_.load()) break;
-    lock.unlock();
-    if (attempt == 8) return Status::Aborted(AcgName(id_) + " keeps closing during the copy");
-  }
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-  if (fd < 0) return Status::IOError("creating " + path, errno);
-  // A read transaction inside: commits may go on meanwhile, the copy is one snapshot.
-  int rc = mdb_env_copyfd2(env_, fd, MDB_CP_COMPACT);
-  Status s = rc == 0 ? Status::OK() : LmdbStatus(rc, "copying " + AcgName(id_) + " to " + path);
-  if (s.ok() && ::fsync(fd) != 0) s = Status::IOError("syncing " + path, errno);
-  if (::close(fd) != 0 && s.ok()) s = Status::IOError("closing " + path, errno);
-  return s;
-}
-
-Status Acg::SetAppliedLsn(uint64_t lsn) {
-  bool reopened = false;
-  Status s = [&]() -> Status {
-    std::unique_lock<std::shared_mutex> lock(rw_);
-    PROPELLER_RETURN_IF_ERROR(EnsureOpenLocked(&reopened));
-    MDB_txn* raw = nullptr;
-    int rc = mdb_txn_begin(env_, nullptr, 0, &raw);
-    if (rc != 0) return LmdbStatus(rc, "mdb_txn_begin");
-    TxnGuard txn(raw);
-    std::string v;
-    AppendOrderedU64(lsn, &v);
-    MDB_val k = Val("applied_lsn"), val = Val(v);
-    rc = mdb_put(raw, meta_dbi_, &k, &val, 0);
-    if (rc != 0) return LmdbStatus(rc, "writing applied_lsn");
-    rc = txn.Commit();
-    if (rc != 0) return LmdbStatus(rc, "mdb_txn_commit");
-    applied_lsn_ = lsn;
-    return Status::OK();
-  }();
-  if (reopened && ctx_->on_open) ctx_->on_open(this);
-  return s;
-}
-
-void Acg::Retire() {
-  std::unique_lock<std::shared_mutex> lock(rw_);
-  CloseLocked();
-  indexes_.clear();
-  inode_.reset();
-  retired_.store(true, std::memory_order_release);
-}
-
-Status Acg::RecordMovedHeld(const FileIdSet& ids, uint64_t target, bool merge) {
-  bool reopened = false;
-  PROPELLER_RETURN_IF_ERROR(EnsureOpenLocked(&reopened));
-  std::vector<FileId> sorted(ids.begin(), ids.end());
-  std::sort(sorted.begin(), sorted.end());
-  std::string target_bytes;
-  AppendOrderedU64(target, &target_bytes);
-  Status s = [&]() -> Status {
-    MDB_txn* raw = nullptr;
-    int rc = mdb_txn_begin(env_, nullptr, 0, &raw);
-    if (rc != 0) return LmdbStatus(rc, "mdb_txn_begin");
-    TxnGuard txn(raw);
-    if (merge) {
-      MDB_val k = Val("merged_into"), v = Val(target_bytes);
-      rc = mdb_put(raw, meta_dbi_, &k, &v, 0);
-      if (rc != 0) return LmdbStatus(rc, "recording the merge");
-    } else {
-      std::string key;
-      for (const FileId& id : sorted) {
-        key.clear();
-        AppendFileIdKey(id, &key);
-        MDB_val k = Val(key), v = Val(target_bytes);
-        rc = mdb_put(raw, moved_dbi_, &k, &v, 0);
-        if (rc != 0) return LmdbStatus(rc, "recording a moved file");
-      }
-    }
-    MDB_val k = Val(kCleanupKey), v = Val("1");
-    rc = mdb_put(raw, meta_dbi_, &k, &v, 0);
-    if (rc != 0) return LmdbStatus(rc, "recording the clean-up");
-    rc = txn.Commit();
-    if (rc != 0) return LmdbStatus(rc, "mdb_txn_commit");
-    return Status::OK();
-  }();
-  if (!s.ok()) {
-    CloseLocked();
-    if (inode_ != nullptr) inode_->Unload();
-    return s.WithContext("recording the move out of " + AcgName(id_));
-  }
-  if (merge) {
-    MergeInto(target);
-  } else {
-    AddRoutes(ids, target);
-  }
-  cleanup_pending_ = true;
-  return Status::OK();
-}
-
-Status Acg::RemoveHeld(const FileIdSet& ids, bool last) {
-  bool reopened = false;
-  PROPELLER_RETURN_IF_ERROR(EnsureOpenLocked(&reopened));
-  std::vector<FileId> sorted(ids.begin(), ids.end());
-  std::sort(sorted.begin(), sorted.end());
-  Status s = [&]() -> Status {
-    MDB_txn* raw = nullptr;
-    int rc = mdb_txn_begin(env_, nullptr, 0, &raw);
-    if (rc != 0) return LmdbStatus(rc, "mdb_txn_begin");
-    TxnGuard txn(raw);
-    IndexBatchScope batch(&indexes_);  // as in CommitOnce
-    MDB_cursor* files_raw = nullptr;
-    rc = mdb_cursor_open(raw, files_dbi_, &files_raw);
-    if (rc != 0) return LmdbStatus(rc, "mdb_cursor_open");
-    CursorGuard files(files_raw);
-    AcgSummary unused;
-    Update& u = commit_update_;
-    for (const FileId& id : sorted) {
-      u = Update();
-      u.op = UpdateOp::kDelete;
-      u.acg = id_;
-      u.record.id = id;
-      PROPELLER_RETURN_IF_ERROR(ApplyOne(raw, files.get(), u, {}, &unused));
-    }
-    // Edges from the removed files go with them: each file's run of keys src ‖ dst, found by
-    // a seek (a split removes its files in chunks; a scan per chunk would read every edge).
-    MDB_cursor* cur = nullptr;
-    rc = mdb_cursor_open(raw, edges_dbi_, &cur);
-    if (rc != 0) return LmdbStatus(rc, "mdb_cursor_open");
-    CursorGuard edges(cur);
-    std::string prefix;
-    for (const FileId& id : sorted) {
-      prefix.clear();
-      AppendFileIdKey(id, &prefix);
-      MDB_val k = Val(prefix), v;
-      for (rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
-           rc == 0 && View(k).starts_with(prefix);) {
-        rc = mdb_cursor_del(cur, 0);
-        if (rc != 0) return LmdbStatus(rc, "deleting an edge");
-        // After a delete the cursor stands on the next entry (or past the end).
-        rc = mdb_cursor_get(cur, &k, &v, MDB_GET_CURRENT);
-        if (rc == EINVAL) rc = MDB_NOTFOUND;
-      }
-      if (rc != 0 && rc != MDB_NOTFOUND) return LmdbStatus(rc, "removing edges");
-    }
-    if (last) {
-      MDB_val key = Val(kCleanupKey);
-      rc = mdb_del(raw, meta_dbi_, &key, nullptr);
-      if (rc != 0 && rc != MDB_NOTFOUND) return LmdbStatus(rc, "ending the clean-up");
-    }
-    uint64_t files_count = 0, edges_count = 0;
-    PROPELLER_RETURN_IF_ERROR(ReadCounts(raw, &files_count, &edges_count));
-    edges.Close();
-    files.Close();
-    rc = txn.Commit();
-    if (rc != 0) return LmdbStatus(rc, "mdb_txn_commit");
-    files_ = files_count;
-    edges_ = edges_count;
-    return Status::OK();
-  }();
-  if (!s.ok()) {
-    CloseLocked();
-    if (inode_ != nullptr) inode_->Unload();
-    return s.WithContext("removing moved files from " + AcgName(id_));
-  }
-  if (last) cleanup_pending_ = false;
-  RefreshOpenBytes();
-  return Status::OK();
-}
-
-Result<Acg::FileIdSet> Acg::MovedStillHeld() {
-  FileIdSet out;
-  if (merged_into() != 0) {
-    std::vector<FileId> ids;
-    PROPELLER_RETURN_IF_ERROR(ListHeldIds(&ids));
-    out.insert(ids.begin(), ids.end());
-    return out;
-  }
-  std::vector<FileId> routed;
-  {
-    std::lock_guard<std::mutex> lock(routes_mu_);
-    routed.reserve(routes_.size());
-    for (const auto& [id, acg] : routes_) routed.push_back(id);
-  }
-  std::sort(routed.begin(), routed.end());
-  PROPELLER_RETURN_IF_ERROR(WithReadTxn([&](MDB_txn* txn) -> Status {
-    std::string key;
-    for (const FileId& id : routed) {
-      key.clear();
-      AppendFileIdKey(id, &key);
-      MDB_val k = Val(key), v;
-      const int rc = mdb_get(txn, files_dbi_, &k, &v);
-      if (rc == 0) out.insert(id);
-      else if (rc != MDB_NOTFOUND) return LmdbStatus(rc, "reading a moved file");
-    }
-    // Edges left by moved files without a record.
-    return ScanEdges(txn, [&](const StoredEdge& e) {
-      if (std::binary_search(routed.begin(), routed.end(), e.src)) out.insert(e.src);
-    });
-  }));
-  return out;
-}
-
-Status Acg::ReadHeld(const std::function<Status(MDB_txn*)>& fn) {
-  bool reopened = false;
-  PROPELLER_RETURN_IF_ERROR(EnsureOpenLocked(&reopened));
-  MDB_txn* raw = nullptr;
-  int rc = mdb_txn_begin(env_, nullptr, MDB_RDONLY, &raw);
-  if (rc != 0) return LmdbStatus(rc, "mdb_txn_begin");
-  TxnGuard txn(raw);
-  return fn(raw);
-}
-
-Status Acg::ListFileIdsHeld(std::vector<FileId>* ids) {
-  return ReadHeld([&](MDB_txn* raw) { return ScanHeldIds(raw, ids); });
-}
-
-Status Acg::ScanHeldIds(MDB_txn* txn, std::vector<FileId>* ids) {
-  PROPELLER_RETURN_IF_ERROR(ScanFileIds(txn, ids));
-  // Edges may leave files without a record here (deleted since, or never put): they count.
-  std::vector<FileId> sources;
-  PROPELLER_RETURN_IF_ERROR(ScanEdges(txn, [&](const StoredEdge& e) {
-    if (sources.empty() || !(sources.back() == e.src)) sources.push_back(e.src);
-  }));
-  ids->insert(ids->end(), sources.begin(), sources.end());
-  std::sort(ids->begin(), ids->end());
-  ids->erase(std::unique(ids->begin(), ids->end()), ids->end());
   return Status::OK();
 }
 
