@@ -10,6 +10,7 @@
 #include <lmdb.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -109,6 +110,29 @@ class CursorGuard {
  private:
   MDB_cursor* cur_;
 };
+
+// Deletes every entry of `dbi` whose key starts with `prefix` (all entries when it is empty)
+// in `txn`, a write transaction. *deleted (may be null) receives how many went.
+inline Status DeleteKeyRange(MDB_txn* txn, MDB_dbi dbi, std::string_view prefix,
+                             uint64_t* deleted = nullptr) {
+  if (deleted != nullptr) *deleted = 0;
+  MDB_cursor* raw = nullptr;
+  int rc = mdb_cursor_open(txn, dbi, &raw);
+  if (rc != MDB_SUCCESS) return LmdbStatus(rc, "mdb_cursor_open");
+  CursorGuard cur(raw);
+  MDB_val k = Val(prefix), v;
+  rc = prefix.empty() ? mdb_cursor_get(raw, &k, &v, MDB_FIRST)
+                      : mdb_cursor_get(raw, &k, &v, MDB_SET_RANGE);
+  while (rc == MDB_SUCCESS && View(k).starts_with(prefix)) {
+    rc = mdb_cursor_del(raw, 0);
+    if (rc != MDB_SUCCESS) return LmdbStatus(rc, "deleting a key range");
+    if (deleted != nullptr) ++*deleted;
+    // After a delete MDB_NEXT yields the entry that took the deleted one's place.
+    rc = mdb_cursor_get(raw, &k, &v, MDB_NEXT);
+  }
+  if (rc != MDB_SUCCESS && rc != MDB_NOTFOUND) return LmdbStatus(rc, "scanning a key range");
+  return Status::OK();
+}
 
 }  // namespace propeller
 

@@ -67,30 +67,30 @@ struct ScanRange {
 
 class BTreeIndex final : public Index {
  public:
-  BTreeIndex(std::string name, MDB_dbi dbi, uint64_t count)
-      : name_(std::move(name)), dbi_(dbi), count_(count) {}
+  BTreeIndex(std::string name, std::string key_prefix, MDB_dbi dbi, uint64_t count)
+      : name_(std::move(name)), key_prefix_(std::move(key_prefix)), dbi_(dbi), count_(count) {}
 
   IndexType type() const override { return IndexType::kBTree; }
   const std::string& name() const override { return name_; }
 
   Status Insert(MDB_txn* txn, const AttrValue& value, FileId id) override {
-    const std::string key = IndexEntryKey(value, id);
+    const std::string key = key_prefix_ + IndexEntryKey(value, id);
     MDB_val k = Val(key);
     MDB_val v{0, nullptr};
     const int rc = mdb_put(txn, dbi_, &k, &v, MDB_NOOVERWRITE);
     if (rc == MDB_KEYEXIST) return Status::OK();
     if (rc != MDB_SUCCESS) return LmdbStatus(rc, "btree index " + name_ + ": put");
-    ++count_;
+    if (key_prefix_.empty()) ++count_;
     return Status::OK();
   }
 
   Status Remove(MDB_txn* txn, const AttrValue& value, FileId id) override {
-    const std::string key = IndexEntryKey(value, id);
+    const std::string key = key_prefix_ + IndexEntryKey(value, id);
     MDB_val k = Val(key);
     const int rc = mdb_del(txn, dbi_, &k, nullptr);
     if (rc == MDB_NOTFOUND) return Status::OK();
     if (rc != MDB_SUCCESS) return LmdbStatus(rc, "btree index " + name_ + ": delete");
-    --count_;
+    if (key_prefix_.empty()) --count_;
     return Status::OK();
   }
 
@@ -135,7 +135,7 @@ class BTreeIndex final : public Index {
     MDB_stat stat;
     rc = mdb_stat(txn, dbi_, &stat);
     if (rc != MDB_SUCCESS) return LmdbStatus(rc, "stat " + db);
-    count_ = stat.ms_entries;
+    count_ = key_prefix_.empty() ? stat.ms_entries : 0;
     return Status::OK();
   }
   Status Rebalance() override { return Status::OK(); }
@@ -171,7 +171,14 @@ class BTreeIndex final : public Index {
     return true;
   }
 
-  Status Scan(MDB_txn* txn, const ScanRange& range, const IdCallback& fn) const {
+  // The scan of `unprefixed` within this index's key range (key_prefix_).
+  Status Scan(MDB_txn* txn, const ScanRange& unprefixed, const IdCallback& fn) const {
+    ScanRange range = unprefixed;
+    if (!key_prefix_.empty()) {
+      range.start.insert(0, key_prefix_);
+      if (!range.stop.empty()) range.stop.insert(0, key_prefix_);
+      range.prefix.insert(0, key_prefix_);
+    }
     MDB_cursor* cursor = nullptr;
     int rc = mdb_cursor_open(txn, dbi_, &cursor);
     if (rc != MDB_SUCCESS) return LmdbStatus(rc, "btree index " + name_ + ": cursor");
@@ -182,7 +189,8 @@ class BTreeIndex final : public Index {
                              : mdb_cursor_get(cursor, &k, &v, MDB_SET_RANGE);
     std::unordered_set<FileId, FileIdHash> seen;
     for (; rc == MDB_SUCCESS; rc = mdb_cursor_get(cursor, &k, &v, MDB_NEXT)) {
-      const std::string_view key = View(k);
+      std::string_view key = View(k);
+      if (!key.starts_with(key_prefix_)) break;  // another ACG's entries
       if (!range.prefix.empty()) {
         if (!key.starts_with(range.prefix)) break;
       } else if (!range.stop.empty()) {
@@ -191,6 +199,7 @@ class BTreeIndex final : public Index {
       }
       std::string_view value_part;
       FileId id;
+      key.remove_prefix(key_prefix_.size());
       Status s = SplitIndexEntryKey(key, &value_part, &id);
       if (!s.ok()) return s.WithContext("btree index " + name_);
       if (range.dedupe && !seen.insert(id).second) continue;
@@ -203,13 +212,17 @@ class BTreeIndex final : public Index {
   }
 
   const std::string name_;
+  const std::string key_prefix_;  // leads every key of this index (index.h)
   MDB_dbi dbi_;     // changed only by Reattach (exclusive, like a mutation)
-  uint64_t count_;  // entries in the database; changed only by the single writer
+  // Entries in the database when the index has it alone (no key prefix; else 0: counting a
+  // key range would read it). Changed only by the single writer.
+  uint64_t count_;
 };
 
 }  // namespace
 
-Result<std::unique_ptr<Index>> OpenBTreeIndex(MDB_txn* txn, const std::string& name) {
+Result<std::unique_ptr<Index>> OpenBTreeIndex(MDB_txn* txn, const std::string& name,
+                                              std::string_view key_prefix) {
   const std::string db = DbName(name);
   MDB_dbi dbi;
   int rc = mdb_dbi_open(txn, db.c_str(), MDB_CREATE, &dbi);
@@ -217,18 +230,12 @@ Result<std::unique_ptr<Index>> OpenBTreeIndex(MDB_txn* txn, const std::string& n
   MDB_stat stat;
   rc = mdb_stat(txn, dbi, &stat);
   if (rc != MDB_SUCCESS) return LmdbStatus(rc, "stat " + db);
-  return std::unique_ptr<Index>(std::make_unique<BTreeIndex>(name, dbi, stat.ms_entries));
+  return std::unique_ptr<Index>(std::make_unique<BTreeIndex>(
+      name, std::string(key_prefix), dbi, key_prefix.empty() ? stat.ms_entries : 0));
 }
 
-Status DropBTreeIndexData(MDB_txn* txn, const std::string& name) {
-  const std::string db = DbName(name);
-  MDB_dbi dbi;
-  int rc = mdb_dbi_open(txn, db.c_str(), 0, &dbi);
-  if (rc == MDB_NOTFOUND) return Status::OK();
-  if (rc != MDB_SUCCESS) return LmdbStatus(rc, "open " + db);
-  rc = mdb_drop(txn, dbi, /*del=*/1);
-  if (rc != MDB_SUCCESS) return LmdbStatus(rc, "drop " + db);
-  return Status::OK();
+Status DropBTreeIndexData(MDB_txn* txn, const std::string& name, std::string_view key_prefix) {
+  return DropIndexDatabase(txn, DbName(name), key_prefix);
 }
 
 }  // namespace propeller

@@ -30,6 +30,7 @@
 
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "common/status.h"
 #include "indexnode/index/index.h"
@@ -41,11 +42,15 @@ namespace propeller {
 // transactions once it commits). Errors: LMDB failures (LmdbStatus).
 // The returned index keeps the database handle; it must not outlive the environment, and the
 // database must not be dropped while it is in use.
-Result<std::unique_ptr<Index>> OpenBTreeIndex(MDB_txn* txn, const std::string& name);
+// Every key starts with `key_prefix` (index.h: OpenIndex); with a prefix, Size() is 0.
+Result<std::unique_ptr<Index>> OpenBTreeIndex(MDB_txn* txn, const std::string& name,
+                                              std::string_view key_prefix = {});
 
-// Deletes the database "bt.<name>" inside `txn` (a write transaction). OK when it does not
-// exist. Any open index object of that name becomes unusable and must be discarded.
-Status DropBTreeIndexData(MDB_txn* txn, const std::string& name);
+// Deletes the database "bt.<name>" (or only its entries under `key_prefix`) inside `txn` (a
+// write transaction). OK when it does not exist. Any open index object of that name (and key
+// range) becomes unusable and must be discarded.
+Status DropBTreeIndexData(MDB_txn* txn, const std::string& name,
+                          std::string_view key_prefix = {});
 
 }  // namespace propeller
 

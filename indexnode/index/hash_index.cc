@@ -280,7 +280,8 @@ uint64_t KeyHeapBytes(const std::string& key) {
 
 class HashIndex final : public Index {
  public:
-  HashIndex(std::string name, MDB_dbi dbi) : name_(std::move(name)), dbi_(dbi) {}
+  HashIndex(std::string name, std::string key_prefix, MDB_dbi dbi)
+      : name_(std::move(name)), key_prefix_(std::move(key_prefix)), dbi_(dbi) {}
 
   IndexType type() const override { return IndexType::kHash; }
   const std::string& name() const override { return name_; }
@@ -288,7 +289,7 @@ class HashIndex final : public Index {
   Status Insert(MDB_txn* txn, const AttrValue& value, FileId id) override {
     std::string encoded;
     AppendIndexValue(value, &encoded);
-    std::string key;
+    std::string key = key_prefix_;
     AppendFileIdKey(id, &key);
     key += encoded;
     MDB_val k = Val(key);
@@ -304,7 +305,7 @@ class HashIndex final : public Index {
   Status Remove(MDB_txn* txn, const AttrValue& value, FileId id) override {
     std::string encoded;
     AppendIndexValue(value, &encoded);
-    std::string key;
+    std::string key = key_prefix_;
     AppendFileIdKey(id, &key);
     key += encoded;
     MDB_val k = Val(key);
@@ -381,9 +382,12 @@ class HashIndex final : public Index {
     MDB_val k, v;
     Status status;
     std::string entry_key;
-    for (rc = mdb_cursor_get(cursor, &k, &v, MDB_FIRST); rc == MDB_SUCCESS;
-         rc = mdb_cursor_get(cursor, &k, &v, MDB_NEXT)) {
-      const std::string_view key(static_cast<const char*>(k.mv_data), k.mv_size);
+    k = Val(key_prefix_);
+    for (rc = mdb_cursor_get(cursor, &k, &v, key_prefix_.empty() ? MDB_FIRST : MDB_SET_RANGE);
+         rc == MDB_SUCCESS; rc = mdb_cursor_get(cursor, &k, &v, MDB_NEXT)) {
+      std::string_view key = View(k);
+      if (!key.starts_with(key_prefix_)) break;  // past this index's key range
+      key.remove_prefix(key_prefix_.size());
       // Stored as id ‖ value; the value is checked by re-ordering it into a B-tree entry key
       // (value ‖ id), which SplitIndexEntryKey validates.
       if (key.size() <= kFileIdKeySize) {
@@ -428,6 +432,7 @@ class HashIndex final : public Index {
   }
 
   const std::string name_;
+  const std::string key_prefix_;  // leads every key of this index (index.h)
   MDB_dbi dbi_;  // changed only by Reattach (exclusive, like a mutation)
   // Changed only by the single writer; read by concurrent searches while no write runs.
   bool loaded_ = false;
@@ -443,25 +448,19 @@ Result<std::unique_ptr<Index>> OpenHashIndex(MDB_txn* txn, const std::string& na
   return OpenHashIndex(txn, name, /*load=*/true);
 }
 
-Result<std::unique_ptr<Index>> OpenHashIndex(MDB_txn* txn, const std::string& name, bool load) {
+Result<std::unique_ptr<Index>> OpenHashIndex(MDB_txn* txn, const std::string& name, bool load,
+                                             std::string_view key_prefix) {
   const std::string db = DbName(name);
   MDB_dbi dbi;
   const int rc = mdb_dbi_open(txn, db.c_str(), MDB_CREATE, &dbi);
   if (rc != MDB_SUCCESS) return LmdbStatus(rc, "open " + db);
-  auto index = std::make_unique<HashIndex>(name, dbi);
+  auto index = std::make_unique<HashIndex>(name, std::string(key_prefix), dbi);
   if (load) PROPELLER_RETURN_IF_ERROR(index->Load(txn));
   return std::unique_ptr<Index>(std::move(index));
 }
 
-Status DropHashIndexData(MDB_txn* txn, const std::string& name) {
-  const std::string db = DbName(name);
-  MDB_dbi dbi;
-  int rc = mdb_dbi_open(txn, db.c_str(), 0, &dbi);
-  if (rc == MDB_NOTFOUND) return Status::OK();
-  if (rc != MDB_SUCCESS) return LmdbStatus(rc, "open " + db);
-  rc = mdb_drop(txn, dbi, /*del=*/1);
-  if (rc != MDB_SUCCESS) return LmdbStatus(rc, "drop " + db);
-  return Status::OK();
+Status DropHashIndexData(MDB_txn* txn, const std::string& name, std::string_view key_prefix) {
+  return DropIndexDatabase(txn, DbName(name), key_prefix);
 }
 
 }  // namespace propeller

@@ -20,6 +20,7 @@
 
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "common/status.h"
 #include "indexnode/index/index.h"
@@ -35,11 +36,15 @@ namespace propeller {
 // database must not be dropped while it is in use.
 Result<std::unique_ptr<Index>> OpenHashIndex(MDB_txn* txn, const std::string& name);
 // As above; with load = false nothing is read into memory until Load() (index.h).
-Result<std::unique_ptr<Index>> OpenHashIndex(MDB_txn* txn, const std::string& name, bool load);
+// `key_prefix` leads every key (index.h: OpenIndex); Load reads only that key range.
+Result<std::unique_ptr<Index>> OpenHashIndex(MDB_txn* txn, const std::string& name, bool load,
+                                             std::string_view key_prefix = {});
 
 // Deletes the database "hs.<name>" inside `txn` (a write transaction). OK when it does not
 // exist. Any open index object of that name becomes unusable and must be discarded.
-Status DropHashIndexData(MDB_txn* txn, const std::string& name);
+// With `key_prefix`, only that key range's entries go (index.h: DropIndexData).
+Status DropHashIndexData(MDB_txn* txn, const std::string& name,
+                         std::string_view key_prefix = {});
 
 }  // namespace propeller
 

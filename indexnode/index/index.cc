@@ -39,33 +39,49 @@ Result<std::unique_ptr<Index>> OpenIndex(MDB_txn* txn, IndexType type, const std
 }
 
 Result<std::unique_ptr<Index>> OpenIndex(MDB_txn* txn, IndexType type, const std::string& name,
-                                         bool load) {
+                                         bool load, std::string_view key_prefix) {
   const std::string problem = ValidateIndexName(name);
   if (!problem.empty()) return Status::InvalidArgument(problem);
   switch (type) {
     case IndexType::kBTree:
-      return OpenBTreeIndex(txn, name);
+      return OpenBTreeIndex(txn, name, key_prefix);
     case IndexType::kHash:
-      return OpenHashIndex(txn, name, load);
-    case IndexType::kKdTree:
-      return OpenKdTreeIndex(txn, name, KdTreeOptions{}, load);
+      return OpenHashIndex(txn, name, load, key_prefix);
+    case IndexType::kKdTree: {
+      KdTreeOptions options;
+      options.key_prefix = std::string(key_prefix);
+      return OpenKdTreeIndex(txn, name, options, load);
+    }
   }
   return Status::InvalidArgument("unknown index type " + std::to_string(static_cast<int>(type)));
 }
 
-Status DropIndexData(MDB_txn* txn, IndexType type, const std::string& name) {
+Status DropIndexData(MDB_txn* txn, IndexType type, const std::string& name,
+                     std::string_view key_prefix) {
   const std::string problem = ValidateIndexName(name);
   if (!problem.empty()) return Status::InvalidArgument(problem);
   switch (type) {
     case IndexType::kBTree:
-      return DropBTreeIndexData(txn, name);
+      return DropBTreeIndexData(txn, name, key_prefix);
     case IndexType::kHash:
-      return DropHashIndexData(txn, name);
+      return DropHashIndexData(txn, name, key_prefix);
     case IndexType::kKdTree:
-      return DropKdTreeIndexData(txn, name);
+      return DropKdTreeIndexData(txn, name, key_prefix);
   }
   return Status::InvalidArgument("unknown index type " + std::to_string(static_cast<int>(type)));
 }
 
+Status DropIndexDatabase(MDB_txn* txn, const std::string& db_name, std::string_view key_prefix) {
+  MDB_dbi dbi;
+  int rc = mdb_dbi_open(txn, db_name.c_str(), 0, &dbi);
+  if (rc == MDB_NOTFOUND) return Status::OK();
+  if (rc != MDB_SUCCESS) return LmdbStatus(rc, "open " + db_name);
+  if (!key_prefix.empty()) {
+    return DeleteKeyRange(txn, dbi, key_prefix).WithContext("dropping " + db_name);
+  }
+  rc = mdb_drop(txn, dbi, /*del=*/1);
+  if (rc != MDB_SUCCESS) return LmdbStatus(rc, "drop " + db_name);
+  return Status::OK();
+}
 
 }  // namespace propeller

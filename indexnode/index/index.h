@@ -30,6 +30,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/lmdb_util.h"
@@ -127,10 +128,16 @@ class Index {
 // (a write transaction; the caller commits it), loading in-memory contents from LMDB.
 Result<std::unique_ptr<Index>> OpenIndex(MDB_txn* txn, IndexType type, const std::string& name);
 // As above; with load = false the in-memory contents are not read (see Index::loaded()).
+// `key_prefix` (may be empty) leads every key the index writes and bounds every scan: indexes
+// of many ACGs share one database, each in its own key range (the ACG's prefix, schemas/keys.h).
 Result<std::unique_ptr<Index>> OpenIndex(MDB_txn* txn, IndexType type, const std::string& name,
-                                         bool load);
-// Deletes the index's LMDB database (inside `txn`).
-Status DropIndexData(MDB_txn* txn, IndexType type, const std::string& name);
+                                         bool load, std::string_view key_prefix = {});
+// Deletes the index's entries (inside `txn`): the whole LMDB database when `key_prefix` is
+// empty, else the entries under `key_prefix` (the database stays for other key ranges).
+Status DropIndexData(MDB_txn* txn, IndexType type, const std::string& name,
+                     std::string_view key_prefix = {});
+// The implementation of DropIndexData for one database; OK when the database does not exist.
+Status DropIndexDatabase(MDB_txn* txn, const std::string& db_name, std::string_view key_prefix);
 
 }  // namespace propeller
 

@@ -423,7 +423,7 @@ void KdTreeIndex::AfterMutation() {
 
 Status KdTreeIndex::PutPoint(MDB_txn* txn, FileId id, const KdPoint& point) {
   if (!own_db()) return Status::OK();  // the caller's records hold it
-  key_buf_.clear();
+  key_buf_.assign(options_.key_prefix);
   AppendFileIdKey(id, &key_buf_);
   value_buf_.clear();
   for (int64_t v : point) AppendOrderedI64(v, &value_buf_);
@@ -481,7 +481,7 @@ Status KdTreeIndex::InsertPoint(MDB_txn* txn, const KdPoint& point, FileId id) {
 
 Status KdTreeIndex::RemovePoint(MDB_txn* txn, FileId id) {
   if (own_db()) {
-    key_buf_.clear();
+    key_buf_.assign(options_.key_prefix);
     AppendFileIdKey(id, &key_buf_);
     MDB_val key{key_buf_.size(), key_buf_.data()};
     const int rc = mdb_del(txn, dbi_, &key, nullptr);
@@ -603,7 +603,9 @@ void KdTreeIndex::Unload() {
 Status KdTreeIndex::Reattach(MDB_txn* txn) {
   // Drops an older version's database again in case the transaction that opened this index
   // (and dropped it) was aborted; normally a lookup that finds nothing.
-  if (!own_db()) return DropKdTreeIndexData(txn, name_);
+  if (!own_db()) {
+    return options_.key_prefix.empty() ? DropKdTreeIndexData(txn, name_) : Status::OK();
+  }
   const std::string db = DbName(name_);
   const int rc = mdb_dbi_open(txn, db.c_str(), MDB_CREATE, &dbi_);
   if (rc != MDB_SUCCESS) return LmdbStatus(rc, "reopen " + db);
@@ -648,26 +650,30 @@ Status KdTreeIndex::LoadPoints(MDB_txn* txn) {
       // Rebuild compacts (nothing is dead), builds the tree and fills the id table.
       return Rebuild();
     }
-    MDB_stat stat;
-    int rc = mdb_stat(txn, dbi_, &stat);
-    if (rc != MDB_SUCCESS) return LmdbStatus(rc, "kdtree index " + name_ + ": stat");
-    if (stat.ms_entries > kMaxKdTreeSlots) {
-      return Status::ResourceExhausted("kdtree index " + name_ + ": too many points");
+    const std::string& prefix = options_.key_prefix;
+    int rc;
+    if (prefix.empty()) {  // the database is this index's alone: its size is the point count
+      MDB_stat stat;
+      rc = mdb_stat(txn, dbi_, &stat);
+      if (rc != MDB_SUCCESS) return LmdbStatus(rc, "kdtree index " + name_ + ": stat");
+      if (stat.ms_entries > kMaxKdTreeSlots) {
+        return Status::ResourceExhausted("kdtree index " + name_ + ": too many points");
+      }
+      ReserveLoad(stat.ms_entries);
     }
     MDB_cursor* cursor = nullptr;
     rc = mdb_cursor_open(txn, dbi_, &cursor);
     if (rc != MDB_SUCCESS) return LmdbStatus(rc, "kdtree index " + name_ + ": cursor");
     std::unique_ptr<MDB_cursor, void (*)(MDB_cursor*)> closer(cursor, mdb_cursor_close);
-    ReserveLoad(stat.ms_entries);
-    MDB_val key;
+    MDB_val key = Val(prefix);
     MDB_val value;
-    for (rc = mdb_cursor_get(cursor, &key, &value, MDB_FIRST); rc == MDB_SUCCESS;
-         rc = mdb_cursor_get(cursor, &key, &value, MDB_NEXT)) {
+    for (rc = mdb_cursor_get(cursor, &key, &value, prefix.empty() ? MDB_FIRST : MDB_SET_RANGE);
+         rc == MDB_SUCCESS; rc = mdb_cursor_get(cursor, &key, &value, MDB_NEXT)) {
+      std::string_view k = View(key);
+      if (!k.starts_with(prefix)) break;  // past this index's key range
+      k.remove_prefix(prefix.size());
       FileId id;
-      PROPELLER_RETURN_IF_ERROR(
-          DecodeFileIdKey(View(key),
-                          &id)
-              .WithContext("kdtree index " + name_));
+      PROPELLER_RETURN_IF_ERROR(DecodeFileIdKey(k, &id).WithContext("kdtree index " + name_));
       if (value.mv_size != kPointValueBytes) {
         return Status::Corruption("kdtree index " + name_ + ": point value of " +
                                   std::to_string(value.mv_size) + " bytes, want 48");
@@ -695,7 +701,8 @@ Result<std::unique_ptr<Index>> OpenKdTreeIndex(MDB_txn* txn, const std::string& 
                                                const KdTreeOptions& options, bool load) {
   MDB_dbi dbi = 0;
   if (options.scan_points) {
-    PROPELLER_RETURN_IF_ERROR(DropKdTreeIndexData(txn, name));  // an older version's copy
+    // An older version's copy (a shared store, with key prefixes, never had one).
+    if (options.key_prefix.empty()) PROPELLER_RETURN_IF_ERROR(DropKdTreeIndexData(txn, name));
   } else {
     const std::string db = DbName(name);
     const int rc = mdb_dbi_open(txn, db.c_str(), MDB_CREATE, &dbi);
@@ -710,15 +717,9 @@ Result<std::unique_ptr<Index>> OpenKdTreeIndex(MDB_txn* txn, const std::string& 
   return OpenKdTreeIndex(txn, name, KdTreeOptions{});
 }
 
-Status DropKdTreeIndexData(MDB_txn* txn, const std::string& name) {
-  MDB_dbi dbi;
-  const std::string db = DbName(name);
-  int rc = mdb_dbi_open(txn, db.c_str(), 0, &dbi);
-  if (rc == MDB_NOTFOUND) return Status::OK();
-  if (rc != MDB_SUCCESS) return LmdbStatus(rc, "open " + db);
-  rc = mdb_drop(txn, dbi, /*del=*/1);
-  if (rc != MDB_SUCCESS) return LmdbStatus(rc, "drop " + db);
-  return Status::OK();
+Status DropKdTreeIndexData(MDB_txn* txn, const std::string& name,
+                           std::string_view key_prefix) {
+  return DropIndexDatabase(txn, DbName(name), key_prefix);
 }
 
 }  // namespace propeller

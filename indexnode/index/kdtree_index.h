@@ -49,6 +49,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "common/status.h"
 #include "indexnode/index/index.h"
@@ -73,6 +74,9 @@ struct KdTreeOptions {
   // Set: the index keeps no database of its own (above) and Load reads the points through it.
   // Opening such an index drops a "kd.<name>" database left by an older version.
   KdPointScan scan_points;
+  // Leads every key of the index's own database (index.h: OpenIndex): the points of many ACGs
+  // share one database, each in its key range. Empty: the database is this index's alone.
+  std::string key_prefix;
 };
 
 // The most points (live plus tombstoned) one kdtree index holds in memory; InsertPoint beyond it
@@ -97,7 +101,9 @@ Result<std::unique_ptr<Index>> OpenKdTreeIndex(MDB_txn* txn, const std::string& 
 
 // Deletes the database "kd.<name>" inside `txn` (a write transaction). OK when it does not exist.
 // Any open index object of that name becomes unusable and must be discarded.
-Status DropKdTreeIndexData(MDB_txn* txn, const std::string& name);
+// With `key_prefix`, only the entries under it go (index.h: DropIndexData).
+Status DropKdTreeIndexData(MDB_txn* txn, const std::string& name,
+                           std::string_view key_prefix = {});
 
 }  // namespace propeller
 
