@@ -182,8 +182,7 @@ void BM_PropellerSearch(benchmark::State& state, uint64_t files, SearchKind kind
       return static_cast<double>(count) / static_cast<double>(state.iterations());
     };
     state.counters["acg_opens_per_search"] = per_search(after.acg_opens - before.acg_opens);
-    state.counters["acg_trims_per_search"] = per_search(after.acg_trims - before.acg_trims);
-    // What the cache of open ACGs estimates its maps hold, and what the kernel says is mapped
+    // What the cache of open ACGs holds (hash tables), and what the kernel says is mapped
     // (RssFile also counts the binary and libraries, ~10 MB).
     state.counters["open_acg_mb"] = static_cast<double>(after.open_acg_bytes) / 1e6;
     state.counters["rss_file_mb"] = static_cast<double>(ReadProcStatus()["RssFile"]) / 1e6;

@@ -1,9 +1,6 @@
 #include "indexnode/acg.h"
 
-#include <fcntl.h>
-#include <sys/mman.h>
 #include <unistd.h>
-#include <sys/stat.h>
 
 #include <algorithm>
 #include <cstring>
@@ -11,7 +8,6 @@
 #include <set>
 
 #include "common/env.h"
-#include "common/lmdb_check.h"
 #include "common/lmdb_util.h"
 #include "common/logging.h"
 #include "common/secure_dir.h"
@@ -29,16 +25,9 @@ using acg_internal::IndexBatchScope;
 constexpr char kPathIndex[] = "path";
 constexpr char kKeywordIndex[] = "keyword";
 constexpr char kInodeIndex[] = "inode";
-constexpr unsigned kMaxDbs = 128;
 // A commit at least this large rebuilds a drifted K-D tree at once (bulk loads), so the next
 // search does not pay for it; smaller ones leave it to the search (index.h: Rebalance).
 constexpr size_t kRebalanceAfter = 4096;
-// A commit at least this large closes the environment afterwards. LMDB (0.9, without
-// MDB_WRITEMAP) keeps every page buffer a write transaction dirtied on the environment's free
-// list (me_dpages) until the environment closes — after a bulk commit, about the size of the
-// data — and a commit touches pages that then stay mapped. Reopening costs ~0.1 ms; small
-// commits (those a search forces) keep the ACG open.
-constexpr size_t kCloseAfter = 64;
 
 std::set<std::string> KeywordSet(const FileRecord& rec) {
   std::set<std::string> out;
@@ -95,20 +84,52 @@ Acg::Pin::Pin(Acg* acg) : acg_(acg) {
 Acg::Pin::~Pin() { acg_->pins_.fetch_sub(1); }
 
 Acg::Acg(uint64_t id, std::string dir, const AcgContext* ctx)
-    : id_(id), dir_(std::move(dir)), ctx_(ctx) {}
+    : id_(id),
+      dir_(std::move(dir)),
+      ctx_(ctx),
+      shard_(ctx->store->ShardOf(id)),
+      prefix_(AcgKeyPrefix(id)),
+      env_(shard_->env),
+      files_dbi_(shard_->files),
+      dirs_dbi_(shard_->dirs),
+      edges_dbi_(shard_->edges),
+      meta_dbi_(shard_->meta),
+      moved_dbi_(shard_->moved) {}
 
 Acg::~Acg() {
   indexes_.clear();
   owned_.clear();
   inode_.reset();
-  if (env_ != nullptr) mdb_env_close(env_);
+}
+
+std::string Acg::FileKey(FileId id) const {
+  std::string key = prefix_;
+  AppendFileIdKey(id, &key);
+  return key;
+}
+
+int Acg::First(MDB_cursor* cur, MDB_val* k, MDB_val* v) const {
+  *k = Val(prefix_);
+  const int rc = mdb_cursor_get(cur, k, v, MDB_SET_RANGE);
+  if (rc == 0 && !View(*k).starts_with(prefix_)) return MDB_NOTFOUND;
+  return rc;
+}
+
+int Acg::Next(MDB_cursor* cur, MDB_val* k, MDB_val* v) const {
+  const int rc = mdb_cursor_get(cur, k, v, MDB_NEXT);
+  if (rc == 0 && !View(*k).starts_with(prefix_)) return MDB_NOTFOUND;
+  return rc;
 }
 
 Result<std::unique_ptr<Acg>> Acg::Open(uint64_t id, const std::string& dir,
                                        const AcgContext* ctx) {
+  if (id == 0 || id > kMaxStoredAcgId) {
+    return Status::InvalidArgument(AcgName(id) + ": ACG ids of the store are 1 to " +
+                                   std::to_string(kMaxStoredAcgId));
+  }
+  if (ctx->store == nullptr) return Status::Internal("no store for the ACGs");
   PROPELLER_RETURN_IF_ERROR(MakeDirs(dir, 0700).WithContext("creating ACG directory"));
   std::unique_ptr<Acg> acg(new Acg(id, dir, ctx));
-  acg->map_size_ = ctx->map_size;
   std::unique_lock<std::shared_mutex> lock(acg->rw_);
   PROPELLER_RETURN_IF_ERROR(acg->OpenLocked(/*first=*/true).WithContext(AcgName(id)));
   lock.unlock();
@@ -116,46 +137,14 @@ Result<std::unique_ptr<Acg>> Acg::Open(uint64_t id, const std::string& dir,
 }
 
 Status Acg::OpenEnv(bool first) {
-  int rc = mdb_env_create(&env_);
-  if (rc != 0) {
-    env_ = nullptr;
-    return LmdbStatus(rc, "mdb_env_create");
-  }
-  mdb_env_set_maxdbs(env_, kMaxDbs);
-  // Use the existing file's size if it is larger (a map that grew before a restart).
-  uint64_t map_size = map_size_;
-  struct stat st;
-  std::string data_file = dir_ + "/data.mdb";
-  if (::stat(data_file.c_str(), &st) == 0) {
-    map_size = std::max<uint64_t>(map_size, static_cast<uint64_t>(st.st_size));
-  }
-  map_size_ = map_size;
-  rc = mdb_env_set_mapsize(env_, map_size);
-  if (rc != 0) return LmdbStatus(rc, "mdb_env_set_mapsize");
-  // MDB_NOTLS: read transactions are used from thread-pool threads (PITFALLS: reader slots
-  // are bound to threads otherwise).
-  rc = mdb_env_open(env_, dir_.c_str(), MDB_NOTLS | MDB_NORDAHEAD, 0600);
-  if (rc != 0) return LmdbStatus(rc, "opening LMDB environment " + dir_);
-  if (first) {
-    int dead = 0;
-    mdb_reader_check(env_, &dead);
-  }
-
+  int rc = 0;
   MDB_txn* raw = nullptr;
   rc = mdb_txn_begin(env_, nullptr, 0, &raw);
   if (rc != 0) return LmdbStatus(rc, "mdb_txn_begin");
   TxnGuard txn(raw);
-  struct {
-    const char* name;
-    MDB_dbi* dbi;
-  } dbs[] = {{"files", &files_dbi_}, {"dirs", &dirs_dbi_}, {"edges", &edges_dbi_},
-             {"meta", &meta_dbi_}, {"moved", &moved_dbi_}};
-  for (auto& d : dbs) {
-    rc = mdb_dbi_open(raw, d.name, MDB_CREATE, d.dbi);
-    if (rc != 0) return LmdbStatus(rc, std::string("opening database ") + d.name);
-  }
   if (first) {
-    MDB_val key = Val("version"), val;
+    std::string key_bytes = Key("version");
+    MDB_val key = Val(key_bytes), val;
     rc = mdb_get(raw, meta_dbi_, &key, &val);
     if (rc == MDB_NOTFOUND) {
       std::string v;
@@ -183,7 +172,8 @@ Status Acg::OpenEnv(bool first) {
     }
     // applied_lsn and the summary live in memory from here on; later opens find in LMDB what
     // this object last wrote.
-    key = Val("applied_lsn");
+    key_bytes = Key("applied_lsn");
+    key = Val(key_bytes);
     rc = mdb_get(raw, meta_dbi_, &key, &val);
     if (rc == 0) {
       if (val.mv_size != 8) return Status::Corruption("ACG applied_lsn has a bad size");
@@ -198,16 +188,16 @@ Status Acg::OpenEnv(bool first) {
     CursorGuard moved(cur);
     {
       std::lock_guard<std::mutex> rl(routes_mu_);
-      for (rc = mdb_cursor_get(cur, &key, &val, MDB_FIRST); rc == 0;
-           rc = mdb_cursor_get(cur, &key, &val, MDB_NEXT)) {
+      for (rc = First(cur, &key, &val); rc == 0; rc = Next(cur, &key, &val)) {
         FileId id;
-        if (!DecodeFileIdKey(View(key), &id).ok() || val.mv_size != 8) {
+        if (!DecodeFileIdKey(Unprefixed(key), &id).ok() || val.mv_size != 8) {
           return Status::Corruption("malformed entry in the moved database");
         }
         routes_[id] = DecodeOrderedU64(View(val));
       }
       if (rc != MDB_NOTFOUND) return LmdbStatus(rc, "reading the moved database");
-      key = Val("merged_into");
+      key_bytes = Key("merged_into");
+      key = Val(key_bytes);
       rc = mdb_get(raw, meta_dbi_, &key, &val);
       if (rc == 0) {
         if (val.mv_size != 8) return Status::Corruption("ACG merged_into has a bad size");
@@ -217,19 +207,32 @@ Status Acg::OpenEnv(bool first) {
       }
       has_routes_.store(!routes_.empty() || merged_into_.load() != 0,
                         std::memory_order_release);
-      key = Val(kCleanupKey);
+      key_bytes = Key(kCleanupKey);
+      key = Val(key_bytes);
       rc = mdb_get(raw, meta_dbi_, &key, &val);
       if (rc != 0 && rc != MDB_NOTFOUND) return LmdbStatus(rc, "reading the clean-up mark");
       cleanup_pending_ = rc == 0;
     }
     moved.Close();
-    key = Val("summary");
+    key_bytes = Key("summary");
+    key = Val(key_bytes);
     rc = mdb_get(raw, meta_dbi_, &key, &val);
     if (rc == 0) {
       std::lock_guard<std::mutex> sl(summary_mu_);
       PROPELLER_RETURN_IF_ERROR(summary_.DecodeFrom(View(val)));
     } else if (rc != MDB_NOTFOUND) {
       return LmdbStatus(rc, "reading summary");
+    }
+    // The counts: kept in meta (the databases are shared, so their sizes say nothing).
+    key_bytes = Key("counts");
+    key = Val(key_bytes);
+    rc = mdb_get(raw, meta_dbi_, &key, &val);
+    if (rc == 0) {
+      if (val.mv_size != 16) return Status::Corruption("ACG counts have a bad size");
+      files_ = DecodeOrderedU64(View(val).substr(0, 8));
+      edges_ = DecodeOrderedU64(View(val).substr(8));
+    } else if (rc != MDB_NOTFOUND) {
+      return LmdbStatus(rc, "reading the counts");
     }
   }
   rc = txn.Commit();
@@ -240,7 +243,6 @@ Status Acg::OpenLocked(bool first) {
   if (retired_.load(std::memory_order_relaxed)) {
     return Status::NotFound(AcgName(id_) + " moved to another node");
   }
-  ResetMapped();
   Status s = OpenEnv(first);
   if (s.ok()) {
     MDB_txn* raw = nullptr;
@@ -252,17 +254,6 @@ Status Acg::OpenLocked(bool first) {
       std::vector<IndexSpec> catalogue;
       if (ctx_->catalogue) catalogue = ctx_->catalogue();
       s = ReconcileIndexes(raw, catalogue);
-      MDB_stat st{};
-      if (s.ok()) {
-        rc = mdb_stat(raw, files_dbi_, &st);
-        if (rc != 0) s = LmdbStatus(rc, "mdb_stat");
-        files_ = st.ms_entries;
-      }
-      if (s.ok()) {
-        rc = mdb_stat(raw, edges_dbi_, &st);
-        if (rc != 0) s = LmdbStatus(rc, "mdb_stat");
-        edges_ = st.ms_entries;
-      }
       // A new (or emptied) ACG loads its empty K-D tree now: commits then keep it current and
       // no search ever has to load it.
       if (s.ok() && files_.load() == 0 && !inode_->loaded()) s = inode_->Load(raw);
@@ -278,7 +269,6 @@ Status Acg::OpenLocked(bool first) {
     if (inode_ != nullptr) inode_->Unload();
     return s;
   }
-  map_addr_ = LocateMap();
   open_.store(true, std::memory_order_release);
   RefreshOpenBytes();
   return Status::OK();
@@ -288,96 +278,7 @@ void Acg::CloseLocked() {
   indexes_.clear();
   owned_.clear();
   if (inode_ != nullptr) indexes_[kInodeIndex] = inode_.get();
-  if (env_ != nullptr) mdb_env_close(env_);
-  env_ = nullptr;
-  map_addr_ = nullptr;
   open_.store(false, std::memory_order_release);
-}
-
-// LMDB 0.9 publishes the map's address (mdb_env_info's me_mapaddr) only for MDB_FIXEDMAP
-// environments; it is null otherwise. We find it from a value LMDB hands back: values point
-// into the map, the map starts on a page boundary, and every page (leaf or overflow) starts
-// with its own page number (MDB_page.mp_pgno, a size_t at offset 0: LMDB's file format). So
-// map = page - pgno * page size. Two values (the first and last of the meta database) must
-// give the same address, within the data file's extent; null otherwise, and then mapped
-// pages are estimated per read and the map is never trimmed or prefaulted.
-const char* Acg::LocateMap() {
-  MDB_envinfo info{};
-  MDB_stat st{};
-  if (mdb_env_info(env_, &info) != 0 || mdb_env_stat(env_, &st) != 0) return nullptr;
-  if (info.me_mapaddr != nullptr) return static_cast<const char*>(info.me_mapaddr);
-  // Pages are OS pages (LMDB's default) so that the map is aligned to them.
-  const size_t psize = st.ms_psize;
-  if (psize == 0 || psize != static_cast<size_t>(sysconf(_SC_PAGESIZE))) return nullptr;
-  MDB_txn* txn = nullptr;
-  if (mdb_txn_begin(env_, nullptr, MDB_RDONLY, &txn) != 0) return nullptr;
-  MDB_cursor* cur = nullptr;
-  if (mdb_cursor_open(txn, meta_dbi_, &cur) != 0) {
-    mdb_txn_abort(txn);
-    return nullptr;
-  }
-  auto base_of = [&](MDB_cursor_op op) -> uintptr_t {  // 0 when it does not fit
-    MDB_val k, v;
-    if (mdb_cursor_get(cur, &k, &v, op) != 0 || v.mv_data == nullptr) return 0;
-    const uintptr_t page = reinterpret_cast<uintptr_t>(v.mv_data) & ~(uintptr_t{psize} - 1);
-    size_t pgno = 0;
-    std::memcpy(&pgno, reinterpret_cast<const void*>(page), sizeof(pgno));
-    if (pgno == 0 || pgno > info.me_last_pgno || page < pgno * psize) return 0;
-    return page - pgno * psize;
-  };
-  const uintptr_t first = base_of(MDB_FIRST);
-  const uintptr_t last = base_of(MDB_LAST);
-  mdb_cursor_close(cur);
-  mdb_txn_abort(txn);
-  return first != 0 && first == last ? reinterpret_cast<const char*>(first) : nullptr;
-}
-
-bool Acg::TryTrim() {
-  std::unique_lock<std::shared_mutex> lock(rw_, std::try_to_lock);
-  if (!lock.owns_lock() || pins_.load() > 0 || !open_.load() || map_addr_ == nullptr) {
-    return false;
-  }
-  MDB_envinfo info{};
-  MDB_stat st{};
-  if (mdb_env_info(env_, &info) != 0 || mdb_env_stat(env_, &st) != 0) return false;
-  const size_t bytes = std::min<size_t>(static_cast<size_t>(info.me_last_pgno + 1) * st.ms_psize,
-                                        info.me_mapsize);
-  // A read-only shared file mapping: dropping its page table entries loses nothing (no write
-  // transaction runs: rw_ is held exclusively, and commits write with pwrite, not the map).
-  if (madvise(const_cast<char*>(map_addr_), bytes, MADV_DONTNEED) != 0) return false;
-  ResetMapped();
-  trimmed_.store(true, std::memory_order_relaxed);
-  RefreshOpenBytes();
-  return true;
-}
-
-void Acg::ResetMapped() {
-  trimmed_.store(false, std::memory_order_relaxed);
-  prefaulted_.store(false);
-  reads_.store(0);
-  touched_windows_.store(0);
-  for (size_t i = 0; i < touched_words_; ++i) touched_[i].store(0, std::memory_order_relaxed);
-}
-
-void Acg::NoteMapped(const void* p, size_t n) {
-  constexpr int kWindowShift = 16;  // 64 KiB: the kernel's fault-around unit
-  const char* c = static_cast<const char*>(p);
-  if (map_addr_ == nullptr || c < map_addr_ || n == 0) {
-    CountReads(1);
-    return;
-  }
-  const size_t first = static_cast<size_t>(c - map_addr_) >> kWindowShift;
-  const size_t last = (static_cast<size_t>(c - map_addr_) + n - 1) >> kWindowShift;
-  for (size_t w = first; w <= last; ++w) {
-    if (w / 64 >= touched_words_) {
-      CountReads(1);
-      return;
-    }
-    const uint64_t bit = uint64_t{1} << (w % 64);
-    if ((touched_[w / 64].fetch_or(bit, std::memory_order_relaxed) & bit) == 0) {
-      touched_windows_.fetch_add(1, std::memory_order_relaxed);
-    }
-  }
 }
 
 bool Acg::TryClose() {
@@ -391,9 +292,6 @@ void Acg::CloseClean() {
   std::unique_lock<std::shared_mutex> lock(rw_);
   if (cached() > 0 || retired_.load()) return;
   if (open_.load()) CloseLocked();
-  if (!damage().empty()) return;
-  Status s = WriteLmdbFileMark(JoinPath(dir_, "data.mdb"), JoinPath(dir_, kCleanMark));
-  if (!s.ok()) Log(LogLevel::kWarning, "%s: %s", AcgName(id_).c_str(), s.ToString().c_str());
 }
 
 Status Acg::EnsureOpen() {
@@ -427,65 +325,17 @@ Status Acg::EnsureLoaded(const std::vector<std::string>& names) {
     auto it = indexes_.find(n);
     if (it == indexes_.end() || it->second->loaded()) continue;
     PROPELLER_RETURN_IF_ERROR(it->second->Load(raw).WithContext(AcgName(id_)));
-    CountReads(it->second->Size());  // a load scans its database
   }
   RefreshOpenBytes();
   return Status::OK();
 }
 
-void Acg::Prefault() {
-  if (prefaulted_.exchange(true)) return;
-  MDB_envinfo info{};
-  MDB_stat st{};
-  if (map_addr_ == nullptr || mdb_env_info(env_, &info) != 0 || mdb_env_stat(env_, &st) != 0) {
-    return;
-  }
-  const size_t bytes = static_cast<size_t>(info.me_last_pgno + 1) * st.ms_psize;
-  // Best effort: an older kernel without MADV_POPULATE_READ (5.14) says EINVAL.
-  (void)madvise(const_cast<char*>(map_addr_), std::min<size_t>(bytes, info.me_mapsize),
-                MADV_POPULATE_READ);
-}
-
 void Acg::RefreshOpenBytes() {
-  uint64_t file = 0;
-  struct stat st;
-  if (::stat((dir_ + "/data.mdb").c_str(), &st) == 0) file = static_cast<uint64_t>(st.st_size);
-  data_file_bytes_.store(file, std::memory_order_relaxed);
-  // Grow the window bitmap with the file (under rw_ exclusive: no NoteMapped runs), keeping
-  // the bits already set.
-  const size_t words = static_cast<size_t>((file + (uint64_t{64} << 16) - 1) >> 22);
-  if (words > touched_words_) {
-    auto grown = std::make_unique<std::atomic<uint64_t>[]>(words);
-    for (size_t i = 0; i < words; ++i) {
-      grown[i].store(i < touched_words_ ? touched_[i].load(std::memory_order_relaxed) : 0,
-                     std::memory_order_relaxed);
-    }
-    touched_ = std::move(grown);
-    touched_words_ = words;
-  }
   uint64_t hash = 0;
   for (const auto& [name, index] : owned_) {
     if (index->loaded()) hash += index->MemoryBytes();  // (B-trees: 0)
   }
   hash_bytes_.store(hash, std::memory_order_relaxed);
-}
-
-uint64_t Acg::open_bytes() const {
-  if (!open_.load(std::memory_order_acquire)) return 0;
-  return mapped_bytes() + hash_bytes_.load(std::memory_order_relaxed);
-}
-
-uint64_t Acg::mapped_bytes() const {
-  if (!open_.load(std::memory_order_acquire)) return 0;
-  constexpr uint64_t kFaultAroundBytes = 64 << 10;
-  constexpr uint64_t kUpperLevels = 8;  // meta, roots and branch pages
-  const uint64_t file = data_file_bytes_.load(std::memory_order_relaxed);
-  if (prefaulted_.load(std::memory_order_relaxed)) return file;
-  const uint64_t read = touched_windows_.load(std::memory_order_relaxed) +
-                        reads_.load(std::memory_order_relaxed);
-  // Opening maps the meta pages and the databases' roots; after a trim, nothing until a read.
-  if (read == 0 && trimmed_.load(std::memory_order_relaxed)) return 0;
-  return std::min(file, (read + kUpperLevels) * kFaultAroundBytes);
 }
 
 Status Acg::ReconcileIndexes(MDB_txn* raw, const std::vector<IndexSpec>& user_indexes) {
@@ -497,7 +347,7 @@ Status Acg::ReconcileIndexes(MDB_txn* raw, const std::vector<IndexSpec>& user_in
     MDB_cursor* cur = nullptr;
     int rc = mdb_cursor_open(raw, meta_dbi_, &cur);
     if (rc != 0) return LmdbStatus(rc, "mdb_cursor_open");
-    std::string prefix = "idx:";
+    std::string prefix = Key("idx:");
     MDB_val k = Val(prefix), v;
     rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
     while (rc == 0 && View(k).substr(0, prefix.size()) == prefix) {
@@ -519,7 +369,7 @@ Status Acg::ReconcileIndexes(MDB_txn* raw, const std::vector<IndexSpec>& user_in
     auto it = built.find(spec.name);
     if (it != built.end() && it->second != spec.type) {
       // Same name, new type: the catalogue wins (the index was dropped and re-created).
-      PROPELLER_RETURN_IF_ERROR(DropIndexData(raw, it->second, spec.name));
+      PROPELLER_RETURN_IF_ERROR(DropIndexData(raw, it->second, spec.name, prefix_));
       built.erase(it);
       it = built.end();
     }
@@ -532,20 +382,20 @@ Status Acg::ReconcileIndexes(MDB_txn* raw, const std::vector<IndexSpec>& user_in
       } else {
         KdTreeOptions options;
         options.scan_points = std::bind_front(&Acg::ScanPoints, this);
+        options.key_prefix = prefix_;
         PROPELLER_ASSIGN_OR_RETURN(
             inode_, OpenKdTreeIndex(raw, spec.name, options, /*load=*/false));
       }
       index = inode_.get();
     } else {
       PROPELLER_ASSIGN_OR_RETURN(std::unique_ptr<Index> opened,
-                                 OpenIndex(raw, spec.type, spec.name, /*load=*/false));
+                                 OpenIndex(raw, spec.type, spec.name, /*load=*/false, prefix_));
       index = opened.get();
       owned_[spec.name] = std::move(opened);
     }
     if (fresh) {
       PROPELLER_RETURN_IF_ERROR(BuildIndex(raw, index));
-      prefaulted_.store(true);  // the build read every record: count the whole file as mapped
-      std::string key = "idx:" + spec.name;
+      std::string key = Key("idx:" + spec.name);
       uint8_t t = static_cast<uint8_t>(spec.type);
       MDB_val k = Val(key), v{1, &t};
       int rc = mdb_put(raw, meta_dbi_, &k, &v, 0);
@@ -557,8 +407,8 @@ Status Acg::ReconcileIndexes(MDB_txn* raw, const std::vector<IndexSpec>& user_in
   }
   // Whatever is left was dropped from the catalogue.
   for (const auto& [name, type] : built) {
-    PROPELLER_RETURN_IF_ERROR(DropIndexData(raw, type, name));
-    std::string key = "idx:" + name;
+    PROPELLER_RETURN_IF_ERROR(DropIndexData(raw, type, name, prefix_));
+    std::string key = Key("idx:" + name);
     MDB_val k = Val(key);
     int rc = mdb_del(raw, meta_dbi_, &k, nullptr);
     if (rc != 0 && rc != MDB_NOTFOUND) return LmdbStatus(rc, "dropping index " + name);
@@ -577,8 +427,7 @@ Status Acg::BuildIndex(MDB_txn* txn, Index* index) {
   MDB_val k, v;
   Status s;
   FileRecord rec;
-  for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == 0 && s.ok();
-       rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+  for (rc = First(cur, &k, &v); rc == 0 && s.ok(); rc = Next(cur, &k, &v)) {
     s = DecodeStored(View(v), &rec);
     if (!s.ok()) break;
     if (name == kInodeIndex) {
@@ -605,18 +454,14 @@ Status Acg::BuildIndex(MDB_txn* txn, Index* index) {
 }
 
 Status Acg::ScanPoints(MDB_txn* txn, const KdReserve& reserve, const KdAddPoint& add) {
-  MDB_stat st{};
-  int rc = mdb_stat(txn, files_dbi_, &st);
-  if (rc != 0) return LmdbStatus(rc, "mdb_stat");
-  reserve(st.ms_entries);
+  reserve(files_.load() + std::max<int64_t>(delta_files_, 0));
   MDB_cursor* cur = nullptr;
-  rc = mdb_cursor_open(txn, files_dbi_, &cur);
+  int rc = mdb_cursor_open(txn, files_dbi_, &cur);
   if (rc != 0) return LmdbStatus(rc, "mdb_cursor_open");
   MDB_val k, v;
   Status s;
   FileRecord rec;
-  for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == 0;
-       rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+  for (rc = First(cur, &k, &v); rc == 0; rc = Next(cur, &k, &v)) {
     std::string_view bytes;
     s = UnwrapStored(View(v), &bytes);
     if (s.ok()) s = DecodeRecordHead(bytes, &rec);
@@ -737,35 +582,7 @@ Status Acg::CommitLocked(uint64_t up_to_lsn, size_t* updates, bool* reopened) {
   }
   Status s = EnsureOpenLocked(reopened);  // closed meanwhile (by another commit, or a failure)
   if (s.ok() && ctx_->commit_hook) s = ctx_->commit_hook(id_);
-  if (s.ok()) {
-    // Each update reads its old record (and LMDB's page copies touch more): the accounting
-    // assumes a large commit mapped the whole file. It is not prefaulted: before this was
-    // measured (LocateMap), Prefault was a no-op for lack of the map's address, and the
-    // update-throughput figures were taken that way.
-    if (count >= kWholeFileReads) {
-      prefaulted_.store(true);
-    } else {
-      CountReads(count);
-    }
-    s = CommitOnce(slices);
-  }
-  // Only a full map grows; a full disk (also ResourceExhausted) does not get better that way.
-  auto map_full = [](const Status& st) {
-    return st.code() == StatusCode::kResourceExhausted &&
-           st.message().find("MDB_MAP_FULL") != std::string::npos;
-  };
-  for (int attempt = 0; map_full(s) && attempt < 8; ++attempt) {
-    // MDB_MAP_FULL (PITFALLS: may come from commit too): grow the map with no live
-    // transactions — we hold rw_ exclusively — by reopening with a larger size, and retry.
-    // Closing drops in-memory structures the aborted transaction may have changed.
-    CloseLocked();
-    if (inode_ != nullptr) inode_->Unload();
-    map_size_ *= 2;
-    Log(LogLevel::kInfo, "ACG %llu: growing the map to %llu bytes",
-        static_cast<unsigned long long>(id_), static_cast<unsigned long long>(map_size_));
-    s = OpenLocked(/*first=*/false);
-    if (s.ok()) s = CommitOnce(slices);
-  }
+  if (s.ok()) s = CommitOnce(slices);
   if (!s.ok()) {
     // Bring memory back in line with LMDB: drop everything; the next use reopens and the
     // next search reloads.
@@ -777,11 +594,7 @@ Status Acg::CommitLocked(uint64_t up_to_lsn, size_t* updates, bool* reopened) {
       if (!rs.ok()) Log(LogLevel::kWarning, "ACG %llu: %s",
                         static_cast<unsigned long long>(id_), rs.ToString().c_str());
     }
-    if (count >= kCloseAfter && !watching_) {
-      CloseLocked();  // users waiting for rw_ find it closed and reopen it
-    } else {
-      RefreshOpenBytes();
-    }
+    RefreshOpenBytes();
   }
   {
     // Still under rw_: a failed batch is back in the cache before any search looks.
@@ -839,6 +652,7 @@ Status Acg::CommitOnce(const std::vector<Slice>& slices) {
   CursorGuard files(files_raw);  // declared after txn: closed before the transaction ends
   std::vector<CommitRef>& order = commit_order_;
   order.clear();
+  delta_files_ = delta_edges_ = 0;
   commit_edges_.clear();
   commit_deletes_.clear();
   commit_renewed_.clear();
@@ -949,7 +763,8 @@ Status Acg::CommitOnce(const std::vector<Slice>& slices) {
   const uint64_t lsn = slices.back().batch->lsn;
   std::string v;
   AppendOrderedU64(lsn, &v);
-  MDB_val k = Val("applied_lsn"), val = Val(v);
+  std::string key = Key("applied_lsn");
+  MDB_val k = Val(key), val = Val(v);
   rc = mdb_put(raw, meta_dbi_, &k, &val, 0);
   if (rc != 0) return LmdbStatus(rc, "writing applied_lsn");
   std::string summary;
@@ -958,12 +773,13 @@ Status Acg::CommitOnce(const std::vector<Slice>& slices) {
     summary_.Merge(widened);
     summary_.EncodeTo(&summary);
   }
-  k = Val("summary");
+  key = Key("summary");
+  k = Val(key);
   val = Val(summary);
   rc = mdb_put(raw, meta_dbi_, &k, &val, 0);
   if (rc != 0) return LmdbStatus(rc, "writing summary");
   uint64_t files_count = 0, edges_count = 0;
-  PROPELLER_RETURN_IF_ERROR(ReadCounts(raw, &files_count, &edges_count));
+  PROPELLER_RETURN_IF_ERROR(SaveCounts(raw, &files_count, &edges_count));
   files.Close();
   rc = txn.Commit();
   if (rc != 0) return LmdbStatus(rc, "mdb_txn_commit");
@@ -975,20 +791,18 @@ Status Acg::CommitOnce(const std::vector<Slice>& slices) {
 
 Status Acg::DropEdgesOf(MDB_txn* txn, const GoneFiles& gone) {
   if (gone.empty()) return Status::OK();
-  MDB_stat st{};
-  int rc = mdb_stat(txn, edges_dbi_, &st);
-  if (rc != 0) return LmdbStatus(rc, "mdb_stat");
-  if (st.ms_entries == 0) return Status::OK();
+  if (static_cast<int64_t>(edges_.load()) + delta_edges_ <= 0) return Status::OK();
   // One pass over the ACG's edges per commit that deleted files (an edge is keyed by its
   // source, so incoming edges have no index of their own; ACGs are small by design).
   MDB_cursor* raw = nullptr;
-  rc = mdb_cursor_open(txn, edges_dbi_, &raw);
+  int rc = mdb_cursor_open(txn, edges_dbi_, &raw);
   if (rc != 0) return LmdbStatus(rc, "mdb_cursor_open");
   CursorGuard cur(raw);
   MDB_val k, v;
-  for (rc = mdb_cursor_get(raw, &k, &v, MDB_FIRST); rc == 0;) {
+  for (rc = First(raw, &k, &v); rc == 0;) {
     FileId src, dst;
-    PROPELLER_RETURN_IF_ERROR(DecodeEdgeKey(View(k), &src, &dst).WithContext(AcgName(id_)));
+    PROPELLER_RETURN_IF_ERROR(
+        DecodeEdgeKey(Unprefixed(k), &src, &dst).WithContext(AcgName(id_)));
     const auto gone_src = gone.find(src), gone_dst = gone.find(dst);
     bool drop = false;
     if (gone_src != gone.end() || gone_dst != gone.end()) {
@@ -1003,21 +817,29 @@ Status Acg::DropEdgesOf(MDB_txn* txn, const GoneFiles& gone) {
     if (drop) {
       rc = mdb_cursor_del(raw, 0);
       if (rc != 0) return LmdbStatus(rc, "deleting an edge");
+      --delta_edges_;
     }
     // After a delete MDB_NEXT yields the entry that took the deleted one's place.
-    rc = mdb_cursor_get(raw, &k, &v, MDB_NEXT);
+    rc = Next(raw, &k, &v);
   }
   if (rc != MDB_NOTFOUND) return LmdbStatus(rc, "scanning edges");
   return Status::OK();
 }
 
-Status Acg::ReadCounts(MDB_txn* txn, uint64_t* files, uint64_t* edges) {
-  MDB_stat files_stat{}, edges_stat{};
-  int rc = mdb_stat(txn, files_dbi_, &files_stat);
-  if (rc == 0) rc = mdb_stat(txn, edges_dbi_, &edges_stat);
-  if (rc != 0) return LmdbStatus(rc, "mdb_stat");
-  *files = files_stat.ms_entries;
-  *edges = edges_stat.ms_entries;
+Status Acg::SaveCounts(MDB_txn* txn, uint64_t* files, uint64_t* edges) {
+  const int64_t f = static_cast<int64_t>(files_.load()) + delta_files_;
+  const int64_t e = static_cast<int64_t>(edges_.load()) + delta_edges_;
+  if (f < 0 || e < 0) return Status::Internal(AcgName(id_) + ": counts below zero");
+  *files = static_cast<uint64_t>(f);
+  *edges = static_cast<uint64_t>(e);
+  std::string bytes;
+  AppendOrderedU64(*files, &bytes);
+  AppendOrderedU64(*edges, &bytes);
+  const std::string key = Key("counts");
+  MDB_val k = Val(key), v = Val(bytes);
+  const int rc = mdb_put(txn, meta_dbi_, &k, &v, 0);
+  if (rc != 0) return LmdbStatus(rc, "writing the counts");
+  delta_files_ = delta_edges_ = 0;
   return Status::OK();
 }
 
@@ -1027,11 +849,10 @@ Status Acg::ScanEdges(MDB_txn* txn, const std::function<void(const StoredEdge&)>
   if (rc != 0) return LmdbStatus(rc, "mdb_cursor_open");
   MDB_val k, v;
   Status s;
-  for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == 0;
-       rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+  for (rc = First(cur, &k, &v); rc == 0; rc = Next(cur, &k, &v)) {
     StoredEdge edge;
     EdgeValue value;
-    s = DecodeEdgeKey(View(k), &edge.src, &edge.dst);
+    s = DecodeEdgeKey(Unprefixed(k), &edge.src, &edge.dst);
     if (s.ok()) s = DecodeEdgeValue(View(v), &value);
     if (!s.ok()) break;
     edge.weight = value.weight;
@@ -1048,7 +869,7 @@ Status Acg::ScanEdges(MDB_txn* txn, const std::function<void(const StoredEdge&)>
 Status Acg::UnwrapStored(std::string_view stored, std::string_view* record) const {
   Status s = UnwrapStoredRecord(stored, record);
   if (s.ok()) return s;
-  s = s.WithContext(AcgName(id_) + " (" + dir_ + "/data.mdb)");
+  s = s.WithContext(AcgName(id_) + " (" + shard_->dir + "/data.mdb)");
   std::lock_guard<std::mutex> lock(damage_mu_);
   if (damage_.empty()) {
     damage_ = s.message() + " (the next start quarantines it for a rebuild)";
@@ -1072,8 +893,7 @@ std::string Acg::damage() const {
 }
 
 Status Acg::ReadRecord(MDB_txn* txn, FileId id, FileRecord* rec, bool* found) {
-  std::string key;
-  AppendFileIdKey(id, &key);
+  const std::string key = FileKey(id);
   MDB_val k = Val(key), v;
   int rc = mdb_get(txn, files_dbi_, &k, &v);
   if (rc == MDB_NOTFOUND) {
@@ -1139,8 +959,7 @@ Status Acg::UpdateIndexes(MDB_txn* txn, const FileRecord* old_rec, const FileRec
     if (nv) PROPELLER_RETURN_IF_ERROR(index->Insert(txn, *nv, id));
   }
   // dirs: directory records for permission checks.
-  std::string key;
-  AppendFileIdKey(id, &key);
+  const std::string key = FileKey(id);
   MDB_val k = Val(key);
   if (new_rec && new_rec->type == FileType::kDirectory) {
     std::string record, bytes;
@@ -1160,7 +979,7 @@ Status Acg::ApplyOne(MDB_txn* txn, MDB_cursor* files, const Update& u,
                      std::string_view encoded, AcgSummary* widened, uint32_t carried) {
   const FileId id = u.record.id;
   if (u.op == UpdateOp::kAddEdge) {
-    std::string key;
+    std::string key = prefix_;
     AppendEdgeKey(id, u.edge_dst, &key);
     MDB_val k = Val(key), v;
     EdgeValue value;
@@ -1185,13 +1004,16 @@ Status Acg::ApplyOne(MDB_txn* txn, MDB_cursor* files, const Update& u,
     std::string bytes;
     AppendEdgeValue(value, &bytes);
     v = Val(bytes);
+    const bool added = rc == MDB_NOTFOUND;
     rc = mdb_put(txn, edges_dbi_, &k, &v, 0);
-    return rc == 0 ? Status::OK() : LmdbStatus(rc, "writing an edge");
+    if (rc != 0) return LmdbStatus(rc, "writing an edge");
+    if (added) ++delta_edges_;
+    return Status::OK();
   }
 
   FileRecord& old_rec = commit_old_;
   std::string& key = commit_key_;
-  key.clear();
+  key.assign(prefix_);
   AppendFileIdKey(id, &key);
   MDB_val k = Val(key), old_v;
   // Positions `files` on the record (kept there: UpdateIndexes below writes other databases).
@@ -1265,9 +1087,11 @@ Status Acg::ApplyOne(MDB_txn* txn, MDB_cursor* files, const Update& u,
     MDB_val v = Val(commit_stored_);
     rc = mdb_cursor_put(files, &k, &v, found ? MDB_CURRENT : 0);
     if (rc != 0) return LmdbStatus(rc, "writing a record");
+    if (!found) ++delta_files_;
   } else if (found) {
     rc = mdb_cursor_del(files, 0);
     if (rc != 0) return LmdbStatus(rc, "deleting a record");
+    --delta_files_;
     commit_deleted_ = true;
   }
   return Status::OK();
@@ -1295,10 +1119,8 @@ Status Acg::WithReadTxn(const std::function<Status(MDB_txn*)>& fn) {
 Result<FileRecord> Acg::Get(FileId id) {
   FileRecord rec;
   bool found = false;
-  PROPELLER_RETURN_IF_ERROR(WithReadTxn([&](MDB_txn* txn) {
-    CountReads(1);
-    return ReadRecord(txn, id, &rec, &found);
-  }));
+  PROPELLER_RETURN_IF_ERROR(
+      WithReadTxn([&](MDB_txn* txn) { return ReadRecord(txn, id, &rec, &found); }));
   if (!found) return Status::NotFound("no such file in " + AcgName(id_));
   return rec;
 }
@@ -1310,15 +1132,14 @@ Status Acg::ListDirectories(std::vector<FileRecord>* dirs) {
     if (rc != 0) return LmdbStatus(rc, "mdb_cursor_open");
     MDB_val k, v;
     Status s;
-    for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == 0;
-         rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+    for (rc = First(cur, &k, &v); rc == 0; rc = Next(cur, &k, &v)) {
       FileRecord rec;
       s = DecodeStored(View(v), &rec);
       if (!s.ok()) break;
       dirs->push_back(std::move(rec));
     }
     mdb_cursor_close(cur);
-    CountReads(dirs->size());
+    if (s.ok() && rc != MDB_NOTFOUND) s = LmdbStatus(rc, "scanning directories");
     return s;
   });
 }
@@ -1329,10 +1150,9 @@ Status Acg::ScanFileIds(MDB_txn* txn, std::vector<FileId>* ids) {
   if (rc != 0) return LmdbStatus(rc, "mdb_cursor_open");
   CursorGuard files(cur);
   MDB_val k, v;
-  for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == 0;
-       rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+  for (rc = First(cur, &k, &v); rc == 0; rc = Next(cur, &k, &v)) {
     FileId id;
-    PROPELLER_RETURN_IF_ERROR(DecodeFileIdKey(View(k), &id).WithContext(AcgName(id_)));
+    PROPELLER_RETURN_IF_ERROR(DecodeFileIdKey(Unprefixed(k), &id).WithContext(AcgName(id_)));
     ids->push_back(id);
   }
   if (rc != MDB_NOTFOUND) return LmdbStatus(rc, "scanning records");
@@ -1349,10 +1169,7 @@ Status Acg::ListHeldIds(std::vector<FileId>* ids) {
 
 Status Acg::ListEdges(std::vector<StoredEdge>* edges) {
   return WithReadTxn([&](MDB_txn* txn) {
-    const size_t before = edges->size();
-    Status s = ScanEdges(txn, [&](const StoredEdge& e) { edges->push_back(e); });
-    CountReads(edges->size() - before);
-    return s;
+    return ScanEdges(txn, [&](const StoredEdge& e) { edges->push_back(e); });
   });
 }
 
@@ -1385,13 +1202,10 @@ Status Acg::SyncIndexes() {
 }
 
 uint64_t Acg::disk_bytes() const {
-  uint64_t total = 0;
-  for (const char* f : {"/data.mdb", "/lock.mdb"}) {
-    struct stat st;
-    // Blocks actually allocated: the map file is sparse.
-    if (::stat((dir_ + f).c_str(), &st) == 0) total += static_cast<uint64_t>(st.st_blocks) * 512;
-  }
-  return total;
+  // The ACG shares its shard's file: its part is estimated from what it holds (a record with
+  // its path, keyword and directory entries; an edge). Store::disk_bytes() is the exact total.
+  constexpr uint64_t kBytesPerFile = 256, kBytesPerEdge = 48;
+  return files() * kBytesPerFile + edges() * kBytesPerEdge;
 }
 
 uint64_t Acg::index_memory_bytes() {

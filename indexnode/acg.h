@@ -1,15 +1,17 @@
-// Acg: one access-causality partition on an index node (DESIGN §3, §6) — its LMDB
-// environment, its index structures, its write cache and its summary.
+// Acg: one access-causality partition on an index node (DESIGN §3, §6) — its key ranges in the
+// node's store, its index structures, its write cache and its summary.
 //
-// On disk, <dir>/ holds one LMDB environment with these named databases:
-//   files       FileIdKey(id) -> EncodeRecord(record)            (schemas/record_format.h)
-//   dirs        FileIdKey(id) -> EncodeRecord(record), directories only (permission checks)
-//   edges       EdgeKey(src, dst) -> ordered u64 weight           (schemas/keys.h)
-//   meta        "version" -> u32, "applied_lsn" -> u64, "summary" -> AcgSummary bytes,
-//               "idx:<name>" -> u8 IndexType for every index built in this ACG,
-//               "merged_into" -> u64 (a merge's commit point), "cleanup" -> "1" while moved
-//               files await removal (RecordMovedHeld / RemoveHeld)
-//   moved       FileIdKey(id) -> u64 ACG: files split off, and where to (routes)
+// Its data lives in one shard of the node's Store (store.h), every key led by
+// AcgKeyPrefix(id) (P below), in these databases of the shard:
+//   files       P ‖ FileIdKey(id) -> EncodeStoredRecord(record)  (schemas/record_format.h)
+//   dirs        P ‖ FileIdKey(id) -> the same, directories only (permission checks)
+//   edges       P ‖ EdgeKey(src, dst) -> EdgeValue                (schemas/keys.h)
+//   meta        P ‖ "version" -> u64, P ‖ "applied_lsn" -> u64, P ‖ "summary" -> AcgSummary,
+//               P ‖ "counts" -> files u64 ‖ edges u64,
+//               P ‖ "idx:<name>" -> u8 IndexType for every index built in this ACG,
+//               P ‖ "merged_into" -> u64 (a merge's commit point), P ‖ "cleanup" -> "1" while
+//               moved files await removal (RecordMovedHeld / RemoveHeld)
+//   moved       P ‖ FileIdKey(id) -> u64 ACG: files split off, and where to (routes)
 //   bt.path     the built-in `path` B-tree (one entry per path of every record)
 //   hs.keyword  the built-in `keyword` hash (PathKeywords of every path)
 //   (the built-in `inode` K-D tree over size, mtime, ctime, atime, uid and gid has no database:
@@ -17,24 +19,27 @@
 //   record's, not a second copy of the point; data directories of older versions have a
 //   `kd.inode`, dropped at their first open)
 //   bt.<name> / hs.<name>   user-defined indexes, fed by the user attribute <name>
+// (index entries are P ‖ the index's key, index.h). <dir>/ is the ACG's control directory
+// (markers: DAMAGED, and the engine's split, merge and adoption markers); no data.
 // "applied_lsn" is committed in the same LMDB transaction as the updates it covers, so after
 // any crash an update is in the indexes iff its LSN <= applied_lsn: replay is exact.
 //
 // Open and closed (DESIGN §6: "open ACGs are cached (LRU)"). An Acg object exists for every
-// partition of the node for the node's lifetime, but its LMDB environment is open only while
-// the engine's cache of open ACGs holds it. What stays in memory for a CLOSED ACG:
-//   - id, directory, applied_lsn, file and edge counts, the data file's size;
+// partition of the node for the node's lifetime; it is "open" while the engine's cache of
+// open ACGs holds its index objects (the store's environments are always open: opening an
+// ACG maps nothing). What stays in memory for a CLOSED ACG:
+//   - id, directory, applied_lsn, file and edge counts;
 //   - the summary (min/max per inode axis + a 4 KiB Bloom filter of keywords and uids);
 //   - the write cache (acknowledged updates not committed yet: they never need the environment);
 //   - the `inode` K-D tree once it has been loaded: it is the partition's fine-grained summary —
 //     a search whose K-D box has no point in a closed ACG is answered without opening it;
-// and nothing else: B-tree handles, hash tables (the keyword hash is the largest structure) and
-// the environment's map and buffers are dropped at close. Every operation that needs LMDB
-// (commit, a search that cannot be answered from the K-D tree, Get, edges, directories) opens
-// the ACG on demand: the environment is reopened, the index set is reconciled with the node's
-// catalogue (user indexes created or dropped while it was closed are built or dropped), the
-// K-D tree is reattached, and hash tables are loaded only when a search needs them. A closed
-// ACG is reopened with its LMDB contents unchanged (only this object writes them).
+// and nothing else: B-tree handles and hash tables (the keyword hash is the largest structure)
+// are dropped at close. Every operation that needs LMDB (commit, a search that cannot be
+// answered from the K-D tree, Get, edges, directories) opens the ACG on demand: the index set
+// is reconciled with the node's catalogue (user indexes created or dropped while it was
+// closed are built or dropped), the K-D tree is reattached, and hash tables are loaded only
+// when a search needs them. A closed ACG is reopened with its LMDB contents unchanged (only
+// this object writes its key ranges).
 //
 // Threading and locks. Lock order: rw_ before cache_mu_ before summary_mu_; all below
 // Wal::mu_ (AppendToCache runs under it). rw_ is held exclusively by Commit, opening, closing,
@@ -68,6 +73,7 @@
 #include "common/status.h"
 #include "indexnode/index/index.h"
 #include "indexnode/index/kdtree_index.h"
+#include "indexnode/store.h"
 #include "indexnode/summary.h"
 
 namespace propeller {
@@ -77,9 +83,6 @@ class Acg;
 // An operation that finds its ACG closed again after opening it (a large commit closes the ACG
 // it committed; see acg.cc) reopens it, at most this many times before reporting Unavailable.
 inline constexpr int kMaxOpenAttempts = 1000;
-// A commit of at least this many updates counts the whole data file as mapped
-// (mapped_bytes): each update reads its old record.
-inline constexpr size_t kWholeFileReads = 32;
 
 struct IndexSpec {
   std::string name;
@@ -142,7 +145,7 @@ void StageUpdate(const Update& update, StagedBatch* batch);
 
 // What the engine provides to its ACGs.
 struct AcgContext {
-  uint64_t map_size = 4ull << 30;  // initial LMDB map size (sparse; grows)
+  Store* store = nullptr;  // where the ACGs' data lives
   // The node's catalogue of user indexes, read whenever the ACG opens (it may have changed
   // while the ACG was closed). Called with the ACG's rw_ held exclusively: must not take
   // locks that are held while waiting for an ACG lock.
@@ -159,12 +162,13 @@ struct AcgContext {
 
 class Acg {
  public:
-  // Opens (creating if missing) the ACG `id` in directory `dir`, reads its meta data and
-  // reconciles its indexes with ctx.catalogue(). The ACG is left OPEN (the caller accounts
-  // for it); `ctx` must outlive the Acg.
+  // Opens (creating if missing) the ACG `id` in ctx.store, with control directory `dir`, reads
+  // its meta data and reconciles its indexes with ctx.catalogue(). The ACG is left OPEN (the
+  // caller accounts for it); `ctx` must outlive the Acg. InvalidArgument for an id above
+  // kMaxStoredAcgId.
   static Result<std::unique_ptr<Acg>> Open(uint64_t id, const std::string& dir,
                                            const AcgContext* ctx);
-  // Closes the environment. Cached updates are NOT committed (the log still has them).
+  // Cached updates are NOT committed (the log still has them).
   ~Acg();
 
   uint64_t id() const { return id_; }
@@ -275,25 +279,26 @@ class Acg {
   Status SyncIndexes();
 
   // ---- moving to another node (Engine::FreezeAndCopyAcg, AdoptAcg, DropMovedAcg) ----
-  // Writes a compacted copy of the committed environment (mdb_env_copyfd2 with
-  // MDB_CP_COMPACT) to the new file `path` and syncs it. Callers commit first and keep updates
-  // away. The copy is a valid data.mdb for an ACG directory.
+  // Writes a compacted copy of the committed key ranges to the new file `path` and syncs it
+  // (Store::ExportAcg; Store::IngestAcg takes it in). Callers commit first and keep updates
+  // away.
   Status CopyTo(const std::string& path);
   // Records `lsn` durably as the applied LSN: an adopted copy takes the adopting node's log
   // position, so that node's replay gives it exactly the records logged after the adoption.
   Status SetAppliedLsn(uint64_t lsn);
-  // The ACG left this node: waits for operations holding it, closes the environment, drops
-  // the in-memory indexes, and makes every later open fail with NotFound.
+  // The ACG left this node: waits for operations holding it, drops the in-memory indexes, and
+  // makes every later open fail with NotFound. Its key ranges stay (Store::DropAcg).
   void Retire();
   bool retired() const { return retired_.load(std::memory_order_acquire); }
 
-  // Damage found in the data file while serving — a stored record failing its checksum
+  // Damage found in the ACG's data while serving — a stored record failing its checksum
   // (schemas/record_format.h, EncodeStoredRecord) — or "" while none was. Kept in memory and
   // in <dir>/DAMAGED (kDamagedMark), so the engine quarantines the ACG at its next start.
   std::string damage() const;
 
   uint64_t files() const { return files_.load(std::memory_order_relaxed); }
   uint64_t edges() const { return edges_.load(std::memory_order_relaxed); }
+  // An estimate of the bytes the ACG's entries take in its shard, from its counts.
   uint64_t disk_bytes() const;
   // Heap bytes of loaded in-memory index structures (the K-D tree, loaded hash tables).
   uint64_t index_memory_bytes();
@@ -302,32 +307,17 @@ class Acg {
   bool is_open() const { return open_.load(std::memory_order_acquire); }
   bool pinned() const { return pins_.load(std::memory_order_relaxed) > 0; }  // a hint
   uint64_t last_used() const { return last_used_.load(std::memory_order_relaxed); }
-  // What closing this ACG would release, estimated from above: its loaded hash tables plus
-  // mapped_bytes(). 0 when closed.
-  uint64_t open_bytes() const;
-  // The data pages the map may hold in this process: the whole data file once it was
-  // prefaulted or scanned since the last open or trim; else every 64 KiB window of the file
-  // (the kernel's fault-around unit) a search read a record from, plus 64 KiB per record
-  // another path read (B-tree probes, commits, Get), plus a little for the B-tree's upper
-  // levels. 0 when closed.
-  uint64_t mapped_bytes() const;
+  // What closing this ACG would release: its loaded hash tables. 0 when closed.
+  uint64_t open_bytes() const { return hash_bytes(); }
   // Bytes of loaded hash tables (what only closing releases). 0 when closed.
   uint64_t hash_bytes() const {
     return is_open() ? hash_bytes_.load(std::memory_order_relaxed) : 0;
   }
-  // Closes the environment and drops hash tables if the ACG is open, idle (not pinned) and its
+  // Drops the index objects and hash tables if the ACG is open, idle (not pinned) and its
   // lock is free right now; never blocks. True when it closed it.
   bool TryClose();
-  // At shutdown, after the last commit: closes the environment and records the data file as
-  // known good (kCleanMark), unless updates are still cached.
+  // At shutdown, after the last commit: closes the ACG unless updates are still cached.
   void CloseClean();
-  // Unmaps the map's pages from this process (MADV_DONTNEED; the page cache keeps them, so
-  // the next read maps them again with a minor fault) and restarts mapped_bytes() at 0, if
-  // the ACG is open, idle and its lock is free right now; never blocks. True
-  // when it trimmed. Much cheaper than TryClose followed by a reopen (no munmap/mmap of the
-  // map, no environment open, no index reconcile): the engine trims to keep mapped memory
-  // within its bound and closes only for the count bound and for hash tables.
-  bool TryTrim();
 
  private:
   // Marks the ACG in use for its lifetime (TryClose leaves it open) and stamps its last use.
@@ -352,6 +342,16 @@ class Acg {
   Status OpenLocked(bool first);  // REQUIRES: rw_ exclusive, closed
   void CloseLocked();             // REQUIRES: rw_ exclusive
   Status OpenEnv(bool first);     // REQUIRES: rw_ exclusive
+  // Keys: P ‖ suffix, and the first / next entry of a cursor within the ACG's range
+  // (MDB_NOTFOUND past it).
+  std::string Key(std::string_view suffix) const { return prefix_ + std::string(suffix); }
+  std::string FileKey(FileId id) const;
+  int First(MDB_cursor* cur, MDB_val* k, MDB_val* v) const;
+  int Next(MDB_cursor* cur, MDB_val* k, MDB_val* v) const;
+  // A key of the ACG's range without its prefix.
+  std::string_view Unprefixed(const MDB_val& k) const {
+    return View(k).substr(std::min(k.mv_size, prefix_.size()));
+  }
   Status ReconcileIndexes(MDB_txn* txn, const std::vector<IndexSpec>& user_indexes);
   // The search proper. REQUIRES: rw_ shared, open.
   // The search of an open ACG; `planned`, when not null, is its candidate set (sorted, unique,
@@ -383,34 +383,20 @@ class Acg {
   // also records the damage: damage()).
   Status UnwrapStored(std::string_view stored, std::string_view* record) const;
   Status DecodeStored(std::string_view stored, FileRecord* record) const;
-  // The entries of the files and edges databases in `txn`.
   // Files whose edges go, each with the inode generation whose edges stay (0: none stay).
   using GoneFiles = std::unordered_map<FileId, uint32_t, FileIdHash>;
   // Removes every edge of which a file of `gone` is an end, unless the edge names that end
   // with the generation to keep. REQUIRES: rw_ exclusive.
   Status DropEdgesOf(MDB_txn* txn, const GoneFiles& gone);
-  Status ReadCounts(MDB_txn* txn, uint64_t* files, uint64_t* edges);
+  // Writes P ‖ "counts" as they are after this transaction's changes (files_ and edges_ plus
+  // delta_files_ and delta_edges_) in `txn`; *files and *edges receive them.
+  Status SaveCounts(MDB_txn* txn, uint64_t* files, uint64_t* edges);
   // Calls fn(edge) for every edge in `txn`, in key order; Corruption for a malformed entry.
   Status ScanEdges(MDB_txn* txn, const std::function<void(const StoredEdge&)>& fn);
   Status BuildIndex(MDB_txn* txn, Index* index);
   // The `inode` K-D tree's source (KdTreeOptions::scan_points): the six axes of every record.
   Status ScanPoints(MDB_txn* txn, const KdReserve& reserve, const KdAddPoint& add);
-  void RefreshOpenBytes();  // REQUIRES: rw_ held exclusively (it may regrow touched_)
-  void CountReads(uint64_t n) { reads_.fetch_add(n, std::memory_order_relaxed); }
-  // Notes that [p, p + n) of the map was read, for mapped_bytes(): marks its 64 KiB windows.
-  // Pointers outside the bitmap (the file grew since RefreshOpenBytes) count as one read.
-  // REQUIRES: rw_ held (shared is enough), open.
-  void NoteMapped(const void* p, size_t n);
-  // Restarts the accounting of mapped pages (open, trim). REQUIRES: rw_ exclusive.
-  void ResetMapped();
-  // The start of the environment's map, or null when it cannot be found. REQUIRES: rw_
-  // exclusive, the environment open.
-  const char* LocateMap();
-  // Maps every page of the data file now (MADV_POPULATE_READ), once per open or trim: a
-  // search that reads most records of an ACG otherwise takes a page fault per 64 KiB window.
-  // Does nothing (but the accounting) when the map's address is unknown. REQUIRES: rw_ held,
-  // open.
-  void Prefault();
+  void RefreshOpenBytes();  // REQUIRES: rw_ held exclusively
   // Runs `fn` in a read transaction, opening the environment if needed.
   // REQUIRES: the lock of LockExclusive held.
   Status ReadHeld(const std::function<Status(MDB_txn*)>& fn);
@@ -425,33 +411,24 @@ class Acg {
   const uint64_t id_;
   const std::string dir_;
   const AcgContext* const ctx_;
+  Store::Shard* const shard_;
+  const std::string prefix_;  // AcgKeyPrefix(id_)
 
   std::atomic<int> pins_{0};
   std::atomic<uint64_t> last_used_{0};
   std::atomic<bool> open_{false};  // written under rw_ exclusive
   std::atomic<bool> retired_{false};  // written under rw_ exclusive; never cleared
-  // For open_bytes(); reset when the ACG opens.
-  std::atomic<uint64_t> data_file_bytes_{0};
-  std::atomic<uint64_t> hash_bytes_{0};
-  std::atomic<uint64_t> reads_{0};          // records read since the last open or trim
-  std::atomic<bool> prefaulted_{false};     // whole file mapped since the last open or trim
-  // One bit per 64 KiB window of the data file (as long as it was at RefreshOpenBytes) that a
-  // search's record read mapped since the last open or trim; touched_windows_ counts the set
-  // bits. Bits are set under rw_ shared (fetch_or); the array is replaced under rw_ exclusive.
-  std::unique_ptr<std::atomic<uint64_t>[]> touched_;
-  size_t touched_words_ = 0;                // Under rw_.
-  std::atomic<uint64_t> touched_windows_{0};
-  std::atomic<bool> trimmed_{false};        // trimmed since the last open
-  const char* map_addr_ = nullptr;          // Under rw_; the map's start while open
+  std::atomic<uint64_t> hash_bytes_{0};     // for open_bytes()
   std::atomic<uint64_t> files_{0};
   std::atomic<uint64_t> edges_{0};
   std::atomic<uint64_t> applied_lsn_{0};  // written under rw_ exclusive
 
   mutable std::shared_mutex rw_;
-  // The environment and its handles. Under rw_ (valid while open_).
-  MDB_env* env_ = nullptr;
-  MDB_dbi files_dbi_ = 0, dirs_dbi_ = 0, edges_dbi_ = 0, meta_dbi_ = 0, moved_dbi_ = 0;
-  uint64_t map_size_ = 0;  // Under rw_.
+  // The shard's environment and databases (fixed).
+  MDB_env* const env_;
+  const MDB_dbi files_dbi_, dirs_dbi_, edges_dbi_, meta_dbi_, moved_dbi_;
+  // Changes to the counts by the running write transaction. Under rw_ exclusive.
+  int64_t delta_files_ = 0, delta_edges_ = 0;
   // The `inode` K-D tree: kept across closes once created (reattached at open), loaded lazily.
   std::unique_ptr<Index> inode_;  // Under rw_.
   // B-tree and hash indexes (built-in and user): only while open.

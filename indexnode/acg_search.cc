@@ -395,11 +395,9 @@ Status Acg::SearchOpen(const AcgSearchRequest& req, AcgSearchStats* stats,
     q.kind = IndexQuery::Kind::kEqual;
     q.value = req.scope;
     PROPELLER_RETURN_IF_ERROR(path->Search(txn, q, add));
-    CountReads(ids.size());
     Normalise(&ids);
     plan = Plan(std::move(ids));
   }
-  CountReads(planner.lmdb_reads());  // the candidates' records: NoteMapped below
 
   FileRecord rec;
   std::vector<std::string> linked;  // the matching links of a hard-linked record
@@ -437,24 +435,16 @@ Status Acg::SearchOpen(const AcgSearchRequest& req, AcgSearchStats* stats,
     return req.on_match(linked.back(), rec);
   };
 
-  // Most records to read: map the whole data file in one call (acg.h: Prefault). Fewer are
-  // left to the page faults, which map only the 64 KiB windows they hit: over 10 M files,
-  // `size>16m` reads ~105 of each ACG's 10,000 records, which touch ~41 of its ~88 windows;
-  // prefaulting them all made the search 1.4x slower (228 vs 166 ms), because the
-  // fuller maps also left fewer ACGs inside max_open_acg_bytes.
-  if (!plan || plan->size() * 2 >= files()) Prefault();
-
   if (plan) {
     std::string key;
     for (const FileId& id : *plan) {
       if (req.stop && req.stop->load(std::memory_order_relaxed)) break;
-      key.clear();
+      key.assign(prefix_);
       AppendFileIdKey(id, &key);
       MDB_val k = Val(key), v;
       rc = mdb_get(txn, files_dbi_, &k, &v);
       if (rc == MDB_NOTFOUND) continue;  // index entry of a file deleted in this commit
       if (rc != 0) return LmdbStatus(rc, "reading a candidate");
-      NoteMapped(v.mv_data, v.mv_size);
       PROPELLER_ASSIGN_OR_RETURN(bool more, verify(View(v)));
       if (!more) break;
     }
@@ -466,8 +456,7 @@ Status Acg::SearchOpen(const AcgSearchRequest& req, AcgSearchStats* stats,
   if (rc != 0) return LmdbStatus(rc, "mdb_cursor_open");
   MDB_val k, v;
   Status s;
-  for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == 0;
-       rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+  for (rc = First(cur, &k, &v); rc == 0; rc = Next(cur, &k, &v)) {
     if (req.stop && req.stop->load(std::memory_order_relaxed)) break;
     Result<bool> more = verify(View(v));
     if (!more.ok()) {
@@ -477,6 +466,7 @@ Status Acg::SearchOpen(const AcgSearchRequest& req, AcgSearchStats* stats,
     if (!*more) break;
   }
   mdb_cursor_close(cur);
+  if (s.ok() && rc != 0 && rc != MDB_NOTFOUND) s = LmdbStatus(rc, "scanning records");
   return s;
 }
 

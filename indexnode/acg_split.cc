@@ -1,8 +1,6 @@
 // Acg's splitting, merging and moving (acg.h, "splitting"): routes, the watch of changed
-// files, export and import of held records and edges, the copy of the environment for a move,
+// files, export and import of held records and edges, the export of its key ranges for a move,
 // and the removal of moved files.
-#include <fcntl.h>
-#include <unistd.h>
 
 #include <algorithm>
 
@@ -123,26 +121,9 @@ Status Acg::ImportHeld(std::span<const Update> updates, uint64_t applied_lsn) {
 }
 
 Status Acg::CopyTo(const std::string& path) {
-  Pin pin(this);  // the cache of open ACGs leaves it open
-  std::shared_lock<std::shared_mutex> lock;
-  // A commit of a large batch closes the ACG when it is done (kCloseAfter); one that held rw_
-  // when this call opened the ACG closes it again before the lock below is ours (seen right
-  // after a bulk load, when the background commit and the freeze's commit overlap).
-  for (int attempt = 0;; ++attempt) {
-    PROPELLER_RETURN_IF_ERROR(EnsureOpen());
-    lock = std::shared_lock<std::shared_mutex>(rw_);
-    if (open_.load()) break;
-    lock.unlock();
-    if (attempt == 8) return Status::Aborted(AcgName(id_) + " keeps closing during the copy");
-  }
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-  if (fd < 0) return Status::IOError("creating " + path, errno);
+  Pin pin(this);
   // A read transaction inside: commits may go on meanwhile, the copy is one snapshot.
-  int rc = mdb_env_copyfd2(env_, fd, MDB_CP_COMPACT);
-  Status s = rc == 0 ? Status::OK() : LmdbStatus(rc, "copying " + AcgName(id_) + " to " + path);
-  if (s.ok() && ::fsync(fd) != 0) s = Status::IOError("syncing " + path, errno);
-  if (::close(fd) != 0 && s.ok()) s = Status::IOError("closing " + path, errno);
-  return s;
+  return ctx_->store->ExportAcg(id_, path).WithContext("copying " + AcgName(id_));
 }
 
 Status Acg::SetAppliedLsn(uint64_t lsn) {
@@ -156,7 +137,8 @@ Status Acg::SetAppliedLsn(uint64_t lsn) {
     TxnGuard txn(raw);
     std::string v;
     AppendOrderedU64(lsn, &v);
-    MDB_val k = Val("applied_lsn"), val = Val(v);
+    const std::string key = Key("applied_lsn");
+    MDB_val k = Val(key), val = Val(v);
     rc = mdb_put(raw, meta_dbi_, &k, &val, 0);
     if (rc != 0) return LmdbStatus(rc, "writing applied_lsn");
     rc = txn.Commit();
@@ -189,20 +171,20 @@ Status Acg::RecordMovedHeld(const FileIdSet& ids, uint64_t target, bool merge) {
     if (rc != 0) return LmdbStatus(rc, "mdb_txn_begin");
     TxnGuard txn(raw);
     if (merge) {
-      MDB_val k = Val("merged_into"), v = Val(target_bytes);
+      const std::string key = Key("merged_into");
+      MDB_val k = Val(key), v = Val(target_bytes);
       rc = mdb_put(raw, meta_dbi_, &k, &v, 0);
       if (rc != 0) return LmdbStatus(rc, "recording the merge");
     } else {
-      std::string key;
       for (const FileId& id : sorted) {
-        key.clear();
-        AppendFileIdKey(id, &key);
+        const std::string key = FileKey(id);
         MDB_val k = Val(key), v = Val(target_bytes);
         rc = mdb_put(raw, moved_dbi_, &k, &v, 0);
         if (rc != 0) return LmdbStatus(rc, "recording a moved file");
       }
     }
-    MDB_val k = Val(kCleanupKey), v = Val("1");
+    const std::string cleanup_key = Key(kCleanupKey);
+    MDB_val k = Val(cleanup_key), v = Val("1");
     rc = mdb_put(raw, meta_dbi_, &k, &v, 0);
     if (rc != 0) return LmdbStatus(rc, "recording the clean-up");
     rc = txn.Commit();
@@ -240,6 +222,7 @@ Status Acg::RemoveHeld(const FileIdSet& ids, bool last) {
     CursorGuard files(files_raw);
     AcgSummary unused;
     Update& u = commit_update_;
+    delta_files_ = delta_edges_ = 0;
     for (const FileId& id : sorted) {
       u = Update();
       u.op = UpdateOp::kDelete;
@@ -253,15 +236,14 @@ Status Acg::RemoveHeld(const FileIdSet& ids, bool last) {
     rc = mdb_cursor_open(raw, edges_dbi_, &cur);
     if (rc != 0) return LmdbStatus(rc, "mdb_cursor_open");
     CursorGuard edges(cur);
-    std::string prefix;
     for (const FileId& id : sorted) {
-      prefix.clear();
-      AppendFileIdKey(id, &prefix);
+      const std::string prefix = FileKey(id);
       MDB_val k = Val(prefix), v;
       for (rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
            rc == 0 && View(k).starts_with(prefix);) {
         rc = mdb_cursor_del(cur, 0);
         if (rc != 0) return LmdbStatus(rc, "deleting an edge");
+        --delta_edges_;
         // After a delete the cursor stands on the next entry (or past the end).
         rc = mdb_cursor_get(cur, &k, &v, MDB_GET_CURRENT);
         if (rc == EINVAL) rc = MDB_NOTFOUND;
@@ -269,12 +251,13 @@ Status Acg::RemoveHeld(const FileIdSet& ids, bool last) {
       if (rc != 0 && rc != MDB_NOTFOUND) return LmdbStatus(rc, "removing edges");
     }
     if (last) {
-      MDB_val key = Val(kCleanupKey);
+      const std::string cleanup_key = Key(kCleanupKey);
+      MDB_val key = Val(cleanup_key);
       rc = mdb_del(raw, meta_dbi_, &key, nullptr);
       if (rc != 0 && rc != MDB_NOTFOUND) return LmdbStatus(rc, "ending the clean-up");
     }
     uint64_t files_count = 0, edges_count = 0;
-    PROPELLER_RETURN_IF_ERROR(ReadCounts(raw, &files_count, &edges_count));
+    PROPELLER_RETURN_IF_ERROR(SaveCounts(raw, &files_count, &edges_count));
     edges.Close();
     files.Close();
     rc = txn.Commit();
@@ -309,10 +292,8 @@ Result<Acg::FileIdSet> Acg::MovedStillHeld() {
   }
   std::sort(routed.begin(), routed.end());
   PROPELLER_RETURN_IF_ERROR(WithReadTxn([&](MDB_txn* txn) -> Status {
-    std::string key;
     for (const FileId& id : routed) {
-      key.clear();
-      AppendFileIdKey(id, &key);
+      const std::string key = FileKey(id);
       MDB_val k = Val(key), v;
       const int rc = mdb_get(txn, files_dbi_, &k, &v);
       if (rc == 0) out.insert(id);

@@ -134,7 +134,6 @@ class Engine::Impl {
                         : std::max<size_t>(1, std::thread::hardware_concurrency());
     // Its own workers, so a long commit pass never queues ahead of a search's tasks.
     if (commit_lanes_ > 1) commit_pool_ = std::make_unique<ThreadPool>(commit_lanes_ - 1);
-    ctx_.map_size = options_.acg_map_size;
     ctx_.catalogue = [this] {
       MutexLock lock(&specs_mu_);
       return user_indexes_;
@@ -158,10 +157,15 @@ class Engine::Impl {
       result = CommitAll();
       Status synced = wal_->Close();
       if (result.ok()) result = synced;
-      // Every ACG committed and closed: its data file is known good as it is now, so the
-      // next start may skip reading it all (Quarantine::CheckAtOpen).
+      // Every ACG committed and closed: the store's files are known good as they are now, so
+      // the next start may skip reading them all (Store::Open).
       if (result.ok()) {
-        for (Acg* acg : AllAcgs()) acg->CloseClean();
+        bool all_closed = true;
+        for (Acg* acg : AllAcgs()) {
+          acg->CloseClean();
+          all_closed &= !acg->is_open() || acg->retired();
+        }
+        if (all_closed && store_ != nullptr) store_->CloseClean();
       }
     }
     wal_.reset();
@@ -174,16 +178,30 @@ class Engine::Impl {
     if (options_.group_commit_interval_ns <= 0 || options_.commit_timeout_ns < 0) {
       return Status::InvalidArgument("group commit interval must be > 0 and commit timeout >= 0");
     }
-    if (options_.wal_segment_bytes < 4096 || options_.acg_map_size < (1u << 20)) {
-      return Status::InvalidArgument("log segments must be >= 4 KiB and the ACG map >= 1 MiB");
+    if (options_.wal_segment_bytes < 4096 || options_.store_map_size < (1u << 20)) {
+      return Status::InvalidArgument("log segments must be >= 4 KiB and the store map >= 1 MiB");
+    }
+    if (options_.store_shards > kMaxStoreShards) {
+      return Status::InvalidArgument("the store has 1 to " + std::to_string(kMaxStoreShards) +
+                                     " shards (0: one per core)");
     }
     if (options_.cache_bound_updates == 0 || options_.total_cache_bound_updates == 0) {
       return Status::InvalidArgument("cache bounds must be > 0");
     }
     if (options_.tune_malloc) TuneMalloc();
-    open_acgs_.SetBounds(FitOpenAcgsToFileLimit(options_.max_open_acgs),
-                         options_.max_open_acg_bytes);
+    open_acgs_.SetBounds(options_.max_open_acgs, options_.max_open_acg_bytes);
     PROPELLER_RETURN_IF_ERROR(env->CreateDirs(JoinPath(options_.data_dir, "acg")));
+    PROPELLER_RETURN_IF_ERROR(CheckLayout());
+    StoreOptions so;
+    so.dir = JoinPath(options_.data_dir, "store");
+    so.shards = options_.store_shards;
+    so.map_size = options_.store_map_size;
+    so.env = env;
+    std::vector<std::pair<unsigned, std::string>> damaged_shards;
+    PROPELLER_ASSIGN_OR_RETURN(
+        store_, Store::Open(so, JoinPath(options_.data_dir, "quarantine"), &damaged_shards));
+    ctx_.store = store_.get();
+    quarantine_.SetStore(store_.get());
     catalogue_path_ = JoinPath(options_.data_dir, "indexes");
     if (env->FileExists(catalogue_path_)) {
       std::string text;
@@ -200,6 +218,20 @@ class Engine::Impl {
     PROPELLER_ASSIGN_OR_RETURN(std::vector<std::string> names,
                                env->GetChildren(JoinPath(options_.data_dir, "acg")));
     PROPELLER_RETURN_IF_ERROR(CheckLogPresent(names));
+    // A damaged shard was set aside and starts empty: every ACG that lived there is rebuilt.
+    for (const auto& [shard, why] : damaged_shards) {
+      for (const std::string& name : names) {
+        char* end = nullptr;
+        const unsigned long long id = std::strtoull(name.c_str(), &end, 10);
+        if (name.empty() || *end != '\0' || id == 0 || id % store_->shard_count() != shard) {
+          continue;
+        }
+        if (env->FileExists(JoinPath(AcgDir(id), "data.mdb"))) continue;  // not converted yet
+        PROPELLER_RETURN_IF_ERROR(quarantine_.Put(id, why, /*keep_data=*/false));
+      }
+    }
+    PROPELLER_RETURN_IF_ERROR(DropOrphanRanges(names));
+    PROPELLER_RETURN_IF_ERROR(UpgradeLayout3(names));
     uint64_t max_applied = 0;
     auto open_acg = [&](uint64_t id) -> Status {
       PROPELLER_ASSIGN_OR_RETURN(Acg * acg, GetOrCreateAcg(id));
@@ -230,7 +262,7 @@ class Engine::Impl {
       if (unadopted || MovedTo(id) != 0) {
         Log(LogLevel::kWarning, "removing ACG %llu: %s", id,
             unadopted ? "an unfinished adoption's copy" : "it moved to another node");
-        PROPELLER_RETURN_IF_ERROR(RemoveDir(AcgDir(id)));
+        PROPELLER_RETURN_IF_ERROR(RemoveAcgData(id));
         continue;
       }
       if (env->FileExists(SplitMarkerPath(id))) {
@@ -269,7 +301,7 @@ class Engine::Impl {
       } else {
         Log(LogLevel::kWarning, "removing ACG %llu: an unfinished split's copy",
             static_cast<unsigned long long>(id));
-        PROPELLER_RETURN_IF_ERROR(RemoveDir(AcgDir(id)));
+        PROPELLER_RETURN_IF_ERROR(RemoveAcgData(id));
       }
     }
     // A merge interrupted before its commit point (the source recording merged_into) is
@@ -349,37 +381,6 @@ class Engine::Impl {
   static void TuneMalloc() {
     static std::once_flag once;
     std::call_once(once, [] { mallopt(M_MMAP_THRESHOLD, kMmapThreshold); });
-  }
-
-  // The bound on open ACGs that the process's descriptor limit allows (engine.h,
-  // max_open_acgs): each open ACG holds kFdsPerOpenAcg descriptors, and at most half of the
-  // limit goes to them (the log, sockets and, in the embedded mode, the mount's open files
-  // need the rest). A soft limit below that is raised toward the hard one first, as servers
-  // that keep many files open do (nothing in the process uses select(), which breaks above
-  // descriptor 1023). `wanted` 0 means no bound of its own.
-  static size_t FitOpenAcgsToFileLimit(size_t wanted) {
-    const uint64_t want = wanted == 0 ? UINT64_MAX : wanted;
-    rlimit rl{};
-    if (getrlimit(RLIMIT_NOFILE, &rl) != 0) return wanted;
-    auto allows = [](rlim_t limit) -> uint64_t {
-      return limit == RLIM_INFINITY ? UINT64_MAX : uint64_t{limit} / 2 / kFdsPerOpenAcg;
-    };
-    if (allows(rl.rlim_cur) < want && rl.rlim_cur != rl.rlim_max) {
-      const uint64_t per_acg = kFdsPerOpenAcg * 2;
-      const rlim_t needed = want > UINT64_MAX / per_acg ? rl.rlim_max : want * per_acg;
-      rlimit raised = rl;
-      raised.rlim_cur = rl.rlim_max == RLIM_INFINITY ? needed : std::min(needed, rl.rlim_max);
-      if (raised.rlim_cur > rl.rlim_cur && setrlimit(RLIMIT_NOFILE, &raised) == 0) rl = raised;
-    }
-    const uint64_t fit = std::max<uint64_t>(1, std::min(want, allows(rl.rlim_cur)));
-    if (fit < want && wanted != 0) {
-      Log(LogLevel::kWarning,
-          "engine: the open-file limit (%llu) allows %llu open ACGs, not %llu; raise it "
-          "(ulimit -n, LimitNOFILE=) to keep more open",
-          static_cast<unsigned long long>(rl.rlim_cur), static_cast<unsigned long long>(fit),
-          static_cast<unsigned long long>(want));
-    }
-    return fit == UINT64_MAX ? 0 : static_cast<size_t>(fit);
   }
 
   // The ACG `id`, opening (creating) it when this process has not seen it yet.
@@ -698,9 +699,9 @@ class Engine::Impl {
       remaining -= c.updates;
       bytes -= std::min(bytes, c.bytes);
     }
-    // Each ACG is its own LMDB environment: commits of different ACGs share nothing but the
-    // counters, so they run on commit_lanes_ threads at once (commit_pool_'s workers and this
-    // thread), overlapping one ACG's fsync with another's CPU work.
+    // Commits of ACGs in different store shards share nothing but the counters (those in one
+    // shard take turns at its LMDB writer lock), so they run on commit_lanes_ threads at once
+    // (commit_pool_'s workers and this thread), overlapping one fsync with another's CPU work.
     Status first_error;
     Mutex error_mu;
     std::atomic<uint64_t> committed{0};
@@ -879,13 +880,13 @@ class Engine::Impl {
         ++stats.acgs_skipped;
       }
     }
-    // ACGs whose pages are mapped first, then open ones, then closed ones: a search touching
-    // more than the cache holds would otherwise trim or close those (least recently used)
-    // before it reaches them — a cyclic scan defeats LRU — and map or open every ACG again.
-    // This way a repeated search finds what the bound lets stay resident still resident.
-    // Ranked once (a snapshot): other threads change the ranks under us, and a comparator
-    // that reads them live would be inconsistent (undefined behaviour in a sort).
-    auto rank = [](Acg* a) { return a->mapped_bytes() > 0 ? 0 : a->is_open() ? 1 : 2; };
+    // Open ACGs first, then closed ones: a search touching more than the cache holds would
+    // otherwise close those (least recently used) before it reaches them — a cyclic scan
+    // defeats LRU — and open every ACG again. This way a repeated search finds what the bound
+    // lets stay open still open. Ranked once (a snapshot): other threads change the ranks
+    // under us, and a comparator that reads them live would be inconsistent (undefined
+    // behaviour in a sort).
+    auto rank = [](Acg* a) { return a->is_open() ? 0 : 1; };
     std::vector<std::pair<int, Acg*>> ranked;
     ranked.reserve(todo.size());
     for (Acg* a : todo) ranked.emplace_back(rank(a), a);
@@ -1134,7 +1135,7 @@ class Engine::Impl {
       ++st.acgs;
       st.files += acg->files();
       st.cached_updates += acg->cached();
-      st.disk_bytes += acg->disk_bytes();
+
       st.index_memory_bytes += acg->index_memory_bytes();
       if (acg->is_open()) {
         ++st.open_acgs;
@@ -1143,7 +1144,8 @@ class Engine::Impl {
     }
     st.cache_bytes = total_cache_bytes_.load();
     st.acg_opens = open_acgs_.opens();
-    st.acg_trims = open_acgs_.trims();
+    st.disk_bytes += store_ != nullptr ? store_->disk_bytes() : 0;
+    st.store_environments = store_ != nullptr ? store_->shard_count() : 0;
     st.acg_commits = acg_commits_.load();
     st.committed_updates = committed_updates_.load();
     st.wal_bytes = wal_ ? wal_->bytes() : 0;
@@ -1691,11 +1693,14 @@ class Engine::Impl {
     }
     Status s;
     if (set_aside.empty()) {
-      s = RemoveDir(AcgDir(id));
+      s = RemoveAcgData(id);
     } else {
+      // The control directory with the ACG's data beside it (a file Store::IngestAcg takes).
       const size_t slash = set_aside.rfind('/');
       s = MakeDirs(slash == std::string::npos ? "." : set_aside.substr(0, slash), 0700);
       if (s.ok()) s = options_.env->RenameFile(AcgDir(id), set_aside);
+      if (s.ok()) s = store_->ExportAcg(id, JoinPath(set_aside, "data.mdb"));
+      if (s.ok()) s = store_->DropAcg(id);
     }
     if (!s.ok()) {
       // Moved all the same (recorded above); Open removes what is left.
@@ -1721,22 +1726,22 @@ class Engine::Impl {
     const std::string what = "adopting ACG " + std::to_string(id);
     PROPELLER_RETURN_IF_ERROR(RemoveDir(staging).WithContext(what));
     PROPELLER_RETURN_IF_ERROR(env->CreateDirs(staging).WithContext(what));
-    const std::string data = JoinPath(staging, "data.mdb");
-    if (!env->RenameFile(path, data).ok()) {
-      // Another file system: a synced copy (the rename kept the sender's sync).
-      PROPELLER_RETURN_IF_ERROR(CopyFile(env, path, data).WithContext(what + ": placing " + path));
-    }
     // A copy that came over the network is read whole before LMDB maps it (lmdb_check.h).
-    PROPELLER_RETURN_IF_ERROR(CheckLmdbFile(data, /*deep=*/true).WithContext(what));
+    PROPELLER_RETURN_IF_ERROR(CheckLmdbFile(path, /*deep=*/true).WithContext(what));
     PROPELLER_RETURN_IF_ERROR(
         WriteFileAtomically(env, JoinPath(staging, kAdoptMarker), "").WithContext(what));
     PROPELLER_RETURN_IF_ERROR(RemoveDir(dir).WithContext(what));  // a drop's leftover
     PROPELLER_RETURN_IF_ERROR(env->RenameFile(staging, dir).WithContext(what));
     PROPELLER_RETURN_IF_ERROR(env->SyncDir(JoinPath(options_.data_dir, "acg")).WithContext(what));
     auto undo = [&](const Status& s) {
-      (void)env->RemoveRecursively(dir);  // best effort: Open removes an unfinished adoption
+      // Best effort: Open removes an unfinished adoption (its marker stays).
+      (void)store_->DropAcg(id);
+      (void)env->RemoveRecursively(dir);
       return s.WithContext(what);
     };
+    // Into the store under the marker: until the marker goes, a restart drops it again.
+    if (Status s = store_->IngestAcg(id, path); !s.ok()) return undo(s);
+    (void)env->RemoveFile(path);  // the copy is in the store now
     Result<std::unique_ptr<Acg>> opened = Acg::Open(id, dir, &ctx_);
     if (!opened.ok()) return undo(opened.status());
     Acg* acg = opened->get();
@@ -1890,6 +1895,103 @@ class Engine::Impl {
   }
 
   Status RemoveDir(const std::string& dir) { return options_.env->RemoveRecursively(dir); }
+  // An ACG's data in the store, then its control directory (in this order: a directory
+  // without data is an empty ACG, data without a directory is dropped at the next Open).
+  Status RemoveAcgData(uint64_t id) {
+    PROPELLER_RETURN_IF_ERROR(store_->DropAcg(id));
+    return RemoveDir(AcgDir(id));
+  }
+
+  // The data directory's layout (schemas/LAYOUT.md): <data>/LAYOUT holds its number; a
+  // directory without one is of layout 3 (or new). A newer layout is refused.
+  Status CheckLayout() {
+    Env* env = options_.env;
+    const std::string path = JoinPath(options_.data_dir, "LAYOUT");
+    if (env->FileExists(path)) {
+      std::string text;
+      PROPELLER_RETURN_IF_ERROR(ReadFileToString(env, path, &text));
+      char* end = nullptr;
+      const unsigned long v = std::strtoul(text.c_str(), &end, 10);
+      if (end == text.c_str() || v == 0) {
+        return Status::Corruption(path + " does not hold a layout number");
+      }
+      if (v > kStoreLayoutVersion) {
+        return Status::Corruption(options_.data_dir + " has data layout " + std::to_string(v) +
+                                  ", newer than this program's (" +
+                                  std::to_string(kStoreLayoutVersion) +
+                                  "): run the version that wrote it");
+      }
+      if (v == kStoreLayoutVersion) return Status::OK();
+    }
+    // Written first: the conversion of layout-3 ACGs (UpgradeLayout3) is resumed per ACG.
+    PROPELLER_RETURN_IF_ERROR(WriteFileAtomically(
+        env, path, std::to_string(kStoreLayoutVersion) + "\n"));
+    return env->SyncDir(options_.data_dir);
+  }
+
+  // Converts the ACG directories of layout 3 (acg/<id>/data.mdb, one environment each) into
+  // the store, logging progress: each ACG in one transaction of its shard (the commit point),
+  // after which its old files go. An interrupted conversion resumes at the next open (the
+  // ingest replaces a partial copy). Damaged ones were quarantined by CheckAtOpen first.
+  Status UpgradeLayout3(const std::vector<std::string>& names) {
+    Env* env = options_.env;
+    std::vector<uint64_t> todo;
+    for (const std::string& name : names) {
+      char* end = nullptr;
+      const unsigned long long id = std::strtoull(name.c_str(), &end, 10);
+      if (name.empty() || *end != '\0' || id == 0) continue;
+      if (env->FileExists(JoinPath(AcgDir(id), "data.mdb"))) todo.push_back(id);
+    }
+    if (todo.empty()) return Status::OK();
+    Log(LogLevel::kInfo, "converting %zu ACGs of data layout 3 into the store (layout %u)",
+        todo.size(), kStoreLayoutVersion);
+    const int64_t start = env->MonotonicNanos();
+    int64_t last_report = start;
+    for (size_t i = 0; i < todo.size(); ++i) {
+      const uint64_t id = todo[i];
+      const std::string dir = AcgDir(id);
+      PROPELLER_RETURN_IF_ERROR(quarantine_.CheckAtOpen(id));
+      if (!env->FileExists(JoinPath(dir, "data.mdb"))) continue;  // quarantined
+      Status s = store_->IngestLegacyAcg(id, dir);
+      if (s.code() == StatusCode::kCorruption) {
+        PROPELLER_RETURN_IF_ERROR(quarantine_.Put(id, s.message()));
+        continue;
+      }
+      PROPELLER_RETURN_IF_ERROR(s.WithContext("converting ACG " + std::to_string(id)));
+      for (const char* f : {"data.mdb", "lock.mdb", "CLEAN"}) {
+        const std::string file = JoinPath(dir, f);
+        if (env->FileExists(file)) PROPELLER_RETURN_IF_ERROR(env->RemoveFile(file));
+      }
+      PROPELLER_RETURN_IF_ERROR(env->SyncDir(dir));
+      const int64_t now = env->MonotonicNanos();
+      if (now - last_report > 2'000'000'000 || i + 1 == todo.size()) {
+        last_report = now;
+        Log(LogLevel::kInfo, "converted %zu of %zu ACGs (%.1f s)", i + 1, todo.size(),
+            static_cast<double>(now - start) / 1e9);
+      }
+    }
+    return Status::OK();
+  }
+
+  // Drops the store's key ranges of ACGs that have no directory (a removal cut short).
+  Status DropOrphanRanges(const std::vector<std::string>& names) {
+    std::set<uint64_t> dirs;
+    for (const std::string& name : names) {
+      char* end = nullptr;
+      const unsigned long long id = std::strtoull(name.c_str(), &end, 10);
+      if (!name.empty() && *end == '\0' && id != 0) dirs.insert(id);
+    }
+    std::vector<uint64_t> orphans;
+    PROPELLER_RETURN_IF_ERROR(store_->ForEachAcg([&](uint64_t id) {
+      if (!dirs.contains(id)) orphans.push_back(id);
+    }));
+    for (uint64_t id : orphans) {
+      Log(LogLevel::kWarning, "dropping the data of ACG %llu: it has no directory",
+          static_cast<unsigned long long>(id));
+      PROPELLER_RETURN_IF_ERROR(store_->DropAcg(id));
+    }
+    return Status::OK();
+  }
 
   void Crash() {
     crashed_ = true;
@@ -1951,7 +2053,6 @@ class Engine::Impl {
   static constexpr uint64_t kTrimAfterUpdates = 100'000;
   // An open ACG's LMDB environment holds its data file, its lock file and a second descriptor
   // of the data file for meta-page writes.
-  static constexpr uint64_t kFdsPerOpenAcg = 3;
 
   EngineOptions options_;
   SplitReports reports_;  // splits and merges the master has not been told of
@@ -1979,7 +2080,8 @@ class Engine::Impl {
   Mutex specs_mu_;
   // Written under catalogue_mu_ too.
   std::vector<IndexSpec> user_indexes_ PROPELLER_GUARDED_BY(specs_mu_);
-  AcgContext ctx_;  // constant after construction; outlives acgs_
+  std::unique_ptr<Store> store_;  // set by Open; outlives acgs_
+  AcgContext ctx_;  // constant after Open; outlives acgs_
   SharedMutex acgs_mu_;
   std::map<uint64_t, std::unique_ptr<Acg>> acgs_ PROPELLER_GUARDED_BY(acgs_mu_);  // never shrinks
   // Retired ACGs replaced in acgs_ by an adopted copy of the same id: kept, so pointers that

@@ -3,7 +3,9 @@
 //
 // An Engine owns one data directory:
 //   <data_dir>/wal/          the node's write-ahead log (segments; see schemas/wal_format.h)
-//   <data_dir>/acg/<id>/     one LMDB environment per ACG partition (see acg.h)
+//   <data_dir>/store/        the store: a few LMDB environments holding every ACG partition's
+//                            data, each ACG a key range (see store.h, acg.h)
+//   <data_dir>/acg/<id>/     each ACG partition's control directory (markers)
 //   <data_dir>/indexes       the catalogue of user-defined indexes
 //
 // Write path: Apply() appends the batch to the WAL (one log for all ACGs, group commit), puts
@@ -24,12 +26,15 @@
 // ranges, hash for keywords and equality), verifies candidates against the whole query, filters
 // by credentials, and runs ACGs in parallel on a thread pool.
 //
+// Storage: every ACG's data lives in the node's store (indexnode/store.h), a fixed number of
+// LMDB environments whatever the number of ACGs (layout 4, schemas/LAYOUT.md; a data
+// directory of layout 3 is converted at its first open).
+//
 // Open ACGs are cached (DESIGN §6): at most `max_open_acgs` ACGs, holding at most
-// `max_open_acg_bytes`, keep their LMDB environment (and loaded hash tables) open; beyond that
-// the least recently used idle ones have their maps trimmed or are closed, and are reopened on
-// demand by a commit, a search their summary and K-D tree cannot rule out, Get or ListEdges.
-// A closed ACG keeps its summary, counts, write cache and K-D tree in memory (indexnode/acg.h,
-// indexnode/README.md).
+// `max_open_acg_bytes` of hash tables, keep their index objects; beyond that the least
+// recently used idle ones are closed, and are reopened on demand by a commit, a search their
+// summary and K-D tree cannot rule out, Get or ListEdges. A closed ACG keeps its summary,
+// counts, write cache and K-D tree in memory (indexnode/acg.h, indexnode/README.md).
 //
 // Thread-safety: every public method may be called from any number of threads concurrently.
 #ifndef PROPELLER_INDEXNODE_ENGINE_H_
@@ -67,34 +72,29 @@ struct EngineOptions {
   // the batch's ACGs): 1 M bounds that at ~180 MB.
   size_t total_cache_bound_updates = 1'000'000;
   int search_threads = 0;               // 0 = number of cores
-  // ACG commits of one pass that run at once (each ACG is its own LMDB environment), on the
-  // search pool's threads and the committing one. 0 = number of cores.
+  // ACG commits of one pass that run at once (commits of ACGs in different store shards
+  // proceed in parallel), on the search pool's threads and the committing one. 0 = number of
+  // cores.
   int commit_threads = 0;
   uint64_t wal_segment_bytes = 64ull << 20;
-  uint64_t acg_map_size = 4ull << 30;   // initial LMDB map size per ACG (sparse; grows)
+  // The store (indexnode/store.h): its shard count when it is created (0 = one per core, at
+  // most 16; an existing store keeps its own), and each shard's LMDB map size — address space
+  // only, the file grows with its data; a shard that reaches it fails its commits with
+  // ResourceExhausted.
+  unsigned store_shards = 0;
+  uint64_t store_map_size = 1ull << 40;
   // false: no background threads; caches are committed only by searches, CommitAll() and
   // the bounds (tests use this to control timing). The log sync thread still runs in kDefault.
   bool background_commit = true;
 
   // ---- The cache of open ACGs (DESIGN §6; indexnode/README.md "Open and closed ACGs") ----
-  // An open ACG holds its LMDB environment — the map's pages it touched count in RSS, and LMDB
-  // keeps per-environment buffers — and, once a search needed them, its hash tables (the
-  // keyword hash is the largest in-memory structure). Beyond either bound below, the least
-  // recently used ACGs that no operation is using are closed. 0 = unbounded. Each open ACG
-  // holds 3 file descriptors: Engine::Open raises the process's soft RLIMIT_NOFILE toward the
-  // hard limit so that the open ACGs use at most half of it, and lowers this bound (with a
-  // warning) when even the hard limit is too low (which bounds the count also when this is
-  // 0). 1,024 keeps every ACG of a 1 M-file node
-  // (1,000-file partitions) open, so a query that touches all of them does not reopen them
-  // (~0.15 ms each: map, faults, unmap); max_open_acg_bytes bounds the memory.
+  // An open ACG holds its index objects and, once a search needed them, its hash tables (the
+  // keyword hash is the largest in-memory structure); it holds no descriptor or map of its own
+  // (the store's are shared). Beyond either bound below, the least recently used ACGs that no
+  // operation is using are closed. 0 = unbounded.
   size_t max_open_acgs = 1024;
-  // Bytes of the open ACGs (Acg::open_bytes): their loaded hash tables plus what their maps
-  // hold — every 64 KiB window a search read a record from (the kernel maps 64 KiB around each
-  // page fault), the whole data file once a search read most of its records or a large commit
-  // ran. 1 GiB = 107 B/file at 10 M files, which with the K-D trees (~57 B/file, always
-  // resident) keeps the node under DESIGN's 200 B/file by construction. Beyond it, maps are
-  // trimmed (their pages unmapped; the environment stays open) and ACGs holding hash tables
-  // are closed; scans over more data than this map pages again (minor faults).
+  // Bytes of the open ACGs' loaded hash tables (Acg::open_bytes). Beyond it, ACGs holding
+  // hash tables are closed.
   uint64_t max_open_acg_bytes = 1ull << 30;
   // Hard bound on the memory of cached (acknowledged, uncommitted) updates, ~180 B each: an
   // Apply that finds the caches above it commits the largest ones itself before returning —
@@ -212,10 +212,12 @@ struct EngineStats {
   uint64_t disk_bytes = 0;        // all LMDB files + WAL
   uint64_t index_memory_bytes = 0;// in-memory hash and K-D structures (loaded ones)
   uint64_t next_lsn = 0;
-  uint64_t open_acgs = 0;         // ACGs with their LMDB environment open now
-  uint64_t acg_opens = 0;         // environments opened since Engine::Open (incl. reopens)
-  uint64_t acg_trims = 0;         // maps trimmed for max_open_acg_bytes (Acg::TryTrim)
+  uint64_t open_acgs = 0;         // ACGs with their index objects open now
+  uint64_t acg_opens = 0;         // ACG opens since Engine::Open (incl. reopens)
   uint64_t open_acg_bytes = 0;    // what max_open_acg_bytes counts
+  // The store: its LMDB environments (fixed: they do not grow with the ACGs) and the
+  // descriptors they hold.
+  uint64_t store_environments = 0;
   uint64_t cache_bytes = 0;       // memory of cached updates (what max_cache_bytes bounds)
   // Since Engine::Open: ACG commits that committed something, and the updates they took. Their
   // ratio is what a commit's cost is spread over (each commit rewrites every B-tree page its
@@ -329,10 +331,10 @@ class Engine {
   //
   // Source, step 1: stops updates to ACG `acg` — from here an Apply whose batch touches it,
   // directly or through a split's routes, waits (at most 10 s, then Unavailable) until
-  // ThawAcg or DropMovedAcg — commits it, and writes a compacted copy of its LMDB environment
-  // (mdb_env_copyfd2, MDB_CP_COMPACT), synced, to the new file `path` ("" = no copy: the
-  // ACG is only frozen, e.g. to drop a copy another node owns). Every update acknowledged
-  // before the call is in the copy. On error the ACG is thawed.
+  // ThawAcg or DropMovedAcg — commits it, and writes a compacted copy of its data (its key
+  // ranges as a single-file LMDB environment, Store::ExportAcg), synced, to the new file
+  // `path` ("" = no copy: the ACG is only frozen, e.g. to drop a copy another node owns).
+  // Every update acknowledged before the call is in the copy. On error the ACG is thawed.
   Status FreezeAndCopyAcg(uint64_t acg, const std::string& path);
   // Source, the move did not happen: the waiting batches go on here.
   Status ThawAcg(uint64_t acg);

@@ -22,6 +22,10 @@ struct Params {
   // commit must reduce them (Acg::CommitOnce applies only a file's last kPut/kDelete and what
   // follows it) to exactly the state that applying them one by one gives.
   size_t max_live = 0;
+  // The ACGs files are spread over. Thousands of small ACGs share the store's few
+  // environments (indexnode/store.h): every key range must stay apart, also while the cache
+  // of open ACGs (max_open_acgs, lowered with them) closes and reopens them.
+  uint64_t acgs = 6;
 };
 
 class EngineRandomTest : public ::testing::TestWithParam<Params> {};
@@ -35,6 +39,10 @@ std::unique_ptr<Engine> OpenEngine(const std::string& dir, const Params& p) {
   o.cache_bound_updates = p.max_live > 0 ? 400 : 64;
   o.search_threads = 3;
   o.wal_segment_bytes = 64 << 10;  // many segments, so truncation is exercised
+  if (p.acgs > 100) {
+    o.store_shards = 2;
+    o.max_open_acgs = 64;
+  }
   auto e = Engine::Open(o);
   EXPECT_TRUE(e.ok()) << e.status().ToString();
   return e.ok() ? std::move(e).value() : nullptr;
@@ -68,7 +76,7 @@ TEST_P(EngineRandomTest, MatchesBruteForceAcrossReopens) {
       if (kind <= 3) {  // create
         FileId id{static_cast<uint32_t>(1 + rnd.Uniform(2)), next_ino++};
         u.op = UpdateOp::kPut;
-        u.acg = 1 + rnd.Uniform(6);
+        u.acg = 1 + rnd.Uniform(GetParam().acgs);
         u.record = gen.NewRecord(id);
         live.push_back(id);
       } else {
@@ -172,11 +180,13 @@ INSTANTIATE_TEST_SUITE_P(Modes, EngineRandomTest,
                          ::testing::Values(Params{Durability::kDefault, true},
                                            Params{Durability::kDefault, false},
                                            Params{Durability::kSync, false},
-                                           Params{Durability::kDefault, false, 12}),
+                                           Params{Durability::kDefault, false, 12},
+                                           Params{Durability::kDefault, true, 0, 3000}),
                          [](const auto& info) {
                            return std::string(DurabilityName(info.param.durability)) +
                                   (info.param.background ? "_background" : "_manual") +
-                                  (info.param.max_live > 0 ? "_churn" : "");
+                                  (info.param.max_live > 0 ? "_churn" : "") +
+                                  (info.param.acgs > 100 ? "_3000acgs" : "");
                          });
 
 }  // namespace

@@ -18,11 +18,7 @@ void OpenAcgs::Forget(Acg* acg) {
 }
 
 void OpenAcgs::Release(Acg* keep) {
-  struct Victim {
-    Acg* acg;
-    bool close;  // else trim
-  };
-  std::vector<Victim> victims;
+  std::vector<Acg*> victims;
   {
     MutexLock lock(&mu_);
     if (keep != nullptr && std::find(open_.begin(), open_.end(), keep) == open_.end()) {
@@ -46,30 +42,20 @@ void OpenAcgs::Release(Acg* keep) {
     std::sort(by_age.begin(), by_age.end());
     for (const auto& [stamp, v] : by_age) {
       if (!over()) break;
-      const bool close = (max_count_ != 0 && count > max_count_) || v->hash_bytes() > 0;
-      if (close) {
-        std::erase(open_, v);
-        --count;
-        bytes -= std::min(bytes, v->open_bytes());
-      } else {
-        const uint64_t mapped = v->mapped_bytes();
-        if (mapped == 0) continue;  // trimmed already, nothing read since
-        bytes -= std::min(bytes, mapped);
-      }
-      victims.push_back(Victim{v, close});
+      // Over the bytes only: closing an ACG without hash tables frees none.
+      if (!(max_count_ != 0 && count > max_count_) && v->hash_bytes() == 0) continue;
+      std::erase(open_, v);
+      --count;
+      bytes -= std::min(bytes, v->open_bytes());
+      victims.push_back(v);
     }
   }
-  for (const Victim& v : victims) {
-    if (!v.close) {
-      // In use after all: it stays mapped and accounted (the bound is soft).
-      if (v.acg->TryTrim()) trims_.fetch_add(1, std::memory_order_relaxed);
-      continue;
-    }
-    if (v.acg->TryClose()) continue;
+  for (Acg* v : victims) {
+    if (v->TryClose()) continue;
     // In use after all (pinned since): it stays open and accounted (the bound is soft).
     MutexLock lock(&mu_);
-    if (v.acg->is_open() && std::find(open_.begin(), open_.end(), v.acg) == open_.end()) {
-      open_.push_back(v.acg);
+    if (v->is_open() && std::find(open_.begin(), open_.end(), v) == open_.end()) {
+      open_.push_back(v);
     }
   }
 }

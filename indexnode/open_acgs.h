@@ -1,13 +1,10 @@
 // The bound on the index node's open ACGs (EngineOptions::max_open_acgs, max_open_acg_bytes):
-// every ACG is its own LMDB environment, and each open one holds a descriptor and a map.
-// When an ACG opens, and after operations that used many, the least recently used idle ACGs
-// are released until the bounds hold: beyond the count, or holding hash tables, an ACG is
-// closed; for the bytes bound its map is trimmed (Acg::TryTrim) and it stays open. Trimming
-// instead of closing halved `size>16m` over 10 M files (1,000 ACGs that do not all fit in the
-// bound): every search reopened most ACGs, and opening, unmapping and mapping again cost more
-// than the search itself (bench/results/search-trim-*/). The victims are chosen under the lock
-// but released after it: unmapping pages takes a TLB shootdown, and other threads opening
-// ACGs meanwhile must not queue behind that. The bounds are soft: an ACG in use stays.
+// an open ACG holds its index objects and loaded hash tables (its data is in the node's
+// store, whose environments stay open). When an ACG opens, and after operations that used
+// many, the least recently used idle ACGs are closed until the bounds hold: beyond the count,
+// any; beyond the bytes, those holding hash tables. The victims are chosen under the lock but
+// closed after it, so other threads opening ACGs meanwhile do not queue behind that. The
+// bounds are soft: an ACG in use stays.
 //
 // Thread-safe; the lock is a leaf, taken with no ACG lock held (releasing try-locks ACGs
 // after it is dropped).
@@ -45,7 +42,6 @@ class OpenAcgs {
   void Forget(Acg* acg) PROPELLER_EXCLUDES(mu_);
 
   uint64_t opens() const { return opens_.load(std::memory_order_relaxed); }
-  uint64_t trims() const { return trims_.load(std::memory_order_relaxed); }
 
  private:
   // Releases the least recently used idle ACGs other than `keep` until the bounds hold.
@@ -53,7 +49,7 @@ class OpenAcgs {
 
   size_t max_count_ = 0;
   uint64_t max_bytes_ = 0;
-  std::atomic<uint64_t> opens_{0}, trims_{0};
+  std::atomic<uint64_t> opens_{0};
   Mutex mu_;
   std::vector<Acg*> open_ PROPELLER_GUARDED_BY(mu_);  // ACGs accounted as open
 };

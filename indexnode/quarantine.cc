@@ -40,7 +40,7 @@ Status Quarantine::CheckAtOpen(uint64_t id) {
   return check;
 }
 
-Status Quarantine::Put(uint64_t id, const std::string& why) {
+Status Quarantine::Put(uint64_t id, const std::string& why, bool keep_data) {
   const std::string root = JoinPath(data_dir_, "quarantine");
   const std::string base = JoinPath(
       root, "acg-" + std::to_string(id) + "-" + std::to_string(env_->NowNanos() / 1'000'000'000));
@@ -49,6 +49,16 @@ Status Quarantine::Put(uint64_t id, const std::string& why) {
   PROPELLER_RETURN_IF_ERROR(MakeDirs(root, 0700));
   PROPELLER_RETURN_IF_ERROR(
       env_->RenameFile(AcgDir(id), to).WithContext("moving damaged " + AcgDir(id)));
+  if (store_ != nullptr && !env_->FileExists(JoinPath(to, "data.mdb"))) {
+    // Its data in the store, kept beside it (best effort: damaged records may not read), and
+    // then gone from the store, so the rebuild starts empty.
+    Status kept = keep_data ? store_->ExportAcg(id, JoinPath(to, "data.mdb")) : Status::OK();
+    if (!kept.ok()) {
+      Log(LogLevel::kWarning, "ACG %llu: its damaged data was not kept: %s",
+          static_cast<unsigned long long>(id), kept.ToString().c_str());
+    }
+    PROPELLER_RETURN_IF_ERROR(store_->DropAcg(id));
+  }
   const std::string reason = why + "; quarantined in " + to;
   Log(LogLevel::kError, "ACG %llu is damaged: %s. Searches that need it fail until it is "
                         "rebuilt (a mount rebuilds it from its backing tree; docs/faults.md)",

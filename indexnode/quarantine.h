@@ -1,9 +1,11 @@
-// The ACGs found damaged (docs/faults.md, "Damaged files"): before an ACG opens at start its
-// data file is checked (CheckLmdbFile: always the quick check, the deep one unless the file is
-// as the last clean close left it); a damaged one — or one in which damage was found while
-// serving (Acg::kDamagedMark) — is moved to DATA/quarantine/acg-<id>-<time> (never removed)
-// and an empty directory marked REBUILD takes its place. Searches that need it fail with the
-// reason until MarkRebuilt (a mount re-indexes its backing tree first); updates go on.
+// The ACGs found damaged (docs/faults.md, "Damaged files"): an ACG in which damage was found
+// while serving (Acg::kDamagedMark), one whose store shard failed its check at start
+// (Store::Open), and one of layout 3 whose own data file fails its check before conversion
+// (CheckLmdbFile: always the quick check, the deep one unless the file is as the last clean
+// close left it) is moved to DATA/quarantine/acg-<id>-<time> (never removed; its data from
+// the store goes there as data.mdb, Store::ExportAcg) and an empty directory marked REBUILD
+// takes its place. Searches that need it fail with the reason until MarkRebuilt (a mount
+// re-indexes its backing tree first); updates go on.
 //
 // Thread-safe; the lock is a leaf.
 #ifndef PROPELLER_INDEXNODE_QUARANTINE_H_
@@ -16,6 +18,7 @@
 #include "common/env.h"
 #include "common/mutex.h"
 #include "common/status.h"
+#include "indexnode/store.h"
 
 namespace propeller {
 
@@ -25,12 +28,16 @@ class Quarantine {
   Quarantine(Env* env, std::string data_dir) : env_(env), data_dir_(std::move(data_dir)) {}
   Quarantine(const Quarantine&) = delete;
   Quarantine& operator=(const Quarantine&) = delete;
+  // Where the ACGs' data lives (set once, before the first Put).
+  void SetStore(Store* store) { store_ = store; }
 
   // Before ACG `id` opens at start: notes one left to rebuild by an earlier start, and
   // quarantines a damaged one (above). IOError when its files cannot be read.
   Status CheckAtOpen(uint64_t id) PROPELLER_EXCLUDES(mu_);
-  // Quarantines ACG `id` because of `why`.
-  Status Put(uint64_t id, const std::string& why) PROPELLER_EXCLUDES(mu_);
+  // Quarantines ACG `id` because of `why`. `keep_data`: its data in the store is exported
+  // beside its directory first (false when the store's damaged shard was set aside whole).
+  Status Put(uint64_t id, const std::string& why, bool keep_data = true)
+      PROPELLER_EXCLUDES(mu_);
   // Why ACG `id` waits for its rebuild, or "".
   std::string WhyOf(uint64_t id) PROPELLER_EXCLUDES(mu_);
   // Every ACG waiting for its rebuild -> why.
@@ -43,6 +50,7 @@ class Quarantine {
 
   Env* const env_;
   const std::string data_dir_;
+  Store* store_ = nullptr;
   Mutex mu_;
   std::map<uint64_t, std::string> rebuilding_ PROPELLER_GUARDED_BY(mu_);  // id -> why
 };

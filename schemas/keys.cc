@@ -132,6 +132,14 @@ Status DecodeFileIdKey(std::string_view bytes, FileId* id) {
 }
 
 // u64: 8 bytes big-endian.
+std::string AcgKeyPrefix(uint64_t id) {
+  std::string out(kAcgKeyPrefixSize, '\0');
+  for (size_t i = 0; i < kAcgKeyPrefixSize; ++i) {
+    out[i] = static_cast<char>((id >> (8 * (kAcgKeyPrefixSize - 1 - i))) & 0xff);
+  }
+  return out;
+}
+
 void AppendOrderedU64(uint64_t v, std::string* out) {
   char buf[8];
   for (int i = 7; i >= 0; --i) {

@@ -26,6 +26,16 @@ namespace propeller {
 // read as is (their edges have none) and marked 3 when opened, for the same reason.
 inline constexpr uint32_t kAcgFormatVersion = 3;
 
+// The layout of an index node's data directory (schemas/LAYOUT.md): 3 = one LMDB environment
+// per ACG (acg/<id>/data.mdb); 4 = a few shared environments (store/shard-<k>/), every key of
+// an ACG led by AcgKeyPrefix. The ACG format above is the same in both.
+inline constexpr uint32_t kStoreLayoutVersion = 4;
+// The key prefix of ACG `id` in the shared store: its id, u32 big-endian (ids above
+// kMaxStoredAcgId do not fit; the store refuses them).
+inline constexpr size_t kAcgKeyPrefixSize = 4;
+inline constexpr uint64_t kMaxStoredAcgId = 0xffffffffu;
+std::string AcgKeyPrefix(uint64_t id);
+
 inline constexpr size_t kFileIdKeySize = 12;
 // FileId -> 12 bytes: volume u32 big-endian ‖ ino u64 big-endian.
 void AppendFileIdKey(FileId id, std::string* out);

@@ -32,8 +32,8 @@ b; its weight counts the processes that did).
   show     the ACG of FILE and its neighbours (producers and products) with weights
   export   every edge, as Graphviz (--dot, the default; one cluster per ACG) or JSON
   move     moves ACG (a number, as `propeller status` and `acg stats` list them) to the index
-           node NODE (its id) in bulk: its owner freezes it, sends a copy of its LMDB
-           environment, and drops its own once NODE adopted it and the master names NODE.
+           node NODE (its id) in bulk: its owner freezes it, sends a compacted copy of its
+           data, and drops its own once NODE adopted it and the master names NODE.
            Updates to that ACG wait meanwhile; searches go on. An ACG with routes (one that
            was split or merged) stays where it is.
 With a FILE inside a Propeller mount, or --master, the command finds the cluster itself;

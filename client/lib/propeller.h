@@ -251,8 +251,9 @@ class Client {
   // holds more than one reply carries.
   Result<std::vector<AcgEdge>> ListEdges();
 
-  // Moves ACG `acg` to index node `to_node` (DESIGN §5): its owner freezes it, sends a copy of
-  // its environment, and drops it once `to_node` adopted it and the master names `to_node`.
+  // Moves ACG `acg` to index node `to_node` (DESIGN §5): its owner freezes it, sends a
+  // compacted copy of its data (one file), and drops it once `to_node` adopted it and the
+  // master names `to_node`.
   // Updates and searches go on meanwhile (updates to that ACG wait for the move, for at most
   // a few seconds). Returns the copy's size, the ACG's files and the time from freeze to drop.
   // `timeout_ms` bounds the whole move (copy, transfer, adoption, drop).

@@ -1,0 +1,427 @@
+#include "indexnode/store.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <thread>
+
+#include "common/lmdb_check.h"
+#include "common/lmdb_util.h"
+#include "common/logging.h"
+#include "common/secure_dir.h"
+#include "schemas/keys.h"
+
+namespace propeller {
+namespace {
+
+constexpr unsigned kMaxDbs = 128;
+constexpr char kShardsFile[] = "SHARDS";
+constexpr char kCleanMark[] = "CLEAN";
+// The databases every shard has from its creation; index databases come and go with the
+// catalogue.
+constexpr const char* kFixedDbs[] = {"files", "dirs", "edges", "meta", "moved"};
+
+std::string ShardDir(const std::string& root, unsigned k) {
+  return JoinPath(root, "shard-" + std::to_string(k));
+}
+
+// An environment closed on every path out.
+struct EnvCloser {
+  MDB_env* env = nullptr;
+  ~EnvCloser() {
+    if (env != nullptr) mdb_env_close(env);
+  }
+};
+
+// Opens `names` in the shard through a short write transaction (mdb_dbi_open may not run in
+// two transactions at once, and writers are serialised), so that read transactions can use
+// the handles afterwards.
+Status OpenHandles(MDB_env* env, const std::vector<std::string>& names,
+                   std::vector<MDB_dbi>* dbis) {
+  MDB_txn* raw = nullptr;
+  int rc = mdb_txn_begin(env, nullptr, 0, &raw);
+  if (rc != 0) return LmdbStatus(rc, "mdb_txn_begin");
+  TxnGuard txn(raw);
+  dbis->clear();
+  for (const std::string& name : names) {
+    MDB_dbi dbi = 0;
+    rc = mdb_dbi_open(raw, name.c_str(), 0, &dbi);
+    if (rc != 0) return LmdbStatus(rc, "opening database " + name);
+    dbis->push_back(dbi);
+  }
+  rc = txn.Commit();
+  return rc == 0 ? Status::OK() : LmdbStatus(rc, "mdb_txn_commit");
+}
+
+}  // namespace
+
+Status ListDatabases(MDB_txn* txn, std::vector<std::string>* names) {
+  names->clear();
+  MDB_dbi main = 0;
+  int rc = mdb_dbi_open(txn, nullptr, 0, &main);
+  if (rc != 0) return LmdbStatus(rc, "opening the main database");
+  MDB_cursor* raw = nullptr;
+  rc = mdb_cursor_open(txn, main, &raw);
+  if (rc != 0) return LmdbStatus(rc, "mdb_cursor_open");
+  CursorGuard cur(raw);
+  MDB_val k, v;
+  for (rc = mdb_cursor_get(raw, &k, &v, MDB_FIRST); rc == 0;
+       rc = mdb_cursor_get(raw, &k, &v, MDB_NEXT)) {
+    names->emplace_back(View(k));
+  }
+  if (rc != MDB_NOTFOUND) return LmdbStatus(rc, "listing databases");
+  return Status::OK();
+}
+
+Result<std::unique_ptr<Store>> Store::Open(
+    const StoreOptions& options, const std::string& quarantine_dir,
+    std::vector<std::pair<unsigned, std::string>>* damaged) {
+  std::unique_ptr<Store> store(new Store(options));
+  if (store->options_.env == nullptr) store->options_.env = Env::Default();
+  Env* env = store->options_.env;
+  const std::string& dir = store->options_.dir;
+  PROPELLER_RETURN_IF_ERROR(MakeDirs(dir, 0700).WithContext("creating the store"));
+  // The shard count is fixed at creation: ACGs are placed by it.
+  unsigned count = 0;
+  std::string text;
+  const std::string shards_file = JoinPath(dir, kShardsFile);
+  if (env->FileExists(shards_file)) {
+    PROPELLER_RETURN_IF_ERROR(ReadFileToString(env, shards_file, &text));
+    char* end = nullptr;
+    const unsigned long n = std::strtoul(text.c_str(), &end, 10);
+    if (end == text.c_str() || (*end != '\n' && *end != '\0') || n == 0 ||
+        n > kMaxStoreShards) {
+      return Status::Corruption(shards_file + " does not hold a shard count (1-" +
+                                std::to_string(kMaxStoreShards) + ")");
+    }
+    count = static_cast<unsigned>(n);
+  } else {
+    count = options.shards != 0 ? options.shards : std::thread::hardware_concurrency();
+    count = std::clamp(count, 1u, kMaxStoreShards);
+    PROPELLER_RETURN_IF_ERROR(
+        WriteFileAtomically(env, shards_file, std::to_string(count) + "\n"));
+    PROPELLER_RETURN_IF_ERROR(env->SyncDir(dir));
+  }
+  for (unsigned k = 0; k < count; ++k) {
+    PROPELLER_RETURN_IF_ERROR(store->OpenShard(k, quarantine_dir, damaged));
+  }
+  return store;
+}
+
+Status Store::OpenShard(unsigned k, const std::string& quarantine_dir,
+                        std::vector<std::pair<unsigned, std::string>>* damaged) {
+  Env* env = options_.env;
+  auto shard = std::make_unique<Shard>();
+  shard->index = k;
+  shard->dir = ShardDir(options_.dir, k);
+  PROPELLER_RETURN_IF_ERROR(MakeDirs(shard->dir, 0700));
+  const std::string data = JoinPath(shard->dir, "data.mdb");
+  if (env->FileExists(data)) {
+    // A clean close recorded the file; anything else is read whole before LMDB maps it.
+    const bool clean = LmdbFileMatchesMark(data, JoinPath(shard->dir, kCleanMark));
+    Status check = CheckLmdbFile(data, /*deep=*/!clean);
+    if (check.code() == StatusCode::kCorruption && !quarantine_dir.empty()) {
+      PROPELLER_RETURN_IF_ERROR(MakeDirs(quarantine_dir, 0700));
+      std::string to = JoinPath(quarantine_dir, "shard-" + std::to_string(k) + "-" +
+                                                    std::to_string(env->NowNanos() / 1'000'000'000));
+      for (int n = 2; env->FileExists(to); ++n) to += "-" + std::to_string(n);
+      PROPELLER_RETURN_IF_ERROR(env->RenameFile(shard->dir, to).WithContext("moving damaged " +
+                                                                             shard->dir));
+      Log(LogLevel::kError, "store shard %u is damaged (%s); moved to %s", k,
+          check.message().c_str(), to.c_str());
+      damaged->emplace_back(k, check.message() + "; shard moved to " + to);
+      PROPELLER_RETURN_IF_ERROR(MakeDirs(shard->dir, 0700));
+    } else if (!check.ok()) {
+      return check.WithContext("store shard " + std::to_string(k));
+    }
+  }
+  PROPELLER_RETURN_IF_ERROR(OpenEnv(shard.get()).WithContext("store shard " + std::to_string(k)));
+  shards_.push_back(std::move(shard));
+  return Status::OK();
+}
+
+Status Store::OpenEnv(Shard* shard) {
+  int rc = mdb_env_create(&shard->env);
+  if (rc != 0) {
+    shard->env = nullptr;
+    return LmdbStatus(rc, "mdb_env_create");
+  }
+  mdb_env_set_maxdbs(shard->env, kMaxDbs);
+  uint64_t map_size = options_.map_size;
+  struct stat st;
+  if (::stat(JoinPath(shard->dir, "data.mdb").c_str(), &st) == 0) {
+    map_size = std::max<uint64_t>(map_size, static_cast<uint64_t>(st.st_size));
+  }
+  rc = mdb_env_set_mapsize(shard->env, map_size);
+  if (rc != 0) return LmdbStatus(rc, "mdb_env_set_mapsize");
+  // MDB_NOTLS: read transactions are used from thread-pool threads (reader slots are bound to
+  // threads otherwise). MDB_NORDAHEAD: searches read scattered records.
+  rc = mdb_env_open(shard->env, shard->dir.c_str(), MDB_NOTLS | MDB_NORDAHEAD, 0600);
+  if (rc != 0) return LmdbStatus(rc, "opening LMDB environment " + shard->dir);
+  int dead = 0;
+  mdb_reader_check(shard->env, &dead);
+  MDB_txn* raw = nullptr;
+  rc = mdb_txn_begin(shard->env, nullptr, 0, &raw);
+  if (rc != 0) return LmdbStatus(rc, "mdb_txn_begin");
+  TxnGuard txn(raw);
+  MDB_dbi* handles[] = {&shard->files, &shard->dirs, &shard->edges, &shard->meta,
+                        &shard->moved};
+  for (size_t i = 0; i < std::size(kFixedDbs); ++i) {
+    rc = mdb_dbi_open(raw, kFixedDbs[i], MDB_CREATE, handles[i]);
+    if (rc != 0) return LmdbStatus(rc, std::string("opening database ") + kFixedDbs[i]);
+  }
+  rc = txn.Commit();
+  return rc == 0 ? Status::OK() : LmdbStatus(rc, "committing the shard's databases");
+}
+
+Store::~Store() {
+  for (auto& shard : shards_) {
+    if (shard->env != nullptr) mdb_env_close(shard->env);
+  }
+}
+
+Status Store::ExportAcg(uint64_t acg, const std::string& path) {
+  Shard* shard = ShardOf(acg);
+  const std::string prefix = AcgKeyPrefix(acg);
+  const std::string what = "exporting ACG " + std::to_string(acg);
+  std::vector<std::string> names;
+  {
+    MDB_txn* raw = nullptr;
+    int rc = mdb_txn_begin(shard->env, nullptr, MDB_RDONLY, &raw);
+    if (rc != 0) return LmdbStatus(rc, "mdb_txn_begin");
+    TxnGuard txn(raw);
+    PROPELLER_RETURN_IF_ERROR(ListDatabases(raw, &names).WithContext(what));
+  }
+  std::vector<MDB_dbi> dbis;
+  PROPELLER_RETURN_IF_ERROR(OpenHandles(shard->env, names, &dbis).WithContext(what));
+
+  (void)::unlink(path.c_str());
+  EnvCloser out;
+  int rc = mdb_env_create(&out.env);
+  if (rc != 0) return LmdbStatus(rc, "mdb_env_create");
+  mdb_env_set_maxdbs(out.env, kMaxDbs);
+  mdb_env_set_mapsize(out.env, options_.map_size);
+  // MDB_NOSUBDIR: the copy is one file (plus "<path>-lock", removed below); synced once at
+  // the end instead of at its commit.
+  rc = mdb_env_open(out.env, path.c_str(), MDB_NOSUBDIR | MDB_NOSYNC, 0600);
+  if (rc != 0) return LmdbStatus(rc, what + ": creating " + path);
+  MDB_txn* read_raw = nullptr;
+  rc = mdb_txn_begin(shard->env, nullptr, MDB_RDONLY, &read_raw);
+  if (rc != 0) return LmdbStatus(rc, "mdb_txn_begin");
+  TxnGuard read(read_raw);
+  MDB_txn* write_raw = nullptr;
+  rc = mdb_txn_begin(out.env, nullptr, 0, &write_raw);
+  if (rc != 0) return LmdbStatus(rc, "mdb_txn_begin");
+  TxnGuard write(write_raw);
+  for (size_t i = 0; i < names.size(); ++i) {
+    MDB_dbi to = 0;
+    rc = mdb_dbi_open(write_raw, names[i].c_str(), MDB_CREATE, &to);
+    if (rc != 0) return LmdbStatus(rc, what + ": creating database " + names[i]);
+    MDB_cursor* cur_raw = nullptr;
+    rc = mdb_cursor_open(read_raw, dbis[i], &cur_raw);
+    if (rc != 0) return LmdbStatus(rc, "mdb_cursor_open");
+    CursorGuard cur(cur_raw);
+    MDB_val k = Val(prefix), v;
+    for (rc = mdb_cursor_get(cur_raw, &k, &v, MDB_SET_RANGE);
+         rc == 0 && View(k).starts_with(prefix); rc = mdb_cursor_get(cur_raw, &k, &v, MDB_NEXT)) {
+      // In key order: appended, so pages are filled whole (a compacted copy).
+      const int put = mdb_put(write_raw, to, &k, &v, MDB_APPEND);
+      if (put != 0) return LmdbStatus(put, what + ": writing " + path);
+    }
+    if (rc != 0 && rc != MDB_NOTFOUND) return LmdbStatus(rc, what + ": reading " + names[i]);
+  }
+  rc = write.Commit();
+  if (rc != 0) return LmdbStatus(rc, what + ": committing " + path);
+  rc = mdb_env_sync(out.env, 1);
+  if (rc != 0) return LmdbStatus(rc, what + ": syncing " + path);
+  mdb_env_close(out.env);
+  out.env = nullptr;
+  (void)::unlink((path + "-lock").c_str());
+  return Status::OK();
+}
+
+Status Store::IngestAcg(uint64_t acg, const std::string& path) {
+  const std::string what = "ingesting " + path + " as ACG " + std::to_string(acg);
+  EnvCloser in;
+  int rc = mdb_env_create(&in.env);
+  if (rc != 0) return LmdbStatus(rc, "mdb_env_create");
+  mdb_env_set_maxdbs(in.env, kMaxDbs);
+  rc = mdb_env_open(in.env, path.c_str(), MDB_NOSUBDIR | MDB_RDONLY | MDB_NOLOCK, 0600);
+  if (rc != 0) return LmdbStatus(rc, what);
+  return Ingest(acg, in.env, kAcgKeyPrefixSize, what);
+}
+
+Status Store::IngestLegacyAcg(uint64_t acg, const std::string& dir) {
+  const std::string what = "converting " + dir + " into the store";
+  EnvCloser in;
+  int rc = mdb_env_create(&in.env);
+  if (rc != 0) return LmdbStatus(rc, "mdb_env_create");
+  mdb_env_set_maxdbs(in.env, kMaxDbs);
+  struct stat st;
+  if (::stat(JoinPath(dir, "data.mdb").c_str(), &st) == 0) {
+    mdb_env_set_mapsize(in.env, static_cast<size_t>(st.st_size));
+  }
+  // Read only, without the lock file: nothing else may have it open (the node's own lock).
+  rc = mdb_env_open(in.env, dir.c_str(), MDB_RDONLY | MDB_NOLOCK, 0600);
+  if (rc != 0) return LmdbStatus(rc, what);
+  return Ingest(acg, in.env, 0, what);
+}
+
+Status Store::Ingest(uint64_t acg, MDB_env* source, size_t source_prefix_bytes,
+                     const std::string& what) {
+  Shard* shard = ShardOf(acg);
+  const std::string prefix = AcgKeyPrefix(acg);
+  MDB_txn* read_raw = nullptr;
+  int rc = mdb_txn_begin(source, nullptr, MDB_RDONLY, &read_raw);
+  if (rc != 0) return LmdbStatus(rc, "mdb_txn_begin");
+  TxnGuard read(read_raw);
+  std::vector<std::string> names;
+  PROPELLER_RETURN_IF_ERROR(ListDatabases(read_raw, &names).WithContext(what));
+
+  MDB_txn* write_raw = nullptr;
+  rc = mdb_txn_begin(shard->env, nullptr, 0, &write_raw);
+  if (rc != 0) return LmdbStatus(rc, "mdb_txn_begin");
+  TxnGuard write(write_raw);
+  // What the ACG had here goes first (an earlier, interrupted ingest).
+  std::vector<std::string> existing;
+  PROPELLER_RETURN_IF_ERROR(ListDatabases(write_raw, &existing).WithContext(what));
+  for (const std::string& name : existing) {
+    MDB_dbi dbi = 0;
+    rc = mdb_dbi_open(write_raw, name.c_str(), 0, &dbi);
+    if (rc != 0) return LmdbStatus(rc, what + ": opening " + name);
+    PROPELLER_RETURN_IF_ERROR(DeleteKeyRange(write_raw, dbi, prefix).WithContext(what));
+  }
+  std::string source_prefix;  // an export's ACG's, from its first key
+  std::string key;
+  uint64_t files = 0, edges = 0;
+  for (const std::string& name : names) {
+    // Layout 3's copy of the `inode` K-D tree: the tree now reads the records.
+    if (source_prefix_bytes == 0 && name == "kd.inode") continue;
+    MDB_dbi from = 0, to = 0;
+    rc = mdb_dbi_open(read_raw, name.c_str(), 0, &from);
+    if (rc != 0) return LmdbStatus(rc, what + ": opening " + name);
+    rc = mdb_dbi_open(write_raw, name.c_str(), MDB_CREATE, &to);
+    if (rc != 0) return LmdbStatus(rc, what + ": creating " + name);
+    MDB_cursor* cur_raw = nullptr;
+    rc = mdb_cursor_open(read_raw, from, &cur_raw);
+    if (rc != 0) return LmdbStatus(rc, "mdb_cursor_open");
+    CursorGuard cur(cur_raw);
+    MDB_val k, v;
+    uint64_t entries = 0;
+    for (rc = mdb_cursor_get(cur_raw, &k, &v, MDB_FIRST); rc == 0;
+         rc = mdb_cursor_get(cur_raw, &k, &v, MDB_NEXT)) {
+      const std::string_view stored = View(k);
+      if (source_prefix_bytes != 0) {
+        if (source_prefix.empty() && stored.size() >= source_prefix_bytes) {
+          source_prefix = stored.substr(0, source_prefix_bytes);
+        }
+        if (stored.size() <= source_prefix_bytes || !stored.starts_with(source_prefix)) {
+          return Status::Corruption(what + ": database " + name +
+                                    " holds a key outside the exported ACG's range");
+        }
+      }
+      key.assign(prefix);
+      key.append(stored.substr(source_prefix_bytes));
+      MDB_val nk = Val(key);
+      const int put = mdb_put(write_raw, to, &nk, &v, 0);
+      if (put != 0) return LmdbStatus(put, what);
+      ++entries;
+    }
+    if (rc != MDB_NOTFOUND) return LmdbStatus(rc, what + ": reading " + name);
+    if (name == "files") files = entries;
+    if (name == "edges") edges = entries;
+  }
+  if (source_prefix_bytes == 0) {
+    // Layout 3 counted with the databases' sizes; the store keeps the counts in meta.
+    std::string counts;
+    AppendOrderedU64(files, &counts);
+    AppendOrderedU64(edges, &counts);
+    key = prefix + "counts";
+    MDB_val k = Val(key), v = Val(counts);
+    rc = mdb_put(write_raw, shard->meta, &k, &v, 0);
+    if (rc != 0) return LmdbStatus(rc, what + ": writing the counts");
+  }
+  rc = write.Commit();
+  return rc == 0 ? Status::OK() : LmdbStatus(rc, what + ": committing");
+}
+
+Status Store::DropAcg(uint64_t acg) {
+  Shard* shard = ShardOf(acg);
+  const std::string prefix = AcgKeyPrefix(acg);
+  MDB_txn* raw = nullptr;
+  int rc = mdb_txn_begin(shard->env, nullptr, 0, &raw);
+  if (rc != 0) return LmdbStatus(rc, "mdb_txn_begin");
+  TxnGuard txn(raw);
+  std::vector<std::string> names;
+  PROPELLER_RETURN_IF_ERROR(ListDatabases(raw, &names));
+  for (const std::string& name : names) {
+    MDB_dbi dbi = 0;
+    rc = mdb_dbi_open(raw, name.c_str(), 0, &dbi);
+    if (rc != 0) return LmdbStatus(rc, "opening " + name);
+    PROPELLER_RETURN_IF_ERROR(
+        DeleteKeyRange(raw, dbi, prefix).WithContext("dropping ACG " + std::to_string(acg)));
+  }
+  rc = txn.Commit();
+  return rc == 0 ? Status::OK() : LmdbStatus(rc, "committing the drop of an ACG");
+}
+
+Status Store::ForEachAcg(const std::function<void(uint64_t)>& fn) {
+  for (auto& shard : shards_) {
+    MDB_txn* raw = nullptr;
+    int rc = mdb_txn_begin(shard->env, nullptr, MDB_RDONLY, &raw);
+    if (rc != 0) return LmdbStatus(rc, "mdb_txn_begin");
+    TxnGuard txn(raw);
+    MDB_cursor* cur_raw = nullptr;
+    rc = mdb_cursor_open(raw, shard->meta, &cur_raw);
+    if (rc != 0) return LmdbStatus(rc, "mdb_cursor_open");
+    CursorGuard cur(cur_raw);
+    MDB_val k, v;
+    std::string next;
+    for (rc = mdb_cursor_get(cur_raw, &k, &v, MDB_FIRST); rc == 0;
+         rc = mdb_cursor_get(cur_raw, &k, &v, MDB_SET_RANGE)) {
+      const std::string_view key = View(k);
+      if (key.size() < kAcgKeyPrefixSize) {
+        return Status::Corruption("store shard " + std::to_string(shard->index) +
+                                  ": a meta key without an ACG prefix");
+      }
+      uint64_t id = 0;
+      for (size_t i = 0; i < kAcgKeyPrefixSize; ++i) {
+        id = (id << 8) | static_cast<uint8_t>(key[i]);
+      }
+      fn(id);
+      if (id == kMaxStoredAcgId) break;
+      next = AcgKeyPrefix(id + 1);  // skip the rest of this ACG's keys
+      k = Val(next);
+    }
+    if (rc != 0 && rc != MDB_NOTFOUND) return LmdbStatus(rc, "listing ACGs");
+  }
+  return Status::OK();
+}
+
+uint64_t Store::disk_bytes() const {
+  uint64_t total = 0;
+  for (const auto& shard : shards_) {
+    for (const char* f : {"data.mdb", "lock.mdb"}) {
+      struct stat st;
+      // Blocks actually allocated: the map file is sparse.
+      if (::stat(JoinPath(shard->dir, f).c_str(), &st) == 0) {
+        total += static_cast<uint64_t>(st.st_blocks) * 512;
+      }
+    }
+  }
+  return total;
+}
+
+void Store::CloseClean() {
+  for (auto& shard : shards_) {
+    if (shard->env == nullptr) continue;
+    mdb_env_close(shard->env);
+    shard->env = nullptr;
+    Status s = WriteLmdbFileMark(JoinPath(shard->dir, "data.mdb"),
+                                 JoinPath(shard->dir, kCleanMark));
+    if (!s.ok()) Log(LogLevel::kWarning, "store shard %u: %s", shard->index, s.ToString().c_str());
+  }
+}
+
+}  // namespace propeller
