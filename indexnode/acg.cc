@@ -362,7 +362,7 @@ Status Acg::ReconcileIndexes(MDB_txn* raw, const std::vector<IndexSpec>& user_in
   }
 
   std::vector<IndexSpec> wanted = {{kPathIndex, IndexType::kBTree},
-                                   {kKeywordIndex, IndexType::kHash},
+                                   {kKeywordIndex, IndexType::kBTree},
                                    {kInodeIndex, IndexType::kKdTree}};
   wanted.insert(wanted.end(), user_indexes.begin(), user_indexes.end());
   for (const IndexSpec& spec : wanted) {

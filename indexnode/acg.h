@@ -13,7 +13,8 @@
 //               moved files await removal (RecordMovedHeld / RemoveHeld)
 //   moved       P ‖ FileIdKey(id) -> u64 ACG: files split off, and where to (routes)
 //   bt.path     the built-in `path` B-tree (one entry per path of every record)
-//   hs.keyword  the built-in `keyword` hash (PathKeywords of every path)
+//   bt.keyword  the built-in `keyword` B-tree (PathKeywords of every path; until 2026-11-27
+//               a hash, hs.keyword: an ACG that has one rebuilds it as a B-tree when it opens)
 //   (the built-in `inode` K-D tree over size, mtime, ctime, atime, uid and gid has no database:
 //   it loads its points from `files` (ScanPoints), so an attribute change writes one page, the
 //   record's, not a second copy of the point; data directories of older versions have a
@@ -33,8 +34,7 @@
 //   - the write cache (acknowledged updates not committed yet: they never need the environment);
 //   - the `inode` K-D tree once it has been loaded: it is the partition's fine-grained summary —
 //     a search whose K-D box has no point in a closed ACG is answered without opening it;
-// and nothing else: B-tree handles and hash tables (the keyword hash is the largest structure)
-// are dropped at close. Every operation that needs LMDB (commit, a search that cannot be
+// and nothing else: B-tree handles and user hash tables are dropped at close. Every operation that needs LMDB (commit, a search that cannot be
 // answered from the K-D tree, Get, edges, directories) opens the ACG on demand: the index set
 // is reconciled with the node's catalogue (user indexes created or dropped while it was
 // closed are built or dropped), the K-D tree is reattached, and hash tables are loaded only

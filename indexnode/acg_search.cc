@@ -3,7 +3,7 @@
 // Plan(node) returns a candidate set (sorted, unique FileIds) that is a superset of the node's
 // matches, or "all" when no index helps. Leaves: the six inode axes go to the K-D tree (an AND
 // merges all its axis predicates into one box), paths to the `path` B-tree (equality, ranges,
-// glob prefixes), keyword/ext/name equality to the `keyword` hash, user attributes to their
+// glob prefixes), keyword/ext/name equality to the `keyword` B-tree, user attributes to their
 // own index. AND intersects its children's sets, cheapest structures first, and stops
 // planning once the set is small (verification is cheaper than another index probe); OR
 // unions (any "all" makes it "all"); NOT is "all". Every candidate is then verified against
@@ -262,9 +262,8 @@ class AcgPlanner {
       if (!p) return;
       acc = acc ? Plan(Intersect(*acc, *p)) : std::move(p);
     };
-    // Cheapest first: the in-memory K-D box (always resident), then hash probes (their tables
-    // may not be loaded when the box already left few candidates: Acg::Search), then B-tree
-    // scans.
+    // Cheapest first: the in-memory K-D box (always resident), then keyword probes (one seek
+    // each), then other index scans.
     if (have_box) {
       Index* inode = Find("inode");
       if (inode) {
@@ -330,7 +329,7 @@ Status Acg::Search(const AcgSearchRequest& req, AcgSearchStats* stats) {
     // First what memory alone can say — the resident K-D tree, plus hash tables that happen to
     // be loaded — with no LMDB transaction and nothing opened or loaded:
     //  - nothing can match: done, even for a closed ACG (no environment opened);
-    //  - a few candidates: verifying them is cheaper than loading the keyword hash (~1-3 ms
+    //  - a few candidates: verifying them is cheaper than loading a user hash table (~1-3 ms
     //    for a 1,000-file ACG, and loaded tables are what the open-ACG cache evicts first),
     //    so nothing is loaded and the planner below starts from the same K-D box (PlanAnd).
     std::shared_lock<std::shared_mutex> lock(rw_);

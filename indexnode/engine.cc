@@ -1110,7 +1110,7 @@ class Engine::Impl {
 
   std::vector<IndexInfo> ListIndexes() {
     std::vector<IndexInfo> out = {{"inode", IndexType::kKdTree, true},
-                                  {"keyword", IndexType::kHash, true},
+                                  {"keyword", IndexType::kBTree, true},
                                   {"path", IndexType::kBTree, true}};
     for (const IndexSpec& s : Catalogue()) out.push_back({s.name, s.type, false});
     return out;

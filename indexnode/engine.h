@@ -88,8 +88,8 @@ struct EngineOptions {
   bool background_commit = true;
 
   // ---- The cache of open ACGs (DESIGN §6; indexnode/README.md "Open and closed ACGs") ----
-  // An open ACG holds its index objects and, once a search needed them, its hash tables (the
-  // keyword hash is the largest in-memory structure); it holds no descriptor or map of its own
+  // An open ACG holds its index objects and, once a search needed them, the hash tables of
+  // user hash indexes; it holds no descriptor or map of its own
   // (the store's are shared). Beyond either bound below, the least recently used ACGs that no
   // operation is using are closed. 0 = unbounded.
   size_t max_open_acgs = 1024;

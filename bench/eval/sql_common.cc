@@ -8,7 +8,9 @@ void AppendFileRow(const FileRecord& r, std::string* out) {
   *out += std::to_string(r.parent_ino);
   *out += '\t';
   *out += static_cast<char>(r.type);
-  for (int64_t v : {static_cast<int64_t>(r.size), r.mtime, r.ctime, r.atime,
+  // The data set's times fit 64 bits (FileTime is wider: times past 2262).
+  for (int64_t v : {static_cast<int64_t>(r.size), static_cast<int64_t>(r.mtime),
+                    static_cast<int64_t>(r.ctime), static_cast<int64_t>(r.atime),
                     static_cast<int64_t>(r.uid), static_cast<int64_t>(r.gid),
                     static_cast<int64_t>(r.mode), static_cast<int64_t>(r.nlink)}) {
     *out += '\t';

@@ -75,7 +75,9 @@ class MariaSession : public Session {
   }
 
   Status Update(const FileRecord& r) override {
-    long long v[5] = {static_cast<long long>(r.size), r.mtime, r.ctime, r.atime,
+    // The data set's times fit 64 bits (FileTime is wider: times past 2262).
+    long long v[5] = {static_cast<long long>(r.size), static_cast<long long>(r.mtime),
+                      static_cast<long long>(r.ctime), static_cast<long long>(r.atime),
                       static_cast<long long>(r.id.ino)};
     MYSQL_BIND b[5];
     std::memset(b, 0, sizeof(b));

@@ -76,8 +76,11 @@ class PgSession : public Session {
   }
 
   Status Update(const FileRecord& rec) override {
-    const std::string v[5] = {std::to_string(rec.size), std::to_string(rec.mtime),
-                              std::to_string(rec.ctime), std::to_string(rec.atime),
+    // The data set's times fit 64 bits (FileTime is wider: times past 2262).
+    const std::string v[5] = {std::to_string(rec.size),
+                              std::to_string(static_cast<int64_t>(rec.mtime)),
+                              std::to_string(static_cast<int64_t>(rec.ctime)),
+                              std::to_string(static_cast<int64_t>(rec.atime)),
                               std::to_string(rec.id.ino)};
     const char* params[5];
     for (int i = 0; i < 5; ++i) params[i] = v[i].c_str();
