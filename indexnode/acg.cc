@@ -281,11 +281,18 @@ void Acg::CloseLocked() {
   open_.store(false, std::memory_order_release);
 }
 
-bool Acg::TryClose() {
+bool Acg::TryUnload() {
   std::unique_lock<std::shared_mutex> lock(rw_, std::try_to_lock);
   if (!lock.owns_lock() || pins_.load() > 0 || !open_.load()) return false;
-  CloseLocked();
-  return true;
+  bool unloaded = false;
+  for (auto& [name, index] : owned_) {
+    if (index->type() == IndexType::kHash && index->loaded()) {
+      index->Unload();
+      unloaded = true;
+    }
+  }
+  RefreshOpenBytes();
+  return unloaded;
 }
 
 void Acg::CloseClean() {
@@ -315,18 +322,23 @@ Status Acg::EnsureLoaded(const std::vector<std::string>& names) {
     }
     if (!need) return Status::OK();
   }
-  std::unique_lock<std::shared_mutex> lock(rw_);
-  if (!open_.load()) return Status::OK();  // closed meanwhile: the caller reopens and retries
-  MDB_txn* raw = nullptr;
-  int rc = mdb_txn_begin(env_, nullptr, MDB_RDONLY, &raw);
-  if (rc != 0) return LmdbStatus(rc, "mdb_txn_begin");
-  TxnGuard txn(raw);
-  for (const std::string& n : names) {
-    auto it = indexes_.find(n);
-    if (it == indexes_.end() || it->second->loaded()) continue;
-    PROPELLER_RETURN_IF_ERROR(it->second->Load(raw).WithContext(AcgName(id_)));
+  bool tables = false;
+  {
+    std::unique_lock<std::shared_mutex> lock(rw_);
+    if (!open_.load()) return Status::OK();  // closed meanwhile: the caller reopens, retries
+    MDB_txn* raw = nullptr;
+    int rc = mdb_txn_begin(env_, nullptr, MDB_RDONLY, &raw);
+    if (rc != 0) return LmdbStatus(rc, "mdb_txn_begin");
+    TxnGuard txn(raw);
+    for (const std::string& n : names) {
+      auto it = indexes_.find(n);
+      if (it == indexes_.end() || it->second->loaded()) continue;
+      PROPELLER_RETURN_IF_ERROR(it->second->Load(raw).WithContext(AcgName(id_)));
+      tables |= it->second->type() == IndexType::kHash;
+    }
+    RefreshOpenBytes();
   }
-  RefreshOpenBytes();
+  if (tables && ctx_->on_load) ctx_->on_load(this);  // the caller pinned it
   return Status::OK();
 }
 

@@ -25,28 +25,25 @@
 // "applied_lsn" is committed in the same LMDB transaction as the updates it covers, so after
 // any crash an update is in the indexes iff its LSN <= applied_lsn: replay is exact.
 //
-// Open and closed (DESIGN §6: "open ACGs are cached (LRU)"). An Acg object exists for every
-// partition of the node for the node's lifetime; it is "open" while the engine's cache of
-// open ACGs holds its index objects (the store's environments are always open: opening an
-// ACG maps nothing). What stays in memory for a CLOSED ACG:
-//   - id, directory, applied_lsn, file and edge counts;
-//   - the summary (min/max per inode axis + a 4 KiB Bloom filter of keywords and uids);
-//   - the write cache (acknowledged updates not committed yet: they never need the environment);
-//   - the `inode` K-D tree once it has been loaded: it is the partition's fine-grained summary —
-//     a search whose K-D box has no point in a closed ACG is answered without opening it;
-// and nothing else: B-tree handles and user hash tables are dropped at close. Every operation that needs LMDB (commit, a search that cannot be
-// answered from the K-D tree, Get, edges, directories) opens the ACG on demand: the index set
-// is reconciled with the node's catalogue (user indexes created or dropped while it was
-// closed are built or dropped), the K-D tree is reattached, and hash tables are loaded only
-// when a search needs them. A closed ACG is reopened with its LMDB contents unchanged (only
-// this object writes its key ranges).
+// Open and closed. An Acg object exists for every partition of the node for the node's
+// lifetime. It opens at the first operation that needs LMDB (commit, a search that cannot be
+// answered from the K-D tree, Get, edges, directories) — the engine opens every ACG at start
+// — and then stays open: opening reconciles the index set with the node's catalogue (user
+// indexes created or dropped while it was closed are built or dropped), reattaches the K-D
+// tree and creates the index objects, which hold no memory to speak of (the store's
+// environments are always open: opening maps nothing). What the engine's cache of open ACGs
+// bounds is memory: the tables of user hash indexes, loaded when a search first probes them
+// and unloaded by TryUnload. An ACG is closed again only by a failure (its in-memory state is
+// dropped, to be rebuilt from LMDB at the next use) or by Retire. A closed ACG keeps in
+// memory its id, directory, applied_lsn, counts, summary, write cache and K-D tree — a
+// search whose K-D box has no point in it is answered without opening it.
 //
 // Threading and locks. Lock order: rw_ before cache_mu_ before summary_mu_; all below
 // Wal::mu_ (AppendToCache runs under it). rw_ is held exclusively by Commit, opening, closing,
 // loading and index reconciliation, and shared by searches and reads, which therefore never
 // see a half-applied commit or a closing environment. The cache may grow while a commit runs;
 // the commit takes what was cached when it started. An operation that needs the environment
-// first pins the ACG (pins_), then opens it if closed; TryClose refuses pinned ACGs and never
+// first pins the ACG (pins_), then opens it if closed; TryUnload refuses pinned ACGs and never
 // blocks (try-lock), so the engine may call it on any ACG from any thread.
 #ifndef PROPELLER_INDEXNODE_ACG_H_
 #define PROPELLER_INDEXNODE_ACG_H_
@@ -105,7 +102,8 @@ struct AcgSearchRequest {
 struct AcgSearchStats {
   uint64_t candidates = 0;
   uint64_t matches = 0;
-  bool answered_closed = false;  // the K-D tree proved "no match" without opening the ACG
+  // The K-D tree (in memory) proved "no match": no LMDB transaction, nothing opened or loaded.
+  bool answered_closed = false;
 };
 
 // One acknowledged update in a write cache. The record (kPut, kSetAttrs, kRemoveAttrs) is kept
@@ -150,9 +148,12 @@ struct AcgContext {
   // while the ACG was closed). Called with the ACG's rw_ held exclusively: must not take
   // locks that are held while waiting for an ACG lock.
   std::function<std::vector<IndexSpec>()> catalogue;
-  // Called after the ACG's environment was opened on demand (not by Open), with no ACG lock
-  // held and the ACG pinned: the engine accounts for it and closes others (TryClose).
+  // Called after the ACG opened on demand (not by Open), with no ACG lock held and the ACG
+  // pinned (the engine counts it).
   std::function<void(Acg*)> on_open;
+  // Called after the ACG loaded hash tables, with no ACG lock held and the ACG pinned: the
+  // engine accounts for them and unloads others' (TryUnload).
+  std::function<void(Acg*)> on_load;
   // Monotonic "time" for least-recently-used ordering; each use of the ACG stamps it.
   std::atomic<uint64_t>* use_clock = nullptr;
   // Tests (EngineOptions::commit_hook): called with rw_ held before a commit writes to LMDB,
@@ -307,20 +308,22 @@ class Acg {
   bool is_open() const { return open_.load(std::memory_order_acquire); }
   bool pinned() const { return pins_.load(std::memory_order_relaxed) > 0; }  // a hint
   uint64_t last_used() const { return last_used_.load(std::memory_order_relaxed); }
-  // What closing this ACG would release: its loaded hash tables. 0 when closed.
+  // What TryUnload would release: its loaded hash tables. 0 when closed.
   uint64_t open_bytes() const { return hash_bytes(); }
-  // Bytes of loaded hash tables (what only closing releases). 0 when closed.
+  // Bytes of loaded hash tables. 0 when closed.
   uint64_t hash_bytes() const {
     return is_open() ? hash_bytes_.load(std::memory_order_relaxed) : 0;
   }
-  // Drops the index objects and hash tables if the ACG is open, idle (not pinned) and its
-  // lock is free right now; never blocks. True when it closed it.
-  bool TryClose();
+  // Unloads the loaded hash tables (user hash indexes; they load again when a search probes
+  // them) if the ACG is idle (not pinned) and its lock is free right now; never blocks. True
+  // when it unloaded any. The ACG stays open: its index objects hold no memory to speak of,
+  // and reopening one per search was the cost a bounded store removes.
+  bool TryUnload();
   // At shutdown, after the last commit: closes the ACG unless updates are still cached.
   void CloseClean();
 
  private:
-  // Marks the ACG in use for its lifetime (TryClose leaves it open) and stamps its last use.
+  // Marks the ACG in use for its lifetime (TryUnload leaves it) and stamps its last use.
   class Pin {
    public:
     explicit Pin(Acg* acg);
@@ -333,7 +336,7 @@ class Acg {
   };
 
   Acg(uint64_t id, std::string dir, const AcgContext* ctx);
-  // Opens the environment if it is closed, then calls ctx_->on_open (outside rw_).
+  // Opens the ACG if it is closed, then calls ctx_->on_open (outside rw_).
   // REQUIRES: pinned; rw_ not held.
   Status EnsureOpen();
   // Loads the named indexes that are not loaded; does nothing if the ACG is closed (the caller

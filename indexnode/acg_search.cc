@@ -386,7 +386,7 @@ Status Acg::Search(const AcgSearchRequest& req, AcgSearchStats* stats) {
       AcgPlanner planner(nullptr, indexes_);
       Result<Plan> plan = planner.PlanNode(req.query->root());
       if (plan.ok() && *plan && (*plan)->empty()) {
-        if (stats) stats->answered_closed = !open_.load();
+        if (stats) stats->answered_closed = true;
         return Status::OK();
       }
       const size_t small = keyword ? kKeywordProbeAbove : kSmallEnough;

@@ -110,6 +110,7 @@ Engine::Impl::Impl(const EngineOptions& o)
     return user_indexes_;
   };
   ctx_.on_open = [this](Acg* acg) { OnAcgOpened(acg); };
+  ctx_.on_load = [this](Acg* acg) { open_acgs_.Loaded(acg); };
   ctx_.use_clock = &use_clock_;
   ctx_.commit_hook = options_.commit_hook;
 }
@@ -377,9 +378,20 @@ Status Engine::Impl::ApplyOnce(std::span<const Update> updates, uint64_t* frozen
   return Status::OK();
 }
 
+void Engine::Impl::TrimMapsIfOver() {
+  const uint64_t bound = options_.max_open_acg_bytes;
+  if (bound == 0 || store_ == nullptr || store_->ResidentBytes() <= bound) return;
+  store_->TrimMaps();
+  map_trims_.fetch_add(1, std::memory_order_relaxed);
+}
+
 Status Engine::Impl::CommitDue(bool force_all) {
   MutexLock commit_lock(&commit_mu_);
   const int64_t now = options_.env->MonotonicNanos();
+  if (now - last_map_check_ns_ >= kMapCheckIntervalNs) {
+    last_map_check_ns_ = now;
+    TrimMapsIfOver();
+  }
   std::vector<Acg*> acgs = AllAcgs();
   // One log sync for the whole pass (not one per partition: with 1,000 partitions under a
   // steady write load that would be 1,000 fsyncs per pass).
@@ -802,16 +814,19 @@ EngineStats Engine::Impl::Stats() {
     ++st.acgs;
     st.files += acg->files();
     st.cached_updates += acg->cached();
-
     st.index_memory_bytes += acg->index_memory_bytes();
-    if (acg->is_open()) {
-      ++st.open_acgs;
-      st.open_acg_bytes += acg->open_bytes();
+    if (acg->is_open()) ++st.open_acgs;
+    if (const uint64_t tables = acg->hash_bytes(); tables > 0) {
+      ++st.loaded_acgs;
+      st.open_acg_bytes += tables;
     }
   }
   st.cache_bytes = total_cache_bytes_.load();
   st.acg_opens = open_acgs_.opens();
+  st.acg_unloads = open_acgs_.unloads();
   st.disk_bytes += store_ != nullptr ? store_->disk_bytes() : 0;
+  st.store_resident_bytes = store_ != nullptr ? store_->ResidentBytes() : 0;
+  st.map_trims = map_trims_.load();
   st.store_environments = store_ != nullptr ? store_->shard_count() : 0;
   st.acg_commits = acg_commits_.load();
   st.committed_updates = committed_updates_.load();

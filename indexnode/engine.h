@@ -88,13 +88,15 @@ struct EngineOptions {
   bool background_commit = true;
 
   // ---- The cache of open ACGs (DESIGN §6; indexnode/README.md "Open and closed ACGs") ----
-  // An open ACG holds its index objects and, once a search needed them, the hash tables of
-  // user hash indexes; it holds no descriptor or map of its own
-  // (the store's are shared). Beyond either bound below, the least recently used ACGs that no
-  // operation is using are closed. 0 = unbounded.
+  // An ACG stays open once opened: its index objects hold no memory to speak of, and it holds
+  // no descriptor or map of its own (the store's are shared). What is bounded is the tables of
+  // user hash indexes, loaded when a search first probes them: at most `max_open_acgs` ACGs
+  // hold them, using at most `max_open_acg_bytes`; beyond either, the least recently used
+  // ACGs that no operation is using unload theirs (Acg::TryUnload). 0 = unbounded.
+  // max_open_acg_bytes also bounds the pages of the store's maps this process holds (records
+  // that commits and searches read; file pages, counted in RSS): the background committer
+  // checks them every 2 s and unmaps them beyond it (the page cache keeps them).
   size_t max_open_acgs = 1024;
-  // Bytes of the open ACGs' loaded hash tables (Acg::open_bytes). Beyond it, ACGs holding
-  // hash tables are closed.
   uint64_t max_open_acg_bytes = 1ull << 30;
   // Hard bound on the memory of cached (acknowledged, uncommitted) updates, ~180 B each: an
   // Apply that finds the caches above it commits the largest ones itself before returning —
@@ -166,7 +168,8 @@ struct SearchHit {
 struct SearchStats {
   uint64_t acgs_total = 0;
   uint64_t acgs_skipped = 0;    // by summaries
-  uint64_t acgs_answered_closed = 0;  // ruled out by their K-D tree without opening them
+  // Ruled out by their K-D tree (in memory) without an LMDB transaction or opening them.
+  uint64_t acgs_answered_closed = 0;
   uint64_t acgs_committed = 0;  // caches committed because this search touched them
   uint64_t candidates = 0;      // records verified
   uint64_t hits = 0;
@@ -214,7 +217,13 @@ struct EngineStats {
   uint64_t next_lsn = 0;
   uint64_t open_acgs = 0;         // ACGs with their index objects open now
   uint64_t acg_opens = 0;         // ACG opens since Engine::Open (incl. reopens)
-  uint64_t open_acg_bytes = 0;    // what max_open_acg_bytes counts
+  uint64_t loaded_acgs = 0;       // ACGs holding hash tables now (what max_open_acgs counts)
+  uint64_t open_acg_bytes = 0;    // their bytes (what max_open_acg_bytes counts)
+  uint64_t acg_unloads = 0;       // hash tables unloaded for the bounds since Engine::Open
+  // The store's mapped pages resident in this process (file pages in its RSS), and how often
+  // they were trimmed for max_open_acg_bytes since Engine::Open.
+  uint64_t store_resident_bytes = 0;
+  uint64_t map_trims = 0;
   // The store: its LMDB environments (fixed: they do not grow with the ACGs) and the
   // descriptors they hold.
   uint64_t store_environments = 0;

@@ -109,8 +109,13 @@ class Engine::Impl {
   // Apply, unless the batch touches a frozen ACG: then nothing happens and *frozen names it.
   Status ApplyOnce(std::span<const Update> updates, uint64_t* frozen);
 
-  // Commits caches that are too old or too big; with force_all, every cache.
+  // Commits caches that are too old or too big; with force_all, every cache. Every
+  // kMapCheckIntervalNs it also bounds the store's mapped pages (TrimMapsIfOver).
   Status CommitDue(bool force_all);
+  // The pages of the store's maps this process holds (file pages, counted in its RSS: every
+  // record a commit or search read) are unmapped when they exceed max_open_acg_bytes
+  // (Store::TrimMaps; the page cache keeps them). REQUIRES: commit_mu_ (one at a time).
+  void TrimMapsIfOver() PROPELLER_REQUIRES(commit_mu_);
 
   // Commits `acg`'s cache up to the durable end of the log, so the indexes never hold an
   // update the log could lose in a power loss. durable_lsn = 0: sync the log now and use its
@@ -420,6 +425,11 @@ class Engine::Impl {
   std::atomic<uint64_t> split_hold_lsn_{0};  // TruncateLog keeps LSNs >= this; 0 = none
   OpenAcgs open_acgs_;  // the bound on open ACGs (bounds set at Open)
   Mutex commit_mu_;  // serialises CommitDue passes
+  // How often CommitDue looks at the store's mapped pages (mincore over the maps: ~1 ms per
+  // GB), and when it last did.
+  static constexpr int64_t kMapCheckIntervalNs = 2'000'000'000;
+  int64_t last_map_check_ns_ PROPELLER_GUARDED_BY(commit_mu_) = 0;
+  std::atomic<uint64_t> map_trims_{0};  // Stats
 
   // ---- moves (FreezeAndCopyAcg) ----
   ApplyGate apply_gate_;

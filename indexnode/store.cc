@@ -1,7 +1,12 @@
 #include "indexnode/store.h"
 
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 
 #include <algorithm>
 #include <thread>
@@ -172,7 +177,92 @@ Status Store::OpenEnv(Shard* shard) {
     if (rc != 0) return LmdbStatus(rc, std::string("opening database ") + kFixedDbs[i]);
   }
   rc = txn.Commit();
-  return rc == 0 ? Status::OK() : LmdbStatus(rc, "committing the shard's databases");
+  if (rc != 0) return LmdbStatus(rc, "committing the shard's databases");
+  shard->map = LocateMap(*shard);
+  return Status::OK();
+}
+
+// LMDB 0.9 publishes the map's address (mdb_env_info's me_mapaddr) only for MDB_FIXEDMAP
+// environments; it is null otherwise. We find it from a value LMDB hands back: values point
+// into the map, the map starts on a page boundary, and every page (leaf or overflow) starts
+// with its own page number (MDB_page.mp_pgno, a size_t at offset 0: LMDB's file format). So
+// map = page - pgno * page size. Two values (the first and last of the main database, which
+// names the shard's databases) must give the same address, within the data file's extent;
+// null otherwise, and then the map is never trimmed.
+const char* Store::LocateMap(const Shard& shard) {
+  MDB_envinfo info{};
+  MDB_stat st{};
+  if (mdb_env_info(shard.env, &info) != 0 || mdb_env_stat(shard.env, &st) != 0) return nullptr;
+  if (info.me_mapaddr != nullptr) return static_cast<const char*>(info.me_mapaddr);
+  // Pages are OS pages (LMDB's default) so that the map is aligned to them.
+  const size_t psize = st.ms_psize;
+  if (psize == 0 || psize != static_cast<size_t>(sysconf(_SC_PAGESIZE))) return nullptr;
+  MDB_txn* raw = nullptr;
+  if (mdb_txn_begin(shard.env, nullptr, MDB_RDONLY, &raw) != 0) return nullptr;
+  TxnGuard txn(raw);
+  MDB_dbi main = 0;
+  MDB_cursor* cur_raw = nullptr;
+  if (mdb_dbi_open(raw, nullptr, 0, &main) != 0 || mdb_cursor_open(raw, main, &cur_raw) != 0) {
+    return nullptr;
+  }
+  CursorGuard cur(cur_raw);
+  auto base_of = [&](MDB_cursor_op op) -> uintptr_t {  // 0 when it does not fit
+    MDB_val k, v;
+    if (mdb_cursor_get(cur_raw, &k, &v, op) != 0 || v.mv_data == nullptr) return 0;
+    const uintptr_t page = reinterpret_cast<uintptr_t>(v.mv_data) & ~(uintptr_t{psize} - 1);
+    size_t pgno = 0;
+    std::memcpy(&pgno, reinterpret_cast<const void*>(page), sizeof(pgno));
+    if (pgno == 0 || pgno > info.me_last_pgno || page < pgno * psize) return 0;
+    return page - pgno * psize;
+  };
+  const uintptr_t first = base_of(MDB_FIRST);
+  const uintptr_t last = base_of(MDB_LAST);
+  return first != 0 && first == last ? reinterpret_cast<const char*>(first) : nullptr;
+}
+
+size_t Store::UsedMapBytes(const Shard& shard) {
+  MDB_envinfo info{};
+  MDB_stat st{};
+  if (shard.map == nullptr || shard.env == nullptr || mdb_env_info(shard.env, &info) != 0 ||
+      mdb_env_stat(shard.env, &st) != 0) {
+    return 0;
+  }
+  return std::min<size_t>((info.me_last_pgno + 1) * st.ms_psize, info.me_mapsize);
+}
+
+uint64_t Store::ResidentBytes() const {
+  // The kernel's count of the pages each map has in this process's page tables (mincore
+  // would report the page cache's, which a trim does not change).
+  std::vector<uintptr_t> starts;
+  for (const auto& shard : shards_) {
+    if (shard->map != nullptr) starts.push_back(reinterpret_cast<uintptr_t>(shard->map));
+  }
+  if (starts.empty()) return 0;
+  std::FILE* f = std::fopen("/proc/self/smaps", "re");
+  if (f == nullptr) return 0;
+  uint64_t total = 0;
+  bool ours = false;
+  char line[512];
+  while (std::fgets(line, sizeof line, f) != nullptr) {
+    unsigned long long lo = 0, hi = 0;
+    char dash = 0;
+    if (std::sscanf(line, "%llx%c%llx", &lo, &dash, &hi) == 3 && dash == '-' &&
+        std::strchr(line, ':') != nullptr && line[0] != 'R') {
+      ours = std::find(starts.begin(), starts.end(), static_cast<uintptr_t>(lo)) != starts.end();
+    } else if (ours && std::strncmp(line, "Rss:", 4) == 0) {
+      total += std::strtoull(line + 4, nullptr, 10) * 1024;
+      ours = false;
+    }
+  }
+  std::fclose(f);
+  return total;
+}
+
+void Store::TrimMaps() {
+  for (const auto& shard : shards_) {
+    const size_t bytes = UsedMapBytes(*shard);
+    if (bytes != 0) (void)madvise(const_cast<char*>(shard->map), bytes, MADV_DONTNEED);
+  }
 }
 
 Store::~Store() {

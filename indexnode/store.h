@@ -56,6 +56,7 @@ class Store {
     std::string dir;
     MDB_env* env = nullptr;
     MDB_dbi files = 0, dirs = 0, edges = 0, meta = 0, moved = 0;
+    const char* map = nullptr;  // the map's start (LocateMap), or null when not found
   };
 
   // Opens (creating if missing) the store. A shard whose data file fails its check
@@ -95,6 +96,14 @@ class Store {
 
   // Bytes allocated on disk by the shards' files.
   uint64_t disk_bytes() const;
+  // Bytes of the shards' maps resident in this process (the kernel's Rss of each map in
+  // /proc/self/smaps): file pages the process mapped by reading, which count in its RSS. 0
+  // for a shard whose map address is unknown (LocateMap).
+  uint64_t ResidentBytes() const;
+  // Unmaps the shards' pages from this process (MADV_DONTNEED over each map; the page cache
+  // keeps them, and the next read maps them again with a minor fault). Safe at any time: the
+  // maps are read-only (writes go through pwrite) and readers just fault again.
+  void TrimMaps();
   // At shutdown, with no transaction running: closes the environments and records each data
   // file as known good (CLEAN), so the next open skips the deep check.
   void CloseClean();
@@ -104,6 +113,10 @@ class Store {
   Status OpenShard(unsigned k, const std::string& quarantine_dir,
                    std::vector<std::pair<unsigned, std::string>>* damaged);
   Status OpenEnv(Shard* shard);
+  // The start of `shard`'s map, or null (store.cc).
+  static const char* LocateMap(const Shard& shard);
+  // The used part of `shard`'s map: [map, map + bytes); 0 bytes when unknown.
+  static size_t UsedMapBytes(const Shard& shard);
   // IngestAcg and IngestLegacyAcg: `source_prefix_bytes` is the prefix size of the source's
   // keys (kAcgKeyPrefixSize for an export, 0 for layout 3).
   Status Ingest(uint64_t acg, MDB_env* source, size_t source_prefix_bytes,
