@@ -388,7 +388,7 @@ void Engine::Impl::TrimMapsIfOver() {
 Status Engine::Impl::CommitDue(bool force_all) {
   MutexLock commit_lock(&commit_mu_);
   const int64_t now = options_.env->MonotonicNanos();
-  if (now - last_map_check_ns_ >= kMapCheckIntervalNs) {
+  if (now - last_map_check_ns_ >= options_.store_trim_interval_ns) {
     last_map_check_ns_ = now;
     TrimMapsIfOver();
   }

@@ -95,9 +95,11 @@ struct EngineOptions {
   // ACGs that no operation is using unload theirs (Acg::TryUnload). 0 = unbounded.
   // max_open_acg_bytes also bounds the pages of the store's maps this process holds (records
   // that commits and searches read; file pages, counted in RSS): the background committer
-  // checks them every 2 s and unmaps them beyond it (the page cache keeps them).
+  // checks them every `store_trim_interval_ns` and unmaps them beyond it (the page cache keeps
+  // them).
   size_t max_open_acgs = 1024;
   uint64_t max_open_acg_bytes = 1ull << 30;
+  int64_t store_trim_interval_ns = 10'000'000'000;
   // Hard bound on the memory of cached (acknowledged, uncommitted) updates, ~180 B each: an
   // Apply that finds the caches above it commits the largest ones itself before returning —
   // backpressure when updates outpace commits. Bursts below it are absorbed (at 10 M files a

@@ -147,6 +147,7 @@ TEST(EngineStoreMapsTest, MappedPagesAreTrimmedToTheBound) {
   o.store_shards = kShards;
   o.max_open_acg_bytes = 1 << 20;
   o.commit_timeout_ns = 1'000'000;
+  o.store_trim_interval_ns = 200'000'000;
   auto engine = Engine::Open(o);
   ASSERT_TRUE(engine.ok()) << engine.status().ToString();
   std::vector<Update> batch;
@@ -175,7 +176,7 @@ TEST(EngineStoreMapsTest, MappedPagesAreTrimmedToTheBound) {
     if ((*engine)->Stats().map_trims == trims_before) break;
   }
   ASSERT_GT(mapped, uint64_t{2} << 20) << "the search mapped too little";
-  // The committer looks every 2 s; give it a few rounds.
+  // The committer looks every 200 ms here; give it a few rounds.
   EngineStats st;
   for (int i = 0; i < 100; ++i) {
     st = (*engine)->Stats();
