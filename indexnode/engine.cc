@@ -36,10 +36,6 @@ const char* DurabilityName(Durability d) {
   return d == Durability::kSync ? "sync" : "default";
 }
 
-namespace {
-
-}  // namespace
-
 Status ValidateUpdate(const Update& u) {
   if (u.acg == 0) return Status::InvalidArgument("update names ACG 0 (ACG ids start at 1)");
   switch (u.op) {
@@ -912,7 +908,6 @@ std::string Engine::Impl::DamageOf(Acg* acg) {
   if (std::string why = quarantine_.WhyOf(acg->id()); !why.empty()) return why;
   return acg->damage();
 }
-
 
 Engine::Engine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Engine::~Engine() = default;

@@ -1,5 +1,6 @@
-// Engine::Impl (engine_impl.h): splits and merges of ACGs on this node (DESIGN §5; engine.h
-// SplitAcg, MergeAcg, PlanSplit), the background splitter, and their recovery.
+// Engine::Impl (engine_impl.h): splits and merges of ACGs on this node (indexnode/README.md,
+// "Splitting an ACG"; engine.h SplitAcg, MergeAcg, PlanSplit), the background splitter, and
+// their recovery.
 #include <algorithm>
 #include <map>
 #include <set>
