@@ -313,7 +313,10 @@ TEST(ClusterSplitTest, SplitsUnderLoadMatchTheOracle) {
   // After the map flip, updates (through the client's cached, now stale locations and
   // through fresh look-ups) and searches still agree.
   for (int i = 0; i < 10; ++i) ASSERT_NO_FATAL_FAILURE(run_batch(5, 30));
-  ASSERT_TRUE(MapSettles(cluster, client).ok()) << cluster.Logs();
+  {
+    const Status settled_map = MapSettles(cluster, client);
+    ASSERT_TRUE(settled_map.ok()) << settled_map.ToString() << "\n" << cluster.Logs();
+  }
 }
 
 // 200 files of one app, so one ACG (below the split threshold) on one node of the two: that
@@ -620,7 +623,10 @@ TEST_P(KillDuringMove, OneCopyNothingLostAndTheMapAgrees) {
         << cluster.Logs();
     ASSERT_TRUE(w.Acknowledge(batch).ok());
   }
-  ASSERT_TRUE(MapSettles(cluster, client).ok()) << cluster.Logs();
+  {
+    const Status settled_map = MapSettles(cluster, client);
+    ASSERT_TRUE(settled_map.ok()) << settled_map.ToString() << "\n" << cluster.Logs();
+  }
   EXPECT_TRUE(w.Matches(client, "size>=0")) << cluster.Logs();
   for (int i = 0; i < 10; ++i) ASSERT_TRUE(w.Matches(client, w.gen().RandomQuery()));
   EXPECT_EQ(AcgHolders(client)[acg], std::vector<uint32_t>{expected});
@@ -722,7 +728,10 @@ TEST(ClusterSplitTest, SmallAcgsOfOneAppAreMerged) {
   ASSERT_TRUE(client.Update(more).ok()) << cluster.Logs();
   ASSERT_TRUE(w.Acknowledge(more).ok());
   EXPECT_TRUE(w.Matches(client, "size>=0"));
-  ASSERT_TRUE(MapSettles(cluster, client).ok()) << cluster.Logs();
+  {
+    const Status settled_map = MapSettles(cluster, client);
+    ASSERT_TRUE(settled_map.ok()) << settled_map.ToString() << "\n" << cluster.Logs();
+  }
 }
 
 // Who is killed, and at which step of the split (--test-hold-in-split).
@@ -814,7 +823,10 @@ TEST_P(KillDuringSplit, EveryFileOnceNothingLostAndTheMapAgrees) {
         << cluster.Logs();
     ASSERT_TRUE(w.Acknowledge(batch).ok());
   }
-  ASSERT_TRUE(MapSettles(cluster, client).ok()) << cluster.Logs();
+  {
+    const Status settled_map = MapSettles(cluster, client);
+    ASSERT_TRUE(settled_map.ok()) << settled_map.ToString() << "\n" << cluster.Logs();
+  }
   EXPECT_TRUE(w.Matches(client, "size>=0")) << cluster.Logs();
   for (int i = 0; i < 20; ++i) {
     ASSERT_TRUE(w.Matches(client, w.gen().RandomQuery())) << cluster.Logs();
