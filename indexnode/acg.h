@@ -357,11 +357,10 @@ class Acg {
   }
   Status ReconcileIndexes(MDB_txn* txn, const std::vector<IndexSpec>& user_indexes);
   // The search of an open ACG; `planned`, when not null, is its candidate set (sorted, unique,
-  // planned under the shared lock the caller still holds), else it plans here — from
-  // `start`, when not null, a memory-only plan of the query made under that lock, which the
-  // keyword probes narrow (AcgPlanner::Narrow). REQUIRES: rw_ shared, open_.
+  // planned under the shared lock the caller still holds), else it plans here.
+  // REQUIRES: rw_ shared, open_.
   Status SearchOpen(const AcgSearchRequest& request, AcgSearchStats* stats,
-                    const std::vector<FileId>* planned, const std::vector<FileId>* start = nullptr);
+                    const std::vector<FileId>* planned);
   struct Slice {  // entries [begin, end) of a batch
     std::shared_ptr<const StagedBatch> batch;
     uint32_t begin = 0;

@@ -51,17 +51,19 @@ constexpr size_t kSmallEnough = 64;
 // K-D box stopped the planning (11.3 -> 7.6 ms with this).
 constexpr size_t kKeywordProbeAbove = 4;
 
-// Whether `node` (the query's root) is, or is an AND of, a keyword-indexable equality.
+// Whether `n` is an equality the `keyword` index answers (keyword, ext, name).
+bool IsKeywordProbe(const QueryNode& n) {
+  return n.kind == QueryNode::Kind::kPred && n.pred.op == CmpOp::kEq &&
+         (n.pred.attr == Attr::kKeyword || n.pred.attr == Attr::kExt ||
+          n.pred.attr == Attr::kName);
+}
+
+// Whether `node` (the query's root) is, or is an AND of, a keyword probe.
 bool HasKeywordProbe(const QueryNode& node) {
-  auto probe = [](const QueryNode& n) {
-    return n.kind == QueryNode::Kind::kPred && n.pred.op == CmpOp::kEq &&
-           (n.pred.attr == Attr::kKeyword || n.pred.attr == Attr::kExt ||
-            n.pred.attr == Attr::kName);
-  };
-  if (probe(node)) return true;
+  if (IsKeywordProbe(node)) return true;
   if (node.kind != QueryNode::Kind::kAnd) return false;
   for (const auto& c : node.children) {
-    if (probe(*c)) return true;
+    if (IsKeywordProbe(*c)) return true;
   }
   return false;
 }
@@ -125,31 +127,6 @@ class AcgPlanner {
   // txn == nullptr: memory only (structures that need LMDB are treated as "all").
   AcgPlanner(MDB_txn* txn, const std::map<std::string, Index*, std::less<>>& idx)
       : txn_(txn), indexes_(idx) {}
-
-  // Narrows `start` — a superset of the matches of `root`, planned from memory under the same
-  // lock — by the keyword probes of `root` (HasKeywordProbe), stopping once few are left.
-  Result<Plan> Narrow(const QueryNode& root, IdSet start) {
-    Plan acc(std::move(start));
-    auto probe = [&](const QueryNode& n) -> Result<bool> {
-      PROPELLER_ASSIGN_OR_RETURN(Plan p, PlanNode(n));
-      if (p) acc = Plan(Intersect(*acc, *p));
-      return acc->size() <= kSmallEnough;
-    };
-    if (root.kind == QueryNode::Kind::kPred) {
-      PROPELLER_RETURN_IF_ERROR(probe(root).status());
-      return acc;
-    }
-    for (const auto& c : root.children) {
-      if (c->kind != QueryNode::Kind::kPred || c->pred.op != CmpOp::kEq ||
-          (c->pred.attr != Attr::kKeyword && c->pred.attr != Attr::kExt &&
-           c->pred.attr != Attr::kName)) {
-        continue;
-      }
-      PROPELLER_ASSIGN_OR_RETURN(bool done, probe(*c));
-      if (done) break;
-    }
-    return acc;
-  }
 
   Result<Plan> PlanNode(const QueryNode& node) {
     switch (node.kind) {
@@ -293,9 +270,7 @@ class AcgPlanner {
     for (const auto& c : node.children) {
       if (c->kind == QueryNode::Kind::kPred && AddToBox(c->pred, &box, &empty)) {
         have_box = true;
-      } else if (c->kind == QueryNode::Kind::kPred &&
-                 (c->pred.attr == Attr::kKeyword || c->pred.attr == Attr::kExt ||
-                  c->pred.attr == Attr::kName) && c->pred.op == CmpOp::kEq) {
+      } else if (IsKeywordProbe(*c)) {
         hashy.push_back(c.get());
       } else {
         others.push_back(c.get());
@@ -396,10 +371,6 @@ Status Acg::Search(const AcgSearchRequest& req, AcgSearchStats* stats) {
         // can have added a record the set lacks; a closed one opens first and plans again.
         if (open_.load()) return SearchOpen(req, stats, &**plan);
         names.clear();
-      } else if (plan.ok() && *plan && keyword && open_.load()) {
-        // More: the keyword probes narrow this set (PlanAnd's next step), without computing
-        // the K-D box a second time.
-        return SearchOpen(req, stats, nullptr, &**plan);
       }
     }
   }
@@ -416,7 +387,7 @@ Status Acg::Search(const AcgSearchRequest& req, AcgSearchStats* stats) {
 }
 
 Status Acg::SearchOpen(const AcgSearchRequest& req, AcgSearchStats* stats,
-                       const std::vector<FileId>* planned, const std::vector<FileId>* start) {
+                       const std::vector<FileId>* planned) {
   MDB_txn* txn = nullptr;
   int rc = mdb_txn_begin(env_, nullptr, MDB_RDONLY, &txn);
   if (rc != 0) return LmdbStatus(rc, "mdb_txn_begin");
@@ -429,8 +400,6 @@ Status Acg::SearchOpen(const AcgSearchRequest& req, AcgSearchStats* stats,
   Plan plan;
   if (planned != nullptr) {
     plan = Plan(*planned);
-  } else if (start != nullptr) {
-    PROPELLER_ASSIGN_OR_RETURN(plan, planner.Narrow(req.query->root(), *start));
   } else {
     PROPELLER_ASSIGN_OR_RETURN(plan, planner.PlanNode(req.query->root()));
   }
