@@ -198,6 +198,13 @@ class Acg {
   // LMDB) so nothing acknowledged is lost. On success `updates` (may be null) receives how
   // many cached updates left the cache.
   Status Commit(uint64_t up_to_lsn = UINT64_MAX, size_t* updates = nullptr);
+  // Commit for each of `acgs` — ACGs of one store shard — in one LMDB transaction: one sync
+  // and one copy of the shared upper pages for all, where one Commit each syncs once per
+  // ACG. All or nothing: on error every ACG keeps its cache, as after a failed Commit (the
+  // caller may then commit them one by one, so one bad ACG does not hold the others back).
+  // (*updates)[i]: how many cached updates left acgs[i]'s cache. Locks the ACGs in id order.
+  static Status CommitGroup(std::span<Acg* const> acgs, uint64_t up_to_lsn,
+                            std::vector<size_t>* updates);
 
   // Searches committed state (callers commit first for freshness). Thread-safe. A closed ACG
   // whose loaded K-D tree proves the query has no candidate stays closed.
@@ -367,7 +374,29 @@ class Acg {
     uint32_t end = 0;
   };
   static uint64_t SliceBytes(const Slice& s);
-  Status CommitOnce(const std::vector<Slice>& slices);
+  // What a commit took out of the cache, until it is durable or goes back.
+  struct Taken {
+    std::vector<Slice> slices;
+    size_t count = 0;     // updates
+    uint64_t bytes = 0;   // SliceBytes
+    // Set by ApplyTaken, for FinishTakenLocked once the transaction committed.
+    uint64_t lsn = 0, files = 0, edges = 0;
+  };
+  // True when the cache holds an update with LSN <= up_to_lsn. Thread-safe.
+  bool HasDue(uint64_t up_to_lsn) const;
+  // Moves the cached updates with LSN <= up_to_lsn into *t (none: t->count == 0); from now
+  // on searches count them as being committed. REQUIRES: rw_ exclusive.
+  Status TakeDueLocked(uint64_t up_to_lsn, Taken* t);
+  // Writes *t into the indexes in `txn` (a write transaction of this ACG's shard, which the
+  // caller commits), with the applied LSN, summary and counts. REQUIRES: rw_ exclusive, open.
+  Status ApplyTaken(MDB_txn* txn, Taken* t);
+  // ApplyTaken in a transaction of its own, then CommittedLocked. REQUIRES: as ApplyTaken.
+  Status WriteTaken(Taken* t);
+  // The in-memory counts of `t`'s transaction, once it committed. REQUIRES: rw_ exclusive.
+  void CommittedLocked(const Taken& t);
+  // After the transaction of ApplyTaken: `s` ok, it committed (CommittedLocked ran); else the updates go back to the front of the cache and the in-memory structures are
+  // dropped. REQUIRES: rw_ exclusive.
+  void FinishTakenLocked(Taken* t, const Status& s);
   // The body of Commit. REQUIRES: rw_ exclusive. *reopened: the environment was opened here.
   Status CommitLocked(uint64_t up_to_lsn, size_t* updates, bool* reopened);
   Status EnsureOpenLocked(bool* reopened);  // REQUIRES: rw_ exclusive
@@ -438,7 +467,7 @@ class Acg {
   // Every index by name while open; just `inode` while closed. Under rw_.
   std::map<std::string, Index*, std::less<>> indexes_;
   std::vector<IndexSpec> user_specs_;  // user indexes built here (last reconcile). Under rw_.
-  // Scratch of CommitOnce/ApplyOne, kept so each update's decoding reuses the strings of the
+  // Scratch of ApplyTaken/ApplyOne, kept so each update's decoding reuses the strings of the
   // previous one instead of allocating. Under rw_ exclusive.
   struct CommitRef {  // one cached update, by its file: the commit's apply order
     FileId id;

@@ -1,13 +1,16 @@
-// Helpers shared by the files that implement Acg (acg.cc, acg_split.cc). Not for other users.
+// Helpers shared by the files that implement Acg (acg.cc, acg_commit.cc, acg_search.cc,
+// acg_split.cc). Not for other users.
 #ifndef PROPELLER_INDEXNODE_ACG_INTERNAL_H_
 #define PROPELLER_INDEXNODE_ACG_INTERNAL_H_
 
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 
 #include "indexnode/index/index.h"
+#include "common/record.h"
 
 namespace propeller::acg_internal {
 
@@ -29,6 +32,25 @@ class IndexBatchScope {
  private:
   std::map<std::string, Index*, std::less<>>* indexes_;
 };
+
+// The built-in indexes every ACG has (acg.h).
+inline constexpr char kPathIndex[] = "path";
+inline constexpr char kKeywordIndex[] = "keyword";
+inline constexpr char kInodeIndex[] = "inode";
+
+// The keywords of every path of `rec` (PathKeywords), once each.
+inline std::set<std::string> KeywordSet(const FileRecord& rec) {
+  std::set<std::string> out;
+  for (const std::string& p : rec.paths) {
+    for (std::string& t : PathKeywords(p)) out.insert(std::move(t));
+  }
+  return out;
+}
+
+// User indexes of type kdtree are accepted by the catalogue but not fed: the K-D structure
+// indexes the six inode axes (InsertPoint), not a single attribute value. Queries on such an
+// attribute verify every record.
+inline bool FedByAttribute(const IndexSpec& spec) { return spec.type != IndexType::kKdTree; }
 
 // "ACG 7", for messages.
 inline std::string AcgName(uint64_t id) { return "ACG " + std::to_string(id); }

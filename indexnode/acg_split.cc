@@ -106,11 +106,11 @@ Status Acg::ImportHeld(std::span<const Update> updates, uint64_t applied_lsn) {
   auto batch = std::make_shared<StagedBatch>();
   for (const Update& u : updates) StageUpdate(u, batch.get());
   batch->lsn = applied_lsn;
-  std::vector<Slice> slices;
-  slices.push_back(Slice{batch, 0, static_cast<uint32_t>(batch->entries.size())});
+  Taken taken;
+  taken.slices.push_back(Slice{batch, 0, static_cast<uint32_t>(batch->entries.size())});
   bool reopened = false;
   Status s = EnsureOpenLocked(&reopened);
-  if (s.ok()) s = CommitOnce(slices);
+  if (s.ok()) s = WriteTaken(&taken);
   if (!s.ok()) {
     CloseLocked();
     if (inode_ != nullptr) inode_->Unload();
@@ -215,7 +215,7 @@ Status Acg::RemoveHeld(const FileIdSet& ids, bool last) {
     int rc = mdb_txn_begin(env_, nullptr, 0, &raw);
     if (rc != 0) return LmdbStatus(rc, "mdb_txn_begin");
     TxnGuard txn(raw);
-    IndexBatchScope batch(&indexes_);  // as in CommitOnce
+    IndexBatchScope batch(&indexes_);  // as in ApplyTaken
     MDB_cursor* files_raw = nullptr;
     rc = mdb_cursor_open(raw, files_dbi_, &files_raw);
     if (rc != 0) return LmdbStatus(rc, "mdb_cursor_open");

@@ -429,25 +429,56 @@ Status Engine::Impl::CommitDue(bool force_all) {
     remaining -= c.updates;
     bytes -= std::min(bytes, c.bytes);
   }
-  // Commits of ACGs in different store shards share nothing but the counters (those in one
-  // shard take turns at its LMDB writer lock), so they run on commit_lanes_ threads at once
-  // (commit_pool_'s workers and this thread), overlapping one fsync with another's CPU work.
+  // The ACGs of one store shard commit in groups, one LMDB transaction per group (one sync
+  // for all: Acg::CommitGroup), of at most kGroupCommitUpdates updates (a group holds the
+  // shard's writer lock and its ACGs' locks while it runs, and LMDB keeps the buffers of the
+  // pages it dirtied). Groups of different shards share nothing but the counters, so they run
+  // on commit_lanes_ threads at once (commit_pool_'s workers and this thread), overlapping
+  // one sync with another's CPU work.
+  std::stable_sort(todo.begin(), todo.end(), [this](Acg* a, Acg* b) {
+    return store_->ShardOf(a->id())->index < store_->ShardOf(b->id())->index;
+  });
+  std::vector<std::span<Acg* const>> groups;
+  for (size_t begin = 0; begin < todo.size();) {
+    const unsigned shard = store_->ShardOf(todo[begin]->id())->index;
+    size_t end = begin, updates = 0;
+    while (end < todo.size() && store_->ShardOf(todo[end]->id())->index == shard &&
+           (end == begin || updates + todo[end]->cached() <= kGroupCommitUpdates)) {
+      updates += todo[end++]->cached();
+    }
+    groups.emplace_back(todo.data() + begin, end - begin);
+    begin = end;
+  }
+  // Round robin over the shards, so that lanes taking groups in order work on different
+  // shards (two groups of one shard take turns at its writer lock).
+  std::vector<size_t> rank(groups.size());
+  for (size_t i = 0, run = 0; i < groups.size(); ++i) {
+    run = i > 0 && store_->ShardOf(groups[i][0]->id()) == store_->ShardOf(groups[i - 1][0]->id())
+              ? run + 1
+              : 0;
+    rank[i] = run;
+  }
+  std::vector<size_t> order(groups.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return rank[a] < rank[b]; });
   Status first_error;
   Mutex error_mu;
   std::atomic<uint64_t> committed{0};
   std::atomic<size_t> next{0};
-  const size_t lanes = std::min(todo.size(), commit_lanes_);
+  auto note = [&](const Status& s) {
+    if (s.ok()) return;
+    MutexLock lock(&error_mu);
+    if (first_error.ok()) first_error = s;
+  };
   auto lane = [&](size_t) {
-    for (size_t i; (i = next.fetch_add(1)) < todo.size();) {
+    for (size_t i; (i = next.fetch_add(1)) < groups.size();) {
       uint64_t n = 0;
-      Status s = CommitAcg(todo[i], durable, &n);
+      note(CommitGroup(groups[order[i]], durable, &n));
       committed.fetch_add(n);
-      if (!s.ok()) {
-        MutexLock lock(&error_mu);
-        if (first_error.ok()) first_error = s;
-      }
     }
   };
+  const size_t lanes = std::min(groups.size(), commit_lanes_);
   if (lanes <= 1) {
     lane(0);
   } else {
@@ -471,11 +502,38 @@ Status Engine::Impl::CommitAcg(Acg* acg, uint64_t durable_lsn, uint64_t* committ
   Status s = acg->Commit(durable_lsn, &n);
   if (n > 0) {
     acg_commits_.fetch_add(1, std::memory_order_relaxed);
+    store_commits_.fetch_add(1, std::memory_order_relaxed);
     committed_updates_.fetch_add(n, std::memory_order_relaxed);
     Subtract(&total_cached_, n);
     if (committed != nullptr) *committed += n;
   }
   return s;
+}
+
+Status Engine::Impl::CommitGroup(std::span<Acg* const> acgs, uint64_t durable_lsn,
+                                 uint64_t* committed) {
+  if (acgs.size() > 1) {
+    std::vector<size_t> counts;
+    Status s = Acg::CommitGroup(acgs, durable_lsn, &counts);
+    if (std::any_of(counts.begin(), counts.end(), [](size_t n) { return n > 0; })) {
+      store_commits_.fetch_add(1, std::memory_order_relaxed);
+    }
+    for (size_t n : counts) {
+      if (n == 0) continue;
+      acg_commits_.fetch_add(1, std::memory_order_relaxed);
+      committed_updates_.fetch_add(n, std::memory_order_relaxed);
+      Subtract(&total_cached_, n);
+      *committed += n;
+    }
+    if (s.ok()) return s;
+    // One by one, so that an ACG that cannot commit holds back only itself.
+  }
+  Status first_error;
+  for (Acg* acg : acgs) {
+    Status s = CommitAcg(acg, durable_lsn, committed);
+    if (first_error.ok()) first_error = s;
+  }
+  return first_error;
 }
 
 void Engine::Impl::Subtract(std::atomic<uint64_t>* counter, uint64_t n) {
@@ -825,6 +883,7 @@ EngineStats Engine::Impl::Stats() {
   st.map_trims = map_trims_.load();
   st.store_environments = store_ != nullptr ? store_->shard_count() : 0;
   st.acg_commits = acg_commits_.load();
+  st.store_commits = store_commits_.load();
   st.committed_updates = committed_updates_.load();
   st.wal_bytes = wal_ ? wal_->bytes() : 0;
   st.disk_bytes += st.wal_bytes;

@@ -235,6 +235,9 @@ struct EngineStats {
   // updates touch).
   uint64_t acg_commits = 0;
   uint64_t committed_updates = 0;
+  // The LMDB transactions those commits took: a commit pass commits the ACGs of one store
+  // shard together (one transaction and one sync for up to 65,536 updates).
+  uint64_t store_commits = 0;
   // Commit passes that failed since Engine::Open (a full disk, an I/O error), the error of the
   // last one while commits keep failing ("" once one succeeds), and since when (wall clock
   // ns; 0 = not failing). The updates wait in the caches and the log meanwhile.

@@ -121,6 +121,9 @@ class Engine::Impl {
   // update the log could lose in a power loss. durable_lsn = 0: sync the log now and use its
   // end (everything acknowledged before this call); otherwise an LSN already known durable.
   Status CommitAcg(Acg* acg, uint64_t durable_lsn = 0, uint64_t* committed = nullptr);
+  // Commits `acgs` (of one store shard) up to `durable_lsn` in one transaction
+  // (Acg::CommitGroup), and one by one if that fails; adds the updates committed to *committed.
+  Status CommitGroup(std::span<Acg* const> acgs, uint64_t durable_lsn, uint64_t* committed);
 
   static void Subtract(std::atomic<uint64_t>* counter, uint64_t n);
 
@@ -365,6 +368,8 @@ class Engine::Impl {
   static constexpr int kMmapThreshold = 256 << 10;
   // How often the committer looks at the caches.
   static constexpr int64_t kCommitterTickNs = 50'000'000;
+  // The most cached updates one group commit takes (CommitDue; a single ACG may exceed it).
+  static constexpr size_t kGroupCommitUpdates = 65'536;
   // A commit pass that drained at least this many updates returns freed heap to the kernel.
   static constexpr uint64_t kTrimAfterUpdates = 100'000;
 
@@ -383,6 +388,7 @@ class Engine::Impl {
   std::atomic<uint64_t> total_cache_bytes_{0};
   std::atomic<uint64_t> use_clock_{0};
   std::atomic<uint64_t> acg_commits_{0};        // Stats
+  std::atomic<uint64_t> store_commits_{0};      // Stats
   std::atomic<uint64_t> committed_updates_{0};
 
   // Lock order: catalogue_mu_ > commit_mu_ > acgs_mu_ > (Acg locks); the components' locks

@@ -19,7 +19,7 @@ struct Params {
   Durability durability;
   bool background;
   // > 0: at most this many live files, so each file gets many updates in one cache and a
-  // commit must reduce them (Acg::CommitOnce applies only a file's last kPut/kDelete and what
+  // commit must reduce them (Acg::ApplyTaken applies only a file's last kPut/kDelete and what
   // follows it) to exactly the state that applying them one by one gives.
   size_t max_live = 0;
   // The ACGs files are spread over. Thousands of small ACGs share the store's few

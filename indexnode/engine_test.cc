@@ -5,6 +5,9 @@
 #include <gtest/gtest.h>
 #include <lmdb.h>
 
+#include <atomic>
+#include <cerrno>
+
 #include "indexnode/engine_test_util.h"
 #include "schemas/keys.h"
 
@@ -312,6 +315,56 @@ TEST_F(EngineTest, StatsCountCommitsAndTheirUpdates) {
   EXPECT_EQ(st.committed_updates, 6u);
   ASSERT_TRUE(engine_->CommitAll().ok());  // nothing left: no commit counted
   EXPECT_EQ(engine_->Stats().acg_commits, 3u);
+}
+
+// A commit pass commits the ACGs of one store shard in one LMDB transaction (one sync for
+// all, where one per ACG made batched updates over many ACGs sync-bound); an ACG whose commit
+// fails keeps its updates and does not hold back the others of its shard.
+TEST(EngineGroupCommitTest, OneTransactionPerShardAndAFailingAcgHoldsBackOnlyItself) {
+  TempDir dir;
+  std::atomic<bool> fail_acg_3{false};
+  EngineOptions o;
+  o.data_dir = dir.path();
+  o.store_shards = 2;
+  o.background_commit = false;
+  o.commit_hook = [&](uint64_t acg) -> Status {
+    return acg == 3 && fail_acg_3.load() ? Status::IOError("simulated commit", EIO)
+                                         : Status::OK();
+  };
+  auto opened = Engine::Open(o);
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  Engine& engine = **opened;
+  uint64_t ino = 1;
+  auto fill = [&] {  // two files in each of ACGs 1..8: four ACGs in each shard
+    for (uint64_t acg = 1; acg <= 8; ++acg) {
+      std::vector<Update> batch = {Put(acg, ino, {"/f" + std::to_string(ino)}),
+                                   Put(acg, ino + 1, {"/f" + std::to_string(ino + 1)})};
+      ino += 2;
+      ASSERT_TRUE(engine.Apply(batch).ok());
+    }
+  };
+  fill();
+  ASSERT_TRUE(engine.CommitAll().ok());
+  EngineStats st = engine.Stats();
+  EXPECT_EQ(st.acg_commits, 8u);
+  EXPECT_EQ(st.committed_updates, 16u);
+  EXPECT_EQ(st.store_commits, 2u);
+
+  fail_acg_3 = true;
+  fill();
+  EXPECT_FALSE(engine.CommitAll().ok());
+  st = engine.Stats();
+  EXPECT_EQ(st.acg_commits, 8u + 7u);  // all but ACG 3, one by one after the group failed
+  EXPECT_EQ(st.cached_updates, 2u);     // ACG 3's two updates wait
+  fail_acg_3 = false;
+  ASSERT_TRUE(engine.CommitAll().ok());
+  EXPECT_EQ(engine.Stats().cached_updates, 0u);
+  SearchRequest r;
+  r.query = "size>=0";
+  r.now_ns = kNow;
+  auto hits = engine.SearchAll(r);
+  ASSERT_TRUE(hits.ok()) << hits.status().ToString();
+  EXPECT_EQ(hits->size(), 32u);
 }
 
 // The `inode` K-D tree reads its points from the records (acg.h): data directories of older
