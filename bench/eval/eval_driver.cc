@@ -73,6 +73,22 @@ struct Options {
 
 double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
+// Bytes allocated on disk under `dir` (st_blocks, files of every depth): the system's data as
+// stored, holes and all. For the systems that keep their data under the work directory
+// (sqlite, propeller-engine, propeller-cluster); a server's data directory is elsewhere.
+uint64_t DiskBytes(const std::string& dir) {
+  uint64_t total = 0;
+  std::error_code ec;
+  for (auto it = std::filesystem::recursive_directory_iterator(dir, ec);
+       !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+    struct stat st;
+    if (::lstat(it->path().c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
+      total += static_cast<uint64_t>(st.st_blocks) * 512;
+    }
+  }
+  return total;
+}
+
 double Percentile(std::vector<double> v, double p) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
@@ -396,10 +412,15 @@ int Run(const Options& o) {
   const double load_s = Seconds(Clock::now() - t0);
   std::fprintf(stderr, "[%s] loaded in %.1f s\n", o.system.c_str(), load_s);
   std::unique_ptr<Session> session = Check(sys->Connect(), "connect");
+  const uint64_t disk = DiskBytes(config.work_dir);
+  std::fprintf(stderr, "[%s] %" PRIu64 " bytes on disk under %s (%.1f per file)\n",
+               o.system.c_str(), disk, config.work_dir.c_str(),
+               static_cast<double>(disk) / static_cast<double>(std::max<uint64_t>(o.files, 1)));
   std::string json = "{\"system\":" + Quote(sys->Name()) + ",\"files\":" +
                      std::to_string(o.files) + ",\"files_per_acg\":" +
                      std::to_string(o.files_per_acg) + ",\"seed\":" + std::to_string(o.seed) +
-                     ",\"load_s\":" + Num(load_s) + ",\"truth\":{";
+                     ",\"load_s\":" + Num(load_s) + ",\"disk_bytes\":" + std::to_string(disk) +
+                     ",\"truth\":{";
   bool first = true;
   for (QueryKind k : kAllQueries) {
     json += std::string(first ? "" : ",") + Quote(QueryText(k)) + ":" +
