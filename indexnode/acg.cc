@@ -12,6 +12,7 @@
 #include "common/logging.h"
 #include "common/secure_dir.h"
 #include "indexnode/acg_internal.h"
+#include "indexnode/index/btree_index.h"
 #include "indexnode/index/kdtree_index.h"
 #include "schemas/keys.h"
 #include "schemas/record_format.h"
@@ -25,6 +26,9 @@ using acg_internal::KeywordSet;
 using acg_internal::kInodeIndex;
 using acg_internal::kKeywordIndex;
 using acg_internal::kPathIndex;
+
+// In the byte of meta "idx:<name>" (ReconcileIndexes): the B-tree holds posting chunks.
+constexpr uint8_t kPostingsFormat = 0x80;
 
 bool HasRecord(UpdateOp op) {
   return op == UpdateOp::kPut || op == UpdateOp::kSetAttrs || op == UpdateOp::kRemoveAttrs;
@@ -290,7 +294,9 @@ Status Acg::EnsureOpen() {
   {
     std::unique_lock<std::shared_mutex> lock(rw_);
     if (open_.load(std::memory_order_relaxed)) return Status::OK();
-    PROPELLER_RETURN_IF_ERROR(OpenLocked(/*first=*/false).WithContext(AcgName(id_)));
+    if (Status st = OpenLocked(/*first=*/false); !st.ok()) {
+      return st.WithContext(AcgName(id_));
+    }
   }
   if (ctx_->on_open) ctx_->on_open(this);
   return Status::OK();
@@ -317,7 +323,9 @@ Status Acg::EnsureLoaded(const std::vector<std::string>& names) {
     for (const std::string& n : names) {
       auto it = indexes_.find(n);
       if (it == indexes_.end() || it->second->loaded()) continue;
-      PROPELLER_RETURN_IF_ERROR(it->second->Load(raw).WithContext(AcgName(id_)));
+      if (Status st = it->second->Load(raw); !st.ok()) {
+        return st.WithContext(AcgName(id_));
+      }
       tables |= it->second->type() == IndexType::kHash;
     }
     RefreshOpenBytes();
@@ -337,8 +345,9 @@ void Acg::RefreshOpenBytes() {
 Status Acg::ReconcileIndexes(MDB_txn* raw, const std::vector<IndexSpec>& user_indexes) {
   indexes_.clear();
   owned_.clear();
-  // Which indexes exist in this ACG already.
-  std::map<std::string, IndexType> built;
+  // Which indexes exist in this ACG already: meta "idx:<name>" holds a byte, the IndexType
+  // ‖ kPostingsFormat for a B-tree of posting chunks (index/btree_index.h).
+  std::map<std::string, uint8_t> built;
   {
     MDB_cursor* cur = nullptr;
     int rc = mdb_cursor_open(raw, meta_dbi_, &cur);
@@ -349,7 +358,7 @@ Status Acg::ReconcileIndexes(MDB_txn* raw, const std::vector<IndexSpec>& user_in
     while (rc == 0 && View(k).substr(0, prefix.size()) == prefix) {
       if (v.mv_size == 1) {
         built[std::string(View(k).substr(prefix.size()))] =
-            static_cast<IndexType>(*static_cast<const uint8_t*>(v.mv_data));
+            *static_cast<const uint8_t*>(v.mv_data);
       }
       rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
     }
@@ -362,10 +371,15 @@ Status Acg::ReconcileIndexes(MDB_txn* raw, const std::vector<IndexSpec>& user_in
                                    {kInodeIndex, IndexType::kKdTree}};
   wanted.insert(wanted.end(), user_indexes.begin(), user_indexes.end());
   for (const IndexSpec& spec : wanted) {
+    // The keyword index is a B-tree of posting chunks: its values are shared by many files.
+    const bool postings = spec.name == kKeywordIndex;
+    const uint8_t format = static_cast<uint8_t>(spec.type) | (postings ? kPostingsFormat : 0);
     auto it = built.find(spec.name);
-    if (it != built.end() && it->second != spec.type) {
-      // Same name, new type: the catalogue wins (the index was dropped and re-created).
-      PROPELLER_RETURN_IF_ERROR(DropIndexData(raw, it->second, spec.name, prefix_));
+    if (it != built.end() && it->second != format) {
+      // Same name, new type (the index was dropped and re-created: the catalogue wins), or
+      // an older format of a built-in index (the keyword B-tree before layout 5): rebuilt.
+      PROPELLER_RETURN_IF_ERROR(DropIndexData(
+          raw, static_cast<IndexType>(it->second & ~kPostingsFormat), spec.name, prefix_));
       built.erase(it);
       it = built.end();
     }
@@ -384,15 +398,17 @@ Status Acg::ReconcileIndexes(MDB_txn* raw, const std::vector<IndexSpec>& user_in
       }
       index = inode_.get();
     } else {
-      PROPELLER_ASSIGN_OR_RETURN(std::unique_ptr<Index> opened,
-                                 OpenIndex(raw, spec.type, spec.name, /*load=*/false, prefix_));
+      PROPELLER_ASSIGN_OR_RETURN(
+          std::unique_ptr<Index> opened,
+          postings ? OpenBTreeIndex(raw, spec.name, prefix_, /*postings=*/true)
+                   : OpenIndex(raw, spec.type, spec.name, /*load=*/false, prefix_));
       index = opened.get();
       owned_[spec.name] = std::move(opened);
     }
     if (fresh) {
       PROPELLER_RETURN_IF_ERROR(BuildIndex(raw, index));
       std::string key = Key("idx:" + spec.name);
-      uint8_t t = static_cast<uint8_t>(spec.type);
+      uint8_t t = format;
       MDB_val k = Val(key), v{1, &t};
       int rc = mdb_put(raw, meta_dbi_, &k, &v, 0);
       if (rc != 0) return LmdbStatus(rc, "recording index " + spec.name);
@@ -402,8 +418,9 @@ Status Acg::ReconcileIndexes(MDB_txn* raw, const std::vector<IndexSpec>& user_in
     indexes_[spec.name] = index;
   }
   // Whatever is left was dropped from the catalogue.
-  for (const auto& [name, type] : built) {
-    PROPELLER_RETURN_IF_ERROR(DropIndexData(raw, type, name, prefix_));
+  for (const auto& [name, format] : built) {
+    PROPELLER_RETURN_IF_ERROR(DropIndexData(
+        raw, static_cast<IndexType>(format & ~kPostingsFormat), name, prefix_));
     std::string key = Key("idx:" + name);
     MDB_val k = Val(key);
     int rc = mdb_del(raw, meta_dbi_, &k, nullptr);
@@ -577,7 +594,9 @@ Status Acg::ScanFileIds(MDB_txn* txn, std::vector<FileId>* ids) {
   MDB_val k, v;
   for (rc = First(cur, &k, &v); rc == 0; rc = Next(cur, &k, &v)) {
     FileId id;
-    PROPELLER_RETURN_IF_ERROR(DecodeFileIdKey(Unprefixed(k), &id).WithContext(AcgName(id_)));
+    if (Status st = DecodeFileIdKey(Unprefixed(k), &id); !st.ok()) {
+      return st.WithContext(AcgName(id_));
+    }
     ids->push_back(id);
   }
   if (rc != MDB_NOTFOUND) return LmdbStatus(rc, "scanning records");

@@ -8,13 +8,15 @@
 //   edges       P ‖ EdgeKey(src, dst) -> EdgeValue                (schemas/keys.h)
 //   meta        P ‖ "version" -> u64, P ‖ "applied_lsn" -> u64, P ‖ "summary" -> AcgSummary,
 //               P ‖ "counts" -> files u64 ‖ edges u64,
-//               P ‖ "idx:<name>" -> u8 IndexType for every index built in this ACG,
+//               P ‖ "idx:<name>" -> u8 IndexType for every index built in this ACG (+ 0x80:
+//               a B-tree of posting chunks),
 //               P ‖ "merged_into" -> u64 (a merge's commit point), P ‖ "cleanup" -> "1" while
 //               moved files await removal (RecordMovedHeld / RemoveHeld)
 //   moved       P ‖ FileIdKey(id) -> u64 ACG: files split off, and where to (routes)
 //   bt.path     the built-in `path` B-tree (one entry per path of every record)
-//   bt.keyword  the built-in `keyword` B-tree (PathKeywords of every path; until 2026-11-27
-//               a hash, hs.keyword: an ACG that has one rebuilds it as a B-tree when it opens)
+//   bp.keyword  the built-in `keyword` B-tree (PathKeywords of every path), in posting chunks
+//               (index/btree_index.h); an ACG whose keyword index has an older format (a hash,
+//               hs.keyword, or one key per entry, bt.keyword) rebuilds it when it opens
 //   (the built-in `inode` K-D tree over size, mtime, ctime, atime, uid and gid has no database:
 //   it loads its points from `files` (ScanPoints), so an attribute change writes one page, the
 //   record's, not a second copy of the point; data directories of older versions have a

@@ -392,13 +392,16 @@ Status Acg::DropEdgesOf(MDB_txn* txn, const GoneFiles& gone) {
   MDB_val k, v;
   for (rc = First(raw, &k, &v); rc == 0;) {
     FileId src, dst;
-    PROPELLER_RETURN_IF_ERROR(
-        DecodeEdgeKey(Unprefixed(k), &src, &dst).WithContext(AcgName(id_)));
+    if (Status st = DecodeEdgeKey(Unprefixed(k), &src, &dst); !st.ok()) {
+      return st.WithContext(AcgName(id_));
+    }
     const auto gone_src = gone.find(src), gone_dst = gone.find(dst);
     bool drop = false;
     if (gone_src != gone.end() || gone_dst != gone.end()) {
       EdgeValue value;
-      PROPELLER_RETURN_IF_ERROR(DecodeEdgeValue(View(v), &value).WithContext(AcgName(id_)));
+      if (Status st = DecodeEdgeValue(View(v), &value); !st.ok()) {
+        return st.WithContext(AcgName(id_));
+      }
       // An end goes unless the edge names it with the generation that stays.
       drop = (gone_src != gone.end() &&
               (gone_src->second == 0 || value.src_generation != gone_src->second)) ||
@@ -452,7 +455,9 @@ Status Acg::ScanEdges(MDB_txn* txn, const std::function<void(const StoredEdge&)>
     fn(edge);
   }
   mdb_cursor_close(cur);
-  PROPELLER_RETURN_IF_ERROR(s.WithContext(AcgName(id_)));
+  if (Status st = s; !st.ok()) {
+    return st.WithContext(AcgName(id_));
+  }
   if (rc != MDB_NOTFOUND) return LmdbStatus(rc, "scanning edges");
   return Status::OK();
 }
@@ -576,7 +581,9 @@ Status Acg::ApplyOne(MDB_txn* txn, MDB_cursor* files, const Update& u,
     EdgeValue value;
     int rc = mdb_get(txn, edges_dbi_, &k, &v);
     if (rc == 0) {
-      PROPELLER_RETURN_IF_ERROR(DecodeEdgeValue(View(v), &value).WithContext(AcgName(id_)));
+      if (Status st = DecodeEdgeValue(View(v), &value); !st.ok()) {
+        return st.WithContext(AcgName(id_));
+      }
     } else if (rc != MDB_NOTFOUND) {
       return LmdbStatus(rc, "reading an edge");
     }

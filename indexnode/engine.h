@@ -27,8 +27,8 @@
 // by credentials, and runs ACGs in parallel on a thread pool.
 //
 // Storage: every ACG's data lives in the node's store (indexnode/store.h), a fixed number of
-// LMDB environments whatever the number of ACGs (layout 4, schemas/LAYOUT.md; a data
-// directory of layout 3 is converted at its first open).
+// LMDB environments whatever the number of ACGs (layout 5, schemas/LAYOUT.md; a data
+// directory of layout 3 or 4 is converted at its first open).
 //
 // Open ACGs are cached (DESIGN §6): at most `max_open_acgs` ACGs, holding at most
 // `max_open_acg_bytes` of hash tables, keep their index objects; beyond that the least

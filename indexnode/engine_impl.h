@@ -315,6 +315,7 @@ class Engine::Impl {
   // The data directory's layout (schemas/LAYOUT.md): <data>/LAYOUT holds its number; a
   // directory without one is of layout 3 (or new). A newer layout is refused.
   Status CheckLayout();
+  bool upgrading_ = false;  // CheckLayout found an older layout (Open reports progress)
 
   // Converts the ACG directories of layout 3 (acg/<id>/data.mdb, one environment each) into
   // the store, logging progress: each ACG in one transaction of its shard (the commit point),

@@ -125,7 +125,17 @@ Status Engine::Impl::Open() {
     any_moved_.store(!moved_.empty());
   }
   std::vector<uint64_t> split_targets;  // with a split marker: decided below
+  const int64_t open_start = env->MonotonicNanos();
+  int64_t last_report = open_start;
+  size_t seen = 0;
   for (const std::string& name : names) {
+    ++seen;
+    if (upgrading_ && env->MonotonicNanos() - last_report > 2'000'000'000) {
+      // An upgrade rebuilds indexes as the ACGs open: say how far it is.
+      last_report = env->MonotonicNanos();
+      Log(LogLevel::kInfo, "opened %zu of %zu ACG directories (%.1f s)", seen, names.size(),
+          static_cast<double>(last_report - open_start) / 1e9);
+    }
     char* end = nullptr;
     unsigned long long id = std::strtoull(name.c_str(), &end, 10);
     if (id != 0 && end != nullptr && std::string_view(end) == kAdoptSuffix) {
@@ -308,6 +318,13 @@ Status Engine::Impl::CheckLayout() {
                                 "): run the version that wrote it");
     }
     if (v == kStoreLayoutVersion) return Status::OK();
+    if (v == 4) {
+      // 4 -> 5: each ACG rebuilds its keyword index as it opens (Acg::ReconcileIndexes sees
+      // the older format); layout 3 converts through UpgradeLayout3, then the same.
+      Log(LogLevel::kInfo, "data layout 4: every ACG rebuilds its keyword index in posting "
+          "chunks (layout %u) as it opens", kStoreLayoutVersion);
+    }
+    upgrading_ = true;
   }
   // Written first: the conversion of layout-3 ACGs (UpgradeLayout3) is resumed per ACG.
   PROPELLER_RETURN_IF_ERROR(WriteFileAtomically(
@@ -325,6 +342,7 @@ Status Engine::Impl::UpgradeLayout3(const std::vector<std::string>& names) {
     if (env->FileExists(JoinPath(AcgDir(id), "data.mdb"))) todo.push_back(id);
   }
   if (todo.empty()) return Status::OK();
+  upgrading_ = true;
   Log(LogLevel::kInfo, "converting %zu ACGs of data layout 3 into the store (layout %u)",
       todo.size(), kStoreLayoutVersion);
   const int64_t start = env->MonotonicNanos();

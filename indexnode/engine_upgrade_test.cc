@@ -1,10 +1,12 @@
-// Upgrade in place (schemas/LAYOUT.md): a data directory written by the program of data layout
-// 3 — one LMDB environment per ACG — opens with this program, is converted into the store
-// (layout 4) and answers exactly what the old program answered. The fixture
-// (testdata/layout3.tar.gz, made by testdata/make_layout3_fixture.cc built against the last
-// layout-3 program) holds the directory and the old program's answers (layout_fixture.h:
-// Dump): the oracle.
+// Upgrade in place (schemas/LAYOUT.md): data directories written by the programs of older data
+// layouts open with this program, are converted and answer exactly what the old program
+// answered. Layout 3 (one LMDB environment per ACG) converts into the store; layout 4 (the
+// store, with the keyword index one key per entry) rebuilds each ACG's keyword index in
+// posting chunks. The fixtures (testdata/layout3.tar.gz and layout4.tar.gz, made by
+// testdata/make_layout_fixture.cc built against the last program of each layout) hold the
+// directory and the old program's answers (layout_fixture.h: Dump): the oracle.
 #include <gtest/gtest.h>
+#include <lmdb.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -24,10 +26,10 @@ namespace fs = std::filesystem;
 using testing::ReadAll;
 using testing::TempDir;
 
-// Unpacks the fixture; returns the old program's answers.
-std::string Unpack(const std::string& into) {
-  const std::string cmd = "tar -xzf '" + std::string(PROPELLER_TESTDATA_DIR) +
-                          "/layout3.tar.gz' -C '" + into + "'";
+// Unpacks a fixture (layout3.tar.gz by default); returns the old program's answers.
+std::string Unpack(const std::string& into, const std::string& archive = "layout3.tar.gz") {
+  const std::string cmd = "tar -xzf '" + std::string(PROPELLER_TESTDATA_DIR) + "/" + archive +
+                          "' -C '" + into + "'";
   EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
   return ReadAll(into + "/expected.txt");
 }
@@ -61,7 +63,7 @@ TEST(EngineUpgradeTest, LayoutThreeOpensConvertsAndAnswersExactly) {
     auto engine = Engine::Open(Options(data));
     ASSERT_TRUE(engine.ok()) << engine.status().ToString();
     EXPECT_TRUE(LayoutThreeFiles(data).empty()) << "the old environments stay";
-    EXPECT_EQ(ReadAll(data + "/LAYOUT"), "4\n");
+    EXPECT_EQ(ReadAll(data + "/LAYOUT"), "5\n");
     EXPECT_EQ((*engine)->Stats().store_environments, 2u);
     auto dump = layout_fixture::Dump(engine->get());
     ASSERT_TRUE(dump.ok()) << dump.status().ToString();
@@ -127,13 +129,56 @@ TEST(EngineUpgradeTest, AnInterruptedConversionResumesAtTheNextOpen) {
   EXPECT_EQ(*dump, expected) << "a resumed conversion must not copy an ACG twice";
 }
 
+// Entries of database `db` in every shard of the store under `data`.
+uint64_t StoreEntries(const std::string& data, const std::string& db) {
+  uint64_t total = 0;
+  for (const auto& e : fs::directory_iterator(data + "/store")) {
+    if (!e.is_directory()) continue;
+    MDB_env* env = nullptr;
+    EXPECT_EQ(mdb_env_create(&env), 0);
+    mdb_env_set_maxdbs(env, 64);
+    EXPECT_EQ(mdb_env_open(env, e.path().c_str(), MDB_RDONLY, 0600), 0) << e.path();
+    MDB_txn* txn = nullptr;
+    EXPECT_EQ(mdb_txn_begin(env, nullptr, MDB_RDONLY, &txn), 0);
+    MDB_dbi dbi;
+    if (mdb_dbi_open(txn, db.c_str(), 0, &dbi) == 0) {
+      MDB_stat st;
+      EXPECT_EQ(mdb_stat(txn, dbi, &st), 0);
+      total += st.ms_entries;
+    }
+    mdb_txn_abort(txn);
+    mdb_env_close(env);
+  }
+  return total;
+}
+
+TEST(EngineUpgradeTest, LayoutFourRebuildsTheKeywordIndexAndAnswersExactly) {
+  TempDir dir;
+  const std::string expected = Unpack(dir.path(), "layout4.tar.gz");
+  ASSERT_FALSE(expected.empty());
+  const std::string data = dir.path() + "/data";
+  ASSERT_EQ(ReadAll(data + "/LAYOUT"), "4\n") << "the fixture is not of layout 4";
+  ASSERT_GT(StoreEntries(data, "bt.keyword"), 0u);
+  for (int round = 0; round < 2; ++round) {  // converted, then opened as is
+    auto engine = Engine::Open(Options(data));
+    ASSERT_TRUE(engine.ok()) << engine.status().ToString();
+    EXPECT_EQ(ReadAll(data + "/LAYOUT"), "5\n");
+    auto dump = layout_fixture::Dump(engine->get());
+    ASSERT_TRUE(dump.ok()) << dump.status().ToString();
+    EXPECT_EQ(*dump, expected) << "round " << round;
+    ASSERT_TRUE((*engine)->Close().ok());
+    EXPECT_EQ(StoreEntries(data, "bt.keyword"), 0u) << "the old keyword entries stay";
+    EXPECT_GT(StoreEntries(data, "bp.keyword"), 0u);
+  }
+}
+
 TEST(EngineUpgradeTest, ANewerLayoutIsRefusedSayingWhy) {
   TempDir dir;
-  testing::WriteFile(dir.path() + "/LAYOUT", "5\n");
+  testing::WriteFile(dir.path() + "/LAYOUT", "6\n");
   auto engine = Engine::Open(Options(dir.path()));
   ASSERT_FALSE(engine.ok());
   EXPECT_EQ(engine.status().code(), StatusCode::kCorruption);
-  EXPECT_NE(engine.status().message().find("layout 5, newer than this program's (4)"),
+  EXPECT_NE(engine.status().message().find("layout 6, newer than this program's (5)"),
             std::string::npos)
       << engine.status().ToString();
 }

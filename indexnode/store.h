@@ -1,4 +1,4 @@
-// Store: the index node's physical store (docs in schemas/LAYOUT.md, format 4) — a fixed,
+// Store: the index node's physical store (docs in schemas/LAYOUT.md, layout 5) — a fixed,
 // small number of LMDB environments ("shards") that hold the data of every ACG of the node.
 //
 // The ACG is the logical unit (acg.h); the store is the physical one. ACG `id` lives in shard
@@ -12,7 +12,7 @@
 // On disk, <dir>/ holds SHARDS (the shard count, fixed when the store is created: ACGs are
 // placed by it) and shard-<k>/ (data.mdb, lock.mdb, and CLEAN after a clean close:
 // common/lmdb_check.h). Each shard has the databases files, dirs, edges, meta and moved, and
-// the index databases the ACGs create (bt.<name>, hs.<name>, kd.<name>).
+// the index databases the ACGs create (bt.<name>, bp.<name>, hs.<name>, kd.<name>).
 //
 // Moving one ACG: ExportAcg writes its key ranges, compacted, into a new LMDB file (the
 // migration's unit), and IngestAcg puts such a file's entries into the store under an ACG's

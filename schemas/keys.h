@@ -28,8 +28,10 @@ inline constexpr uint32_t kAcgFormatVersion = 3;
 
 // The layout of an index node's data directory (schemas/LAYOUT.md): 3 = one LMDB environment
 // per ACG (acg/<id>/data.mdb); 4 = a few shared environments (store/shard-<k>/), every key of
-// an ACG led by AcgKeyPrefix. The ACG format above is the same in both.
-inline constexpr uint32_t kStoreLayoutVersion = 4;
+// an ACG led by AcgKeyPrefix; 5 = as 4, the keyword index in posting chunks (bp.keyword,
+// indexnode/index/btree_index.h) instead of one key per entry (bt.keyword). The ACG format
+// above is the same in all three.
+inline constexpr uint32_t kStoreLayoutVersion = 5;
 // The key prefix of ACG `id` in the shared store: its id, u32 big-endian (ids above
 // kMaxStoredAcgId do not fit; the store refuses them).
 inline constexpr size_t kAcgKeyPrefixSize = 4;

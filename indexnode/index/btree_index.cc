@@ -16,9 +16,12 @@
 // with that key, some below and some above the bound, so it is always treated as inclusive.
 #include "indexnode/index/btree_index.h"
 
+#include <algorithm>
+#include <span>
 #include <string_view>
 #include <unordered_set>
 #include <utility>
+#include <vector>
 
 #include "schemas/keys.h"
 
@@ -28,7 +31,10 @@ namespace {
 constexpr char kNumberTag = '\x02';
 constexpr char kStringTag = '\x03';
 
-std::string DbName(const std::string& name) { return "bt." + name; }
+// "bt.<name>": one key per entry; "bp.<name>": posting chunks.
+std::string DbName(const std::string& name, bool postings) {
+  return (postings ? "bp." : "bt.") + name;
+}
 
 bool IsTruncatedString(std::string_view encoded) {
   return encoded.size() >= 3 && encoded[0] == kStringTag && encoded.back() == '\x02';
@@ -40,6 +46,63 @@ std::string AfterAllIds(std::string_view encoded) {
   key.append(kFileIdKeySize, '\xff');
   key.push_back('\0');
   return key;
+}
+
+// ---- posting chunks (btree_index.h) ----
+
+bool ReadVarint(std::string_view* in, uint64_t* x) {
+  uint64_t v = 0;
+  for (int shift = 0; shift < 64 && !in->empty(); shift += 7) {
+    const uint8_t b = static_cast<uint8_t>(in->front());
+    in->remove_prefix(1);
+    v |= uint64_t{b & 0x7fu} << shift;
+    if ((b & 0x80) == 0) {
+      *x = v;
+      return true;
+    }
+  }
+  return false;
+}
+
+// The ids of a chunk after its first (the key's): ascending, each coded against the one
+// before it — a varint of (ino delta << 1) within a volume, or a varint 1 then the volume and
+// the ino as varints when the volume changes (or the delta does not fit in 62 bits).
+void AppendDelta(FileId prev, FileId id, std::string* out) {
+  char buf[3 * 10];
+  size_t n = 0;
+  auto put = [&](uint64_t x) {
+    while (x >= 0x80) {
+      buf[n++] = static_cast<char>(x | 0x80);
+      x >>= 7;
+    }
+    buf[n++] = static_cast<char>(x);
+  };
+  if (id.volume == prev.volume && id.ino - prev.ino < (uint64_t{1} << 62)) {
+    put((id.ino - prev.ino) << 1);
+  } else {
+    put(1);
+    put(id.volume);
+    put(id.ino);
+  }
+  out->append(buf, n);
+}
+
+// Reads the entry at the front of *in (coded against `prev`) into *id.
+Status ReadEntry(std::string_view* in, FileId prev, FileId* id) {
+  uint64_t x = 0;
+  if (!ReadVarint(in, &x)) return Status::Corruption("truncated posting chunk");
+  *id = prev;
+  if (x & 1) {
+    uint64_t volume = 0;
+    if (x != 1 || !ReadVarint(in, &volume) || volume > UINT32_MAX || !ReadVarint(in, &id->ino)) {
+      return Status::Corruption("malformed posting chunk");
+    }
+    id->volume = static_cast<uint32_t>(volume);
+  } else {
+    id->ino = prev.ino + (x >> 1);
+  }
+  if (!(prev < *id)) return Status::Corruption("posting chunk out of order");
+  return Status::OK();
 }
 
 // Closes the cursor on every path out of a scan.
@@ -67,13 +130,19 @@ struct ScanRange {
 
 class BTreeIndex final : public Index {
  public:
-  BTreeIndex(std::string name, std::string key_prefix, MDB_dbi dbi, uint64_t count)
-      : name_(std::move(name)), key_prefix_(std::move(key_prefix)), dbi_(dbi), count_(count) {}
+  BTreeIndex(std::string name, std::string key_prefix, bool postings, MDB_dbi dbi,
+             uint64_t count)
+      : name_(std::move(name)),
+        key_prefix_(std::move(key_prefix)),
+        postings_(postings),
+        dbi_(dbi),
+        count_(count) {}
 
   IndexType type() const override { return IndexType::kBTree; }
   const std::string& name() const override { return name_; }
 
   Status Insert(MDB_txn* txn, const AttrValue& value, FileId id) override {
+    if (postings_) return InsertPosting(txn, value, id);
     const std::string key = key_prefix_ + IndexEntryKey(value, id);
     MDB_val k = Val(key);
     MDB_val v{0, nullptr};
@@ -85,6 +154,7 @@ class BTreeIndex final : public Index {
   }
 
   Status Remove(MDB_txn* txn, const AttrValue& value, FileId id) override {
+    if (postings_) return RemovePosting(txn, value, id);
     const std::string key = key_prefix_ + IndexEntryKey(value, id);
     MDB_val k = Val(key);
     const int rc = mdb_del(txn, dbi_, &k, nullptr);
@@ -123,19 +193,35 @@ class BTreeIndex final : public Index {
   }
 
   uint64_t Size() const override { return count_; }
+  void set_count(uint64_t count) { count_ = count; }
   uint64_t MemoryBytes() const override { return 0; }
 
   bool loaded() const override { return true; }
   Status Load(MDB_txn*) override { return Status::OK(); }
   void Unload() override {}
   Status Reattach(MDB_txn* txn) override {
-    const std::string db = DbName(name_);
+    const std::string db = DbName(name_, postings_);
     int rc = mdb_dbi_open(txn, db.c_str(), MDB_CREATE, &dbi_);
     if (rc != MDB_SUCCESS) return LmdbStatus(rc, "reopen " + db);
+    return Count(txn, &count_);
+  }
+
+  // The entries when the index has its database alone (else 0: see count_).
+  Status Count(MDB_txn* txn, uint64_t* count) const {
+    *count = 0;
+    if (!key_prefix_.empty()) return Status::OK();
+    if (postings_) {
+      ScanRange all;
+      all.dedupe = false;
+      return Scan(txn, all, [&](FileId) {
+        ++*count;
+        return true;
+      });
+    }
     MDB_stat stat;
-    rc = mdb_stat(txn, dbi_, &stat);
-    if (rc != MDB_SUCCESS) return LmdbStatus(rc, "stat " + db);
-    count_ = key_prefix_.empty() ? stat.ms_entries : 0;
+    const int rc = mdb_stat(txn, dbi_, &stat);
+    if (rc != MDB_SUCCESS) return LmdbStatus(rc, "stat " + DbName(name_, postings_));
+    *count = stat.ms_entries;
     return Status::OK();
   }
   Status Rebalance() override { return Status::OK(); }
@@ -202,8 +288,20 @@ class BTreeIndex final : public Index {
       key.remove_prefix(key_prefix_.size());
       Status s = SplitIndexEntryKey(key, &value_part, &id);
       if (!s.ok()) return s.WithContext("btree index " + name_);
-      if (range.dedupe && !seen.insert(id).second) continue;
-      if (!fn(id)) return Status::OK();
+      if (!postings_) {
+        if (range.dedupe && !seen.insert(id).second) continue;
+        if (!fn(id)) return Status::OK();
+        continue;
+      }
+      std::string_view tail = View(v);
+      for (FileId c = id;;) {
+        if (!range.dedupe || seen.insert(c).second) {
+          if (!fn(c)) return Status::OK();
+        }
+        if (tail.empty()) break;
+        s = ReadEntry(&tail, c, &c);
+        if (!s.ok()) return s.WithContext("btree index " + name_);
+      }
     }
     if (rc != MDB_SUCCESS && rc != MDB_NOTFOUND) {
       return LmdbStatus(rc, "btree index " + name_ + ": scan");
@@ -211,8 +309,225 @@ class BTreeIndex final : public Index {
     return Status::OK();
   }
 
+  // A chunk found by FindChunk, copied out of LMDB's page (a write moves it).
+  struct Chunk {
+    std::string key;   // base ‖ FileIdKey(first); empty: none
+    FileId first;
+    std::string tail;  // the value: the other ids (AppendDelta)
+  };
+
+  // The chunk of `base` (key prefix ‖ value part) that holds or would hold `id`, the one with
+  // the greatest first id <= id, into *at (the cursor stays on it); at->key empty when every
+  // chunk of `base` starts above `id`, and then *next is the first of them (key empty: none).
+  Status FindChunk(MDB_cursor* cur, const std::string& base, FileId id, Chunk* at,
+                   Chunk* next) const {
+    at->key.clear();
+    next->key.clear();
+    std::string& probe = probe_;
+    probe.assign(base);
+    AppendFileIdKey(id, &probe);
+    MDB_val k = Val(probe), v;
+    auto take = [&](Chunk* c) -> Status {
+      c->key.assign(View(k));
+      c->tail.assign(View(v));
+      return DecodeFileIdKey(View(k).substr(base.size()), &c->first);
+    };
+    int rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
+    if (rc == MDB_SUCCESS && View(k).starts_with(base)) {
+      if (View(k) == probe) return take(at);
+      PROPELLER_RETURN_IF_ERROR(take(next));
+    }
+    if (rc == MDB_SUCCESS) {
+      rc = mdb_cursor_get(cur, &k, &v, MDB_PREV);
+    } else if (rc == MDB_NOTFOUND) {
+      rc = mdb_cursor_get(cur, &k, &v, MDB_LAST);
+    }
+    if (rc == MDB_SUCCESS && View(k).starts_with(base)) return take(at);
+    if (rc != MDB_SUCCESS && rc != MDB_NOTFOUND) {
+      return LmdbStatus(rc, "btree index " + name_ + ": seek");
+    }
+    return Status::OK();
+  }
+
+  Status Put(MDB_txn* txn, std::string_view key, std::string_view tail) {
+    MDB_val k{key.size(), const_cast<char*>(key.data())};
+    MDB_val v{tail.size(), const_cast<char*>(tail.data())};
+    const int rc = mdb_put(txn, dbi_, &k, &v, 0);
+    if (rc != MDB_SUCCESS) return LmdbStatus(rc, "btree index " + name_ + ": put");
+    return Status::OK();
+  }
+
+  // Rewrites the value of the chunk under the cursor (FindChunk left it at `key`): no second
+  // descent of the tree.
+  Status ReplaceCurrent(MDB_cursor* cur, const std::string& key, std::string_view tail) {
+    MDB_val k = Val(key);
+    MDB_val v{tail.size(), const_cast<char*>(tail.data())};
+    const int rc = mdb_cursor_put(cur, &k, &v, MDB_CURRENT);
+    if (rc != MDB_SUCCESS) return LmdbStatus(rc, "btree index " + name_ + ": put");
+    return Status::OK();
+  }
+
+  Status DeleteKey(MDB_txn* txn, const std::string& key) {
+    MDB_val k = Val(key);
+    const int rc = mdb_del(txn, dbi_, &k, nullptr);
+    if (rc != MDB_SUCCESS) return LmdbStatus(rc, "btree index " + name_ + ": delete");
+    return Status::OK();
+  }
+
+  std::string ChunkKey(const std::string& base, FileId first) const {
+    std::string key = base;
+    AppendFileIdKey(first, &key);
+    return key;
+  }
+
+  // Changes below splice the chunk's bytes: an entry is coded against the one before it, so
+  // inserting or removing one re-codes at most its successor, and the bytes after stay.
+  Status InsertPosting(MDB_txn* txn, const AttrValue& value, FileId id) {
+    std::string& base = base_;
+    base.assign(key_prefix_);
+    AppendIndexValue(value, &base);
+    MDB_cursor* cur = nullptr;
+    int rc = mdb_cursor_open(txn, dbi_, &cur);
+    if (rc != MDB_SUCCESS) return LmdbStatus(rc, "btree index " + name_ + ": cursor");
+    CursorCloser closer(cur);
+    Chunk& at = at_;
+    Chunk& next = next_;
+    if (Status s = FindChunk(cur, base, id, &at, &next); !s.ok()) {
+      return s.WithContext("btree index " + name_);  // (built only on error: a hot path)
+    }
+    std::string& tail = scratch_;
+    if (at.key.empty()) {
+      // Below every chunk of the value: the new first id, ahead of the next chunk if it fits.
+      tail.clear();
+      if (!next.key.empty()) {
+        AppendDelta(id, next.first, &tail);
+        tail += next.tail;
+      }
+      if (!next.key.empty() && tail.size() <= kMaxChunkBytes) {
+        PROPELLER_RETURN_IF_ERROR(DeleteKey(txn, next.key));
+        PROPELLER_RETURN_IF_ERROR(Put(txn, ChunkKey(base, id), tail));
+      } else {
+        PROPELLER_RETURN_IF_ERROR(Put(txn, ChunkKey(base, id), std::string_view()));
+      }
+      if (key_prefix_.empty()) ++count_;
+      return Status::OK();
+    }
+    if (at.first == id) return Status::OK();  // present
+    // Walk to the first entry above id.
+    std::string_view rest = at.tail;
+    FileId prev = at.first, cur_id{};
+    size_t entry_start = 0;
+    bool above = false;
+    while (!rest.empty()) {
+      entry_start = at.tail.size() - rest.size();
+      if (Status s = ReadEntry(&rest, prev, &cur_id); !s.ok()) {
+        return s.WithContext("btree index " + name_);
+      }
+      if (cur_id == id) return Status::OK();  // present
+      if (cur_id > id) {
+        above = true;
+        break;
+      }
+      prev = cur_id;
+    }
+    tail.clear();
+    if (!above) {  // the new last id
+      tail.append(at.tail);
+      AppendDelta(prev, id, &tail);
+    } else {
+      tail.append(at.tail, 0, entry_start);
+      AppendDelta(prev, id, &tail);
+      AppendDelta(id, cur_id, &tail);
+      tail.append(rest);
+    }
+    if (tail.size() <= kMaxChunkBytes) {
+      PROPELLER_RETURN_IF_ERROR(ReplaceCurrent(cur, at.key, tail));
+    } else if (!above) {
+      // Ids arriving in order (new files) leave full chunks behind: the old one stays.
+      PROPELLER_RETURN_IF_ERROR(Put(txn, ChunkKey(base, id), std::string_view()));
+    } else {
+      // Halve it: the entry at the middle byte starts the second chunk; the bytes after it
+      // are coded against it already.
+      std::string_view walk = tail;
+      FileId p = at.first, c;
+      size_t cut = 0;
+      while (tail.size() - walk.size() < tail.size() / 2) {
+        cut = tail.size() - walk.size();
+        PROPELLER_RETURN_IF_ERROR(ReadEntry(&walk, p, &c));
+        p = c;
+      }
+      const std::string second_key = ChunkKey(base, p);
+      const std::string second_tail(walk);
+      tail.resize(cut);
+      PROPELLER_RETURN_IF_ERROR(ReplaceCurrent(cur, at.key, tail));
+      PROPELLER_RETURN_IF_ERROR(Put(txn, second_key, second_tail));
+    }
+    if (key_prefix_.empty()) ++count_;
+    return Status::OK();
+  }
+
+  Status RemovePosting(MDB_txn* txn, const AttrValue& value, FileId id) {
+    std::string& base = base_;
+    base.assign(key_prefix_);
+    AppendIndexValue(value, &base);
+    MDB_cursor* cur = nullptr;
+    int rc = mdb_cursor_open(txn, dbi_, &cur);
+    if (rc != MDB_SUCCESS) return LmdbStatus(rc, "btree index " + name_ + ": cursor");
+    CursorCloser closer(cur);
+    Chunk& at = at_;
+    Chunk& next = next_;
+    if (Status s = FindChunk(cur, base, id, &at, &next); !s.ok()) {
+      return s.WithContext("btree index " + name_);  // (built only on error: a hot path)
+    }
+    if (at.key.empty()) return Status::OK();  // absent
+    std::string_view rest = at.tail;
+    if (at.first == id) {
+      // The second id becomes the first (the key names it); what follows is coded against it.
+      PROPELLER_RETURN_IF_ERROR(DeleteKey(txn, at.key));
+      if (!rest.empty()) {
+        FileId second;
+        PROPELLER_RETURN_IF_ERROR(ReadEntry(&rest, at.first, &second));
+        PROPELLER_RETURN_IF_ERROR(Put(txn, ChunkKey(base, second), rest));
+      }
+    } else {
+      FileId prev = at.first, cur_id{};
+      size_t entry_start = 0;
+      bool found = false;
+      while (!rest.empty()) {
+        entry_start = at.tail.size() - rest.size();
+        PROPELLER_RETURN_IF_ERROR(ReadEntry(&rest, prev, &cur_id));
+        if (cur_id >= id) {
+          found = cur_id == id;
+          break;
+        }
+        prev = cur_id;
+      }
+      if (!found) return Status::OK();  // absent
+      std::string& tail = scratch_;
+      tail.assign(at.tail, 0, entry_start);
+      if (!rest.empty()) {  // the successor, re-coded against the one before the removed id
+        FileId after;
+        PROPELLER_RETURN_IF_ERROR(ReadEntry(&rest, id, &after));
+        AppendDelta(prev, after, &tail);
+        tail.append(rest);
+      }
+      PROPELLER_RETURN_IF_ERROR(ReplaceCurrent(cur, at.key, tail));
+    }
+    if (key_prefix_.empty()) --count_;
+    return Status::OK();
+  }
+
+  // A chunk's value (the ids after its first) stays within this: small enough that a change
+  // rewrites little, large enough that the key (value ‖ first id) is paid once per ~100 ids.
+  static constexpr size_t kMaxChunkBytes = 128;
+
   const std::string name_;
   const std::string key_prefix_;  // leads every key of this index (index.h)
+  const bool postings_;           // posting chunks (btree_index.h), else one key per entry
+  // Scratch of the single writer (InsertPosting, RemovePosting), kept to spare allocations.
+  std::string base_, scratch_;
+  mutable std::string probe_;
+  Chunk at_, next_;
   MDB_dbi dbi_;     // changed only by Reattach (exclusive, like a mutation)
   // Entries in the database when the index has it alone (no key prefix; else 0: counting a
   // key range would read it). Changed only by the single writer.
@@ -222,20 +537,21 @@ class BTreeIndex final : public Index {
 }  // namespace
 
 Result<std::unique_ptr<Index>> OpenBTreeIndex(MDB_txn* txn, const std::string& name,
-                                              std::string_view key_prefix) {
-  const std::string db = DbName(name);
+                                              std::string_view key_prefix, bool postings) {
+  const std::string db = DbName(name, postings);
   MDB_dbi dbi;
   int rc = mdb_dbi_open(txn, db.c_str(), MDB_CREATE, &dbi);
   if (rc != MDB_SUCCESS) return LmdbStatus(rc, "open " + db);
-  MDB_stat stat;
-  rc = mdb_stat(txn, dbi, &stat);
-  if (rc != MDB_SUCCESS) return LmdbStatus(rc, "stat " + db);
-  return std::unique_ptr<Index>(std::make_unique<BTreeIndex>(
-      name, std::string(key_prefix), dbi, key_prefix.empty() ? stat.ms_entries : 0));
+  auto index = std::make_unique<BTreeIndex>(name, std::string(key_prefix), postings, dbi, 0);
+  uint64_t count = 0;
+  PROPELLER_RETURN_IF_ERROR(index->Count(txn, &count));
+  index->set_count(count);
+  return std::unique_ptr<Index>(std::move(index));
 }
 
 Status DropBTreeIndexData(MDB_txn* txn, const std::string& name, std::string_view key_prefix) {
-  return DropIndexDatabase(txn, DbName(name), key_prefix);
+  PROPELLER_RETURN_IF_ERROR(DropIndexDatabase(txn, DbName(name, false), key_prefix));
+  return DropIndexDatabase(txn, DbName(name, true), key_prefix);
 }
 
 }  // namespace propeller

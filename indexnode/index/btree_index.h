@@ -6,6 +6,14 @@
 // Nothing lives in memory but the database handle and the entry count, so opening is O(1)
 // and MemoryBytes() is 0.
 //
+// Posting chunks (OpenBTreeIndex(..., postings = true); the built-in `keyword` index): for an
+// attribute whose values many files share, the database "bp.<name>" holds chunks instead,
+// AppendIndexValue(value) ‖ FileIdKey(first id) -> the chunk's other ids, ascending and
+// delta-coded (btree_index.cc: AppendDelta), at most 128 bytes of them. An entry then
+// costs 1-2 bytes where a key of its own costs ~40 (value, id, LMDB's node header and slot),
+// and an equality reads a few chunks instead of one key per file. Same answers, same queries;
+// a change rewrites one chunk (or splits it in two).
+//
 // Semantics:
 //  - Numbers share one key space: int64 3 and double 3.0 are the same entry; ranges compare
 //    int64 and double values exactly. NaN sorts after +inf (a range without an upper bound
@@ -43,11 +51,13 @@ namespace propeller {
 // The returned index keeps the database handle; it must not outlive the environment, and the
 // database must not be dropped while it is in use.
 // Every key starts with `key_prefix` (index.h: OpenIndex); with a prefix, Size() is 0.
+// `postings`: the chunked format above (an index is one or the other for its lifetime).
 Result<std::unique_ptr<Index>> OpenBTreeIndex(MDB_txn* txn, const std::string& name,
-                                              std::string_view key_prefix = {});
+                                              std::string_view key_prefix = {},
+                                              bool postings = false);
 
-// Deletes the database "bt.<name>" (or only its entries under `key_prefix`) inside `txn` (a
-// write transaction). OK when it does not exist. Any open index object of that name (and key
+// Deletes the databases "bt.<name>" and "bp.<name>" (or only their entries under
+// `key_prefix`) inside `txn` (a write transaction). OK when it does not exist. Any open index object of that name (and key
 // range) becomes unusable and must be discarded.
 Status DropBTreeIndexData(MDB_txn* txn, const std::string& name,
                           std::string_view key_prefix = {});

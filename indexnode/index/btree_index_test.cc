@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <map>
 #include <random>
 #include <set>
 #include <string>
@@ -219,8 +220,8 @@ AttrValue RandomValue(std::mt19937_64& rng, const std::vector<AttrValue>& pool) 
   return pool[rng() % pool.size()];
 }
 
-FileId RandomId(std::mt19937_64& rng) {
-  return FileId{static_cast<uint32_t>(rng() % 3), rng() % 40};
+FileId RandomId(std::mt19937_64& rng, uint64_t inos = 40) {
+  return FileId{static_cast<uint32_t>(rng() % 3), rng() % inos};
 }
 
 IndexQuery RandomQuery(std::mt19937_64& rng, const std::vector<AttrValue>& pool) {
@@ -306,13 +307,28 @@ std::unique_ptr<Index> Open(TempEnv& env, IndexType type, const std::string& nam
   return index.ok() ? std::move(index).value() : nullptr;
 }
 
-TEST(BTreeIndexTest, RandomStreamsAgainstModel) {
+// As Open, for a btree index in either format (btree_index.h: posting chunks or not).
+std::unique_ptr<Index> OpenBTree(TempEnv& env, const std::string& name, bool postings) {
+  MDB_txn* txn = env.Begin();
+  auto index = OpenBTreeIndex(txn, name, {}, postings);
+  EXPECT_TRUE(index.ok()) << index.status().ToString();
+  EXPECT_EQ(mdb_txn_commit(txn), 0);
+  return index.ok() ? std::move(index).value() : nullptr;
+}
+
+// Parameter: posting chunks (true) or one key per entry.
+class BTreeIndexStreamTest : public ::testing::TestWithParam<bool> {};
+
+TEST_P(BTreeIndexStreamTest, RandomStreamsAgainstModel) {
   const uint64_t seed = TestSeed();
   SCOPED_TRACE("seed " + std::to_string(seed));
   std::mt19937_64 rng(seed);
   const std::vector<AttrValue> pool = ValuePool();
+  const bool postings = GetParam();
+  // Posting chunks hold up to 128 bytes of ids: more ids per value make them split.
+  const uint64_t inos = postings ? 400 : 40;
   TempEnv env;
-  std::unique_ptr<Index> index = Open(env, IndexType::kBTree, "attr");
+  std::unique_ptr<Index> index = OpenBTree(env, "attr", postings);
   ASSERT_NE(index, nullptr);
   EXPECT_EQ(index->type(), IndexType::kBTree);
   EXPECT_EQ(index->name(), "attr");
@@ -323,7 +339,7 @@ TEST(BTreeIndexTest, RandomStreamsAgainstModel) {
       const uint64_t r = rng() % 100;
       if (r < 45) {
         const AttrValue v = RandomValue(rng, pool);
-        const FileId id = RandomId(rng);
+        const FileId id = RandomId(rng, inos);
         ASSERT_TRUE(index->Insert(txn, v, id).ok());
         model.Insert(v, id);
       } else if (r < 70 && !model.entries().empty()) {
@@ -332,7 +348,7 @@ TEST(BTreeIndexTest, RandomStreamsAgainstModel) {
         model.Remove(e.value, e.id);
       } else if (r < 80) {
         const AttrValue v = RandomValue(rng, pool);
-        const FileId id = RandomId(rng);
+        const FileId id = RandomId(rng, inos);
         ASSERT_TRUE(index->Remove(txn, v, id).ok());  // often absent: OK
         model.Remove(v, id);
       } else {
@@ -384,10 +400,119 @@ TEST(BTreeIndexTest, RandomStreamsAgainstModel) {
   index.reset();
   env.Close();
   env.Open();
-  index = Open(env, IndexType::kBTree, "attr");
+  index = OpenBTree(env, "attr", postings);
   ASSERT_NE(index, nullptr);
   EXPECT_EQ(index->Size(), model.entries().size());
   ASSERT_NO_FATAL_FAILURE(check_all(*index));
+}
+
+INSTANTIATE_TEST_SUITE_P(Formats, BTreeIndexStreamTest, ::testing::Values(false, true),
+                         [](const ::testing::TestParamInfo<bool>& info) {
+                           return std::string(info.param ? "postings" : "entries");
+                         });
+
+// Posting chunks split as they fill and go when empty, whatever the order ids come and go in
+// (ascending as new files, descending, at random; the first id of a chunk names its key):
+// every equality answers exactly the model's ids, and removing every id leaves no chunk.
+TEST(BTreePostingsTest, ChunksSplitAndVanishInAnyOrder) {
+  const uint64_t seed = TestSeed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  TempEnv env;
+  std::unique_ptr<Index> index = OpenBTree(env, "kw", /*postings=*/true);
+  ASSERT_NE(index, nullptr);
+  const std::vector<AttrValue> values = {std::string("a"), std::string("ab"), std::string(""),
+                                         int64_t{7}};
+  std::map<size_t, std::set<FileId>> model;  // value index -> ids
+  auto check = [&](MDB_txn* txn) {
+    for (size_t v = 0; v < values.size(); ++v) {
+      IndexQuery q;
+      q.value = values[v];
+      std::vector<FileId> got;
+      ASSERT_TRUE(index->Search(txn, q, [&](FileId id) {
+                           got.push_back(id);
+                           return true;
+                         }).ok());
+      ASSERT_TRUE(std::is_sorted(got.begin(), got.end()));
+      ASSERT_EQ(std::set<FileId>(got.begin(), got.end()), model[v]) << "value " << v;
+      ASSERT_EQ(got.size(), model[v].size()) << "an id twice for value " << v;
+    }
+  };
+  auto chunks = [&](MDB_txn* txn) {
+    MDB_dbi dbi;
+    EXPECT_EQ(mdb_dbi_open(txn, "bp.kw", 0, &dbi), 0);
+    MDB_stat st;
+    EXPECT_EQ(mdb_stat(txn, dbi, &st), 0);
+    return st.ms_entries;
+  };
+  for (int round = 0; round < 12; ++round) {
+    MDB_txn* txn = env.Begin();
+    const size_t v = rng() % values.size();
+    std::vector<FileId> ids;
+    const uint64_t start = rng() % 100'000;
+    // Ascending inos with small and large gaps, a volume change now and then.
+    for (uint64_t i = 0, ino = start; i < 600; ++i, ino += 1 + (rng() % 8 == 0 ? rng() : rng() % 5)) {
+      ids.push_back(FileId{static_cast<uint32_t>(rng() % 16 == 0 ? 2 : 1), ino});
+    }
+    if (round % 3 == 1) std::reverse(ids.begin(), ids.end());
+    if (round % 3 == 2) std::shuffle(ids.begin(), ids.end(), rng);
+    for (const FileId& id : ids) {
+      ASSERT_TRUE(index->Insert(txn, values[v], id).ok());
+      model[v].insert(id);
+    }
+    // Take out a random third, firsts of chunks among them.
+    for (size_t i = 0; i < ids.size(); i += 1 + rng() % 5) {
+      ASSERT_TRUE(index->Remove(txn, values[v], ids[i]).ok());
+      model[v].erase(ids[i]);
+    }
+    ASSERT_NO_FATAL_FAILURE(check(txn));
+    ASSERT_EQ(index->Size(), [&] {
+      size_t n = 0;
+      for (auto& [k, s] : model) n += s.size();
+      return n;
+    }());
+    ASSERT_EQ(mdb_txn_commit(txn), 0);
+  }
+  MDB_txn* txn = env.Begin();
+  EXPECT_GT(chunks(txn), values.size());  // chunks split
+  for (auto& [v, ids] : model) {
+    for (const FileId& id : std::vector<FileId>(ids.begin(), ids.end())) {
+      ASSERT_TRUE(index->Remove(txn, values[v], id).ok());
+      ids.erase(id);
+    }
+  }
+  ASSERT_NO_FATAL_FAILURE(check(txn));
+  EXPECT_EQ(chunks(txn), 0u);
+  EXPECT_EQ(index->Size(), 0u);
+  ASSERT_EQ(mdb_txn_commit(txn), 0);
+}
+
+// A damaged chunk is reported as corruption, not read past.
+TEST(BTreePostingsTest, DamagedChunkIsCorruption) {
+  TempEnv env;
+  std::unique_ptr<Index> index = OpenBTree(env, "kw", /*postings=*/true);
+  MDB_txn* txn = env.Begin();
+  ASSERT_TRUE(index->Insert(txn, std::string("x"), FileId{1, 5}).ok());
+  ASSERT_TRUE(index->Insert(txn, std::string("x"), FileId{1, 9}).ok());
+  MDB_dbi dbi;
+  ASSERT_EQ(mdb_dbi_open(txn, "bp.kw", 0, &dbi), 0);
+  MDB_cursor* cur;
+  ASSERT_EQ(mdb_cursor_open(txn, dbi, &cur), 0);
+  MDB_val k, v;
+  ASSERT_EQ(mdb_cursor_get(cur, &k, &v, MDB_FIRST), 0);
+  const std::string key(static_cast<const char*>(k.mv_data), k.mv_size);
+  mdb_cursor_close(cur);
+  for (const std::string& bad : {std::string("\x80"), std::string(1, '\0'),  // truncated; delta 0
+                                 std::string("\x03")}) {                     // bad escape
+    MDB_val bk{key.size(), const_cast<char*>(key.data())};
+    MDB_val bv{bad.size(), const_cast<char*>(bad.data())};
+    ASSERT_EQ(mdb_put(txn, dbi, &bk, &bv, 0), 0);
+    IndexQuery q;
+    q.value = std::string("x");
+    const Status s = index->Search(txn, q, [](FileId) { return true; });
+    EXPECT_EQ(s.code(), StatusCode::kCorruption) << s.ToString();
+  }
+  mdb_txn_abort(txn);
 }
 
 // Fixture for targeted cases: one btree index "t" in a fresh environment.

@@ -1,6 +1,7 @@
 // The three index structures of an ACG partition behind one interface (DESIGN §3, §6):
 //
-//   btree  — an LMDB named database "bt.<name>" of IndexEntryKey(value, id) -> "" (schemas/keys.h).
+//   btree  — an LMDB named database "bt.<name>" of IndexEntryKey(value, id) -> "" (schemas/keys.h),
+//            or "bp.<name>" of posting chunks (btree_index.h; the built-in `keyword` index).
 //            Answers kEqual, kRange and kPrefix (strings).
 //   hash   — an in-memory hash table value -> ids, persisted in LMDB "hs.<name>" as
 //            FileIdKey(id) ‖ AppendIndexValue(value) -> "" and rebuilt from it on open.

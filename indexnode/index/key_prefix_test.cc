@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "indexnode/index/btree_index.h"
 #include "indexnode/index/index.h"
 #include "indexnode/index/kdtree_index.h"
 #include "indexnode/index/lmdb_test_env.h"
@@ -52,10 +53,23 @@ std::string ValueOf(std::mt19937_64& rng) {
   return kValues[rng() % kValues.size()];
 }
 
-void CheckRanges(TempEnv& env, IndexType type, const std::vector<Model>& models) {
+// A structure under test: a type, and for B-trees the posting-chunk format or not.
+struct Structure {
+  IndexType type;
+  bool postings = false;
+};
+
+Result<std::unique_ptr<Index>> OpenShared(MDB_txn* txn, const Structure& s,
+                                          const std::string& prefix) {
+  if (s.postings) return OpenBTreeIndex(txn, "shared", prefix, /*postings=*/true);
+  return OpenIndex(txn, s.type, "shared", /*load=*/true, prefix);
+}
+
+void CheckRanges(TempEnv& env, const Structure& structure, const std::vector<Model>& models) {
+  const IndexType type = structure.type;
   MDB_txn* txn = env.Begin();
   for (size_t r = 0; r < kPrefixes.size(); ++r) {
-    auto opened = OpenIndex(txn, type, "shared", /*load=*/true, kPrefixes[r]);
+    auto opened = OpenShared(txn, structure, kPrefixes[r]);
     ASSERT_TRUE(opened.ok()) << opened.status().ToString();
     std::set<uint64_t> all;
     for (const auto& [value, inos] : models[r]) {
@@ -89,17 +103,18 @@ void CheckRanges(TempEnv& env, IndexType type, const std::vector<Model>& models)
   mdb_txn_abort(txn);
 }
 
-class KeyPrefixTest : public testing::TestWithParam<IndexType> {};
+class KeyPrefixTest : public testing::TestWithParam<Structure> {};
 
 TEST_P(KeyPrefixTest, EachRangeSeesOnlyItsEntriesAndDropsOnlyThem) {
-  const IndexType type = GetParam();
+  const Structure structure = GetParam();
+  const IndexType type = structure.type;
   TempEnv env;
   std::mt19937_64 rng(7);
   std::vector<Model> models(kPrefixes.size());
   for (int round = 0; round < 5; ++round) {
     MDB_txn* txn = env.Begin();
     for (size_t r = 0; r < kPrefixes.size(); ++r) {
-      auto opened = OpenIndex(txn, type, "shared", /*load=*/true, kPrefixes[r]);
+      auto opened = OpenShared(txn, structure, kPrefixes[r]);
       ASSERT_TRUE(opened.ok()) << opened.status().ToString();
       for (int op = 0; op < 200; ++op) {
         const std::string value = ValueOf(rng);
@@ -114,19 +129,22 @@ TEST_P(KeyPrefixTest, EachRangeSeesOnlyItsEntriesAndDropsOnlyThem) {
       }
     }
     ASSERT_EQ(mdb_txn_commit(txn), 0);
-    CheckRanges(env, type, models);
+    CheckRanges(env, structure, models);
   }
   MDB_txn* txn = env.Begin();
   ASSERT_TRUE(DropIndexData(txn, type, "shared", kPrefixes[1]).ok());
   ASSERT_EQ(mdb_txn_commit(txn), 0);
   models[1].clear();
-  CheckRanges(env, type, models);
+  CheckRanges(env, structure, models);
 }
 
 INSTANTIATE_TEST_SUITE_P(Structures, KeyPrefixTest,
-                         testing::Values(IndexType::kBTree, IndexType::kHash),
-                         [](const testing::TestParamInfo<IndexType>& info) {
-                           return std::string(IndexTypeName(info.param));
+                         testing::Values(Structure{IndexType::kBTree},
+                                         Structure{IndexType::kBTree, /*postings=*/true},
+                                         Structure{IndexType::kHash}),
+                         [](const testing::TestParamInfo<Structure>& info) {
+                           return std::string(IndexTypeName(info.param.type)) +
+                                  (info.param.postings ? "_postings" : "");
                          });
 
 TEST(KeyPrefixKdTreeTest, PointsOfEachRangeLoadAndDropApart) {

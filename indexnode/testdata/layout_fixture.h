@@ -1,5 +1,5 @@
 // The data-directory fixture of the upgrade test (engine_upgrade_test.cc): a deterministic
-// workload, and a dump of what an engine answers about it. make_layout3_fixture.cc runs the
+// workload, and a dump of what an engine answers about it. make_layout_fixture.cc runs the
 // workload with the program of layout 3 and saves its data directory and its dump; the test
 // opens that directory with this program (which converts it) and compares the dumps.
 // Uses only the Engine API both programs share. Test-only.

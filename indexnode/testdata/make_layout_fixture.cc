@@ -1,10 +1,13 @@
-// Writes the upgrade test's fixture (layout_fixture.h) with the program it is built with:
-//   make_layout3_fixture DATA_DIR DUMP_FILE
+// Writes an upgrade test's fixture (layout_fixture.h) with the program it is built with:
+//   make_layout_fixture DATA_DIR DUMP_FILE
 // runs the workload into a new data directory and writes what the engine answers to
-// DUMP_FILE. indexnode/testdata/layout3.tar.gz was made by building this against the last
-// program of data layout 3 (commit fad444f, the last before the shared store):
-//   make_layout3_fixture /tmp/fx/data /tmp/fx/expected.txt
-//   tar -C /tmp/fx -czf layout3.tar.gz data expected.txt
+// DUMP_FILE. Each archive was made by building this against the last program of its layout,
+// then
+//   make_layout_fixture /tmp/fx/data /tmp/fx/expected.txt
+//   tar -C /tmp/fx -czf layoutN.tar.gz data expected.txt
+// indexnode/testdata/layout3.tar.gz: commit fad444f (the last before the shared store; the
+// file was then called make_layout3_fixture.cc); layout4.tar.gz: commit 6d8c6b5 (the last
+// before the keyword index's posting chunks).
 #include <cstdio>
 #include <fstream>
 
@@ -14,7 +17,7 @@
 int main(int argc, char** argv) {
   using namespace propeller;
   if (argc != 3) {
-    std::fprintf(stderr, "usage: make_layout3_fixture DATA_DIR DUMP_FILE\n");
+    std::fprintf(stderr, "usage: make_layout_fixture DATA_DIR DUMP_FILE\n");
     return 2;
   }
   EngineOptions o;
