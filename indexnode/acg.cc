@@ -175,7 +175,7 @@ Status Acg::OpenEnv(bool first) {
     if (rc != 0) return LmdbStatus(rc, "mdb_cursor_open");
     CursorGuard moved(cur);
     {
-      std::lock_guard<std::mutex> rl(routes_mu_);
+      MutexLock rl(&routes_mu_);
       for (rc = First(cur, &key, &val); rc == 0; rc = Next(cur, &key, &val)) {
         FileId id;
         if (!DecodeFileIdKey(Unprefixed(key), &id).ok() || val.mv_size != 8) {
@@ -206,7 +206,7 @@ Status Acg::OpenEnv(bool first) {
     key = Val(key_bytes);
     rc = mdb_get(raw, meta_dbi_, &key, &val);
     if (rc == 0) {
-      std::lock_guard<std::mutex> sl(summary_mu_);
+      MutexLock sl(&summary_mu_);
       PROPELLER_RETURN_IF_ERROR(summary_.DecodeFrom(View(val)));
     } else if (rc != MDB_NOTFOUND) {
       return LmdbStatus(rc, "reading summary");
@@ -503,7 +503,7 @@ size_t Acg::AppendToCache(std::shared_ptr<const StagedBatch> batch, uint32_t beg
                           int64_t now_mono_ns) {
   Slice slice{std::move(batch), begin, end};
   const uint64_t bytes = SliceBytes(slice);
-  std::lock_guard<std::mutex> lock(cache_mu_);
+  MutexLock lock(&cache_mu_);
   if (cache_.empty()) oldest_cached_time_ns_ = now_mono_ns;
   cache_.push_back(std::move(slice));
   cached_ += end - begin;
@@ -513,12 +513,12 @@ size_t Acg::AppendToCache(std::shared_ptr<const StagedBatch> batch, uint32_t beg
 }
 
 size_t Acg::cached() const {
-  std::lock_guard<std::mutex> lock(cache_mu_);
+  MutexLock lock(&cache_mu_);
   return cached_;
 }
 
 uint64_t Acg::oldest_cached_lsn() const {
-  std::lock_guard<std::mutex> lock(cache_mu_);
+  MutexLock lock(&cache_mu_);
   // Updates a commit has taken out of the cache still count until it succeeded: were the log
   // cut past them meanwhile and the commit failed, they would exist in memory only.
   if (committing_lsn_ != 0) return committing_lsn_;
@@ -526,16 +526,16 @@ uint64_t Acg::oldest_cached_lsn() const {
 }
 
 int64_t Acg::oldest_cached_time_ns() const {
-  std::lock_guard<std::mutex> lock(cache_mu_);
+  MutexLock lock(&cache_mu_);
   return cache_.empty() ? 0 : oldest_cached_time_ns_;
 }
 
 bool Acg::MayMatch(const QueryNode& node) const {
   {
-    std::lock_guard<std::mutex> lock(cache_mu_);
+    MutexLock lock(&cache_mu_);
     if (!cache_.empty() || summary_pending_ > 0) return true;
   }
-  std::lock_guard<std::mutex> lock(summary_mu_);
+  MutexLock lock(&summary_mu_);
   return summary_.MayMatch(node);
 }
 

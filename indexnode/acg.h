@@ -67,6 +67,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "common/mutex.h"
 #include "common/query/query.h"
 #include "common/record.h"
 #include "common/status.h"
@@ -204,9 +205,11 @@ class Acg {
   // and one copy of the shared upper pages for all, where one Commit each syncs once per
   // ACG. All or nothing: on error every ACG keeps its cache, as after a failed Commit (the
   // caller may then commit them one by one, so one bad ACG does not hold the others back).
-  // (*updates)[i]: how many cached updates left acgs[i]'s cache. Locks the ACGs in id order.
+  // (*updates)[i]: how many cached updates left acgs[i]'s cache. An ACG whose lock another
+  // thread holds (a search, a split) is not waited for but left in *busy, uncommitted, for
+  // the caller to Commit alone.
   static Status CommitGroup(std::span<Acg* const> acgs, uint64_t up_to_lsn,
-                            std::vector<size_t>* updates);
+                            std::vector<size_t>* updates, std::vector<Acg*>* busy);
 
   // Searches committed state (callers commit first for freshness). Thread-safe. A closed ACG
   // whose loaded K-D tree proves the query has no candidate stays closed.
@@ -477,8 +480,8 @@ class Acg {
     uint32_t index;
   };
   std::vector<CommitRef> commit_order_;
-  mutable std::mutex damage_mu_;
-  mutable std::string damage_;  // Under damage_mu_.
+  mutable Mutex damage_mu_;
+  mutable std::string damage_ PROPELLER_GUARDED_BY(damage_mu_);
   Update commit_update_;
   FileRecord commit_old_;
   // The commit's edges and the deletes that removed a record, in log order (slice, index):
@@ -501,8 +504,8 @@ class Acg {
 
   // Files split off to other ACGs: id -> ACG. Loaded from the `moved` database at the first
   // open, extended by AddRoutes. Lock order: a leaf.
-  mutable std::mutex routes_mu_;
-  std::unordered_map<FileId, uint64_t, FileIdHash> routes_;  // Under routes_mu_.
+  mutable Mutex routes_mu_;
+  std::unordered_map<FileId, uint64_t, FileIdHash> routes_ PROPELLER_GUARDED_BY(routes_mu_);
   std::atomic<bool> has_routes_{false};
   std::atomic<uint64_t> merged_into_{0};  // see merged_into(); "merged_into" in meta
   // "cleanup" in meta: moved records await RemoveHeld. Under rw_ (written exclusively).
@@ -515,21 +518,22 @@ class Acg {
   static constexpr char kCleanMark[] = "CLEAN";
  private:
 
-  mutable std::mutex cache_mu_;
-  std::vector<Slice> cache_;           // Under cache_mu_. In LSN order.
-  size_t cached_ = 0;                  // Under cache_mu_. Updates in cache_.
-  int64_t oldest_cached_time_ns_ = 0;  // Under cache_mu_.
+  mutable Mutex cache_mu_;
+  std::vector<Slice> cache_ PROPELLER_GUARDED_BY(cache_mu_);  // in LSN order
+  size_t cached_ PROPELLER_GUARDED_BY(cache_mu_) = 0;         // updates in cache_
+  int64_t oldest_cached_time_ns_ PROPELLER_GUARDED_BY(cache_mu_) = 0;
   std::atomic<uint64_t> cache_bytes_{0};  // written under cache_mu_
   // Commits whose records are out of the cache but not yet in the summary. The summary is
   // widened by the commit, not on the acknowledgement path (it was ~8% of Apply in a perf
   // profile): while the cache is non-empty or this is non-zero, MayMatch says yes and the
   // search commits first.
-  int summary_pending_ = 0;            // Under cache_mu_.
+  int summary_pending_ PROPELLER_GUARDED_BY(cache_mu_) = 0;
   // The oldest LSN of the updates a running commit took out of the cache; 0 = none.
-  uint64_t committing_lsn_ = 0;        // Under cache_mu_.
+  uint64_t committing_lsn_ PROPELLER_GUARDED_BY(cache_mu_) = 0;
 
-  mutable std::mutex summary_mu_;      // Lock order: after rw_, never with cache_mu_ held.
-  AcgSummary summary_;                 // Under summary_mu_.
+  // Lock order: after rw_, never with cache_mu_ held.
+  mutable Mutex summary_mu_ PROPELLER_ACQUIRED_BEFORE(cache_mu_);
+  AcgSummary summary_ PROPELLER_GUARDED_BY(summary_mu_);
 };
 
 }  // namespace propeller

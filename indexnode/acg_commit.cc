@@ -52,7 +52,7 @@ Status Acg::CommitHeld(uint64_t up_to_lsn) {
 }
 
 bool Acg::HasDue(uint64_t up_to_lsn) const {
-  std::lock_guard<std::mutex> cl(cache_mu_);
+  MutexLock cl(&cache_mu_);
   return !cache_.empty() && cache_.front().batch->lsn <= up_to_lsn;
 }
 
@@ -70,8 +70,9 @@ Status Acg::CommitLocked(uint64_t up_to_lsn, size_t* updates, bool* reopened) {
 }
 
 Status Acg::CommitGroup(std::span<Acg* const> acgs, uint64_t up_to_lsn,
-                        std::vector<size_t>* updates) {
+                        std::vector<size_t>* updates, std::vector<Acg*>* busy) {
   updates->assign(acgs.size(), 0);
+  busy->clear();
   struct Member {
     explicit Member(Acg* a) : acg(a), pin(a) {}
     Acg* acg;
@@ -96,12 +97,21 @@ Status Acg::CommitGroup(std::span<Acg* const> acgs, uint64_t up_to_lsn,
   for (auto& m : members) {
     if (m->acg->HasDue(up_to_lsn)) PROPELLER_RETURN_IF_ERROR(m->acg->EnsureOpen());
   }
-  // Lock every member, in id order; then take each one's due updates out of its cache.
-  std::sort(members.begin(), members.end(),
-            [](const auto& a, const auto& b) { return a->acg->id_ < b->acg->id_; });
+  // Lock the members, then take each one's due updates out of its cache. Only the first lock
+  // is waited for: a split or merge holds one ACG's lock while it waits for another's, in an
+  // order of its own, so waiting for a second one while holding the first could close a
+  // cycle. A member whose lock is taken is left to the caller (*busy).
   Status s;
   for (auto& m : members) {
-    m->lock = std::unique_lock<std::shared_mutex>(m->acg->rw_);
+    if (&m == &members.front()) {
+      m->lock = std::unique_lock<std::shared_mutex>(m->acg->rw_);
+    } else {
+      m->lock = std::unique_lock<std::shared_mutex>(m->acg->rw_, std::try_to_lock);
+      if (!m->lock.owns_lock()) {
+        busy->push_back(m->acg);
+        continue;
+      }
+    }
     s = m->acg->EnsureOpenLocked(&m->reopened);
     if (s.ok()) s = m->acg->TakeDueLocked(up_to_lsn, &m->taken);
     if (!s.ok()) {
@@ -162,7 +172,7 @@ void Acg::CommittedLocked(const Taken& t) {
 
 Status Acg::TakeDueLocked(uint64_t up_to_lsn, Taken* t) {
   if (frozen_) return Status::Aborted(AcgName(id_) + " is frozen by a failed split");
-  std::lock_guard<std::mutex> cl(cache_mu_);
+  MutexLock cl(&cache_mu_);
   size_t n = 0;
   while (n < cache_.size() && cache_[n].batch->lsn <= up_to_lsn) ++n;
   if (n == 0) return Status::OK();
@@ -200,7 +210,7 @@ void Acg::FinishTakenLocked(Taken* t, const Status& s) {
     RefreshOpenBytes();
   }
   // Still under rw_: a failed batch is back in the cache before any search looks.
-  std::lock_guard<std::mutex> cl(cache_mu_);
+  MutexLock cl(&cache_mu_);
   --summary_pending_;
   committing_lsn_ = 0;
   if (!s.ok()) {
@@ -366,7 +376,7 @@ Status Acg::ApplyTaken(MDB_txn* raw, Taken* t) {
   if (rc != 0) return LmdbStatus(rc, "writing applied_lsn");
   std::string summary;
   {
-    std::lock_guard<std::mutex> sl(summary_mu_);
+    MutexLock sl(&summary_mu_);
     summary_.Merge(widened);
     summary_.EncodeTo(&summary);
   }
@@ -466,7 +476,7 @@ Status Acg::UnwrapStored(std::string_view stored, std::string_view* record) cons
   Status s = UnwrapStoredRecord(stored, record);
   if (s.ok()) return s;
   s = s.WithContext(AcgName(id_) + " (" + shard_->dir + "/data.mdb)");
-  std::lock_guard<std::mutex> lock(damage_mu_);
+  MutexLock lock(&damage_mu_);
   if (damage_.empty()) {
     damage_ = s.message() + " (the next start quarantines it for a rebuild)";
     Log(LogLevel::kError, "%s; searches of this partition fail until the next start "
@@ -484,7 +494,7 @@ Status Acg::DecodeStored(std::string_view stored, FileRecord* record) const {
 }
 
 std::string Acg::damage() const {
-  std::lock_guard<std::mutex> lock(damage_mu_);
+  MutexLock lock(&damage_mu_);
   return damage_;
 }
 

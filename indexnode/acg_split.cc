@@ -20,13 +20,13 @@ using acg_internal::IndexBatchScope;
 uint64_t Acg::RouteOf(FileId id) const {
   if (!has_routes_.load(std::memory_order_acquire)) return 0;
   if (const uint64_t into = merged_into_.load(std::memory_order_acquire)) return into;
-  std::lock_guard<std::mutex> lock(routes_mu_);
+  MutexLock lock(&routes_mu_);
   auto it = routes_.find(id);
   return it == routes_.end() ? 0 : it->second;
 }
 
 bool Acg::RoutesTo(uint64_t target) const {
-  std::lock_guard<std::mutex> lock(routes_mu_);
+  MutexLock lock(&routes_mu_);
   for (const auto& [id, acg] : routes_) {
     if (acg == target) return true;
   }
@@ -34,25 +34,25 @@ bool Acg::RoutesTo(uint64_t target) const {
 }
 
 void Acg::AddRoutes(const FileIdSet& ids, uint64_t target) {
-  std::lock_guard<std::mutex> lock(routes_mu_);
+  MutexLock lock(&routes_mu_);
   for (const FileId& id : ids) routes_[id] = target;
   has_routes_.store(!routes_.empty(), std::memory_order_release);
 }
 
 void Acg::DropRoutes(uint64_t target) {
-  std::lock_guard<std::mutex> lock(routes_mu_);
+  MutexLock lock(&routes_mu_);
   std::erase_if(routes_, [&](const auto& kv) { return kv.second == target; });
   has_routes_.store(!routes_.empty() || merged_into_.load() != 0, std::memory_order_release);
 }
 
 void Acg::MergeInto(uint64_t target) {
-  std::lock_guard<std::mutex> lock(routes_mu_);
+  MutexLock lock(&routes_mu_);
   merged_into_.store(target, std::memory_order_release);
   has_routes_.store(true, std::memory_order_release);
 }
 
 void Acg::UnmergeInto() {
-  std::lock_guard<std::mutex> lock(routes_mu_);
+  MutexLock lock(&routes_mu_);
   merged_into_.store(0, std::memory_order_release);
   has_routes_.store(!routes_.empty(), std::memory_order_release);
 }
@@ -286,7 +286,7 @@ Result<Acg::FileIdSet> Acg::MovedStillHeld() {
   }
   std::vector<FileId> routed;
   {
-    std::lock_guard<std::mutex> lock(routes_mu_);
+    MutexLock lock(&routes_mu_);
     routed.reserve(routes_.size());
     for (const auto& [id, acg] : routes_) routed.push_back(id);
   }

@@ -12,7 +12,7 @@ void DirTable::RemoveLocked(FileId id) {
 }
 
 void DirTable::Put(const FileRecord& dir) {
-  std::unique_lock<std::shared_mutex> lock(mu_);
+  WriterLock lock(&mu_);
   RemoveLocked(dir.id);
   if (dir.type != FileType::kDirectory) return;
   for (const std::string& p : dir.paths) {
@@ -25,14 +25,14 @@ void DirTable::Apply(const Update& u) {
   if ((u.op == UpdateOp::kPut && u.record.type != FileType::kDirectory) ||
       u.op == UpdateOp::kDelete) {
     // The common case, a file that never was a directory: a shared lock suffices.
-    std::shared_lock<std::shared_mutex> lock(mu_);
+    ReaderLock lock(&mu_);
     if (paths_.find(u.record.id) == paths_.end()) return;
   }
   if (u.op == UpdateOp::kPut) {
     // Non-directories are not stored, but a put may turn a directory id into a file.
     Put(u.record);
   } else if (u.op == UpdateOp::kDelete) {
-    std::unique_lock<std::shared_mutex> lock(mu_);
+    WriterLock lock(&mu_);
     // A conditional delete (common/record.h) spares a directory that no longer has the
     // path: the table keeps no ctime, so a stale entry of a directory renamed elsewhere stays
     // until that directory is put again.
@@ -51,7 +51,7 @@ void DirTable::Apply(const Update& u) {
 
 void DirTable::ApplyBatch(std::span<const Update> updates) {
   {
-    std::shared_lock<std::shared_mutex> lock(mu_);
+    ReaderLock lock(&mu_);
     bool any = false;
     for (const Update& u : updates) {
       if (u.op == UpdateOp::kPut && u.record.type == FileType::kDirectory) any = true;
@@ -68,7 +68,7 @@ void DirTable::ApplyBatch(std::span<const Update> updates) {
 
 bool DirTable::Visible(uint32_t volume, const std::string& path, const Credentials& creds) const {
   if (creds.uid == 0) return true;
-  std::shared_lock<std::shared_mutex> lock(mu_);
+  ReaderLock lock(&mu_);
   std::string_view p = path;
   while (p != "/") {
     p = PathParent(p);
@@ -80,7 +80,7 @@ bool DirTable::Visible(uint32_t volume, const std::string& path, const Credentia
 }
 
 size_t DirTable::size() const {
-  std::shared_lock<std::shared_mutex> lock(mu_);
+  ReaderLock lock(&mu_);
   return by_path_.size();
 }
 

@@ -11,13 +11,12 @@
 
 #include <cstdint>
 #include <map>
-#include <mutex>
-#include <shared_mutex>
 #include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
+#include "common/mutex.h"
 #include "common/record.h"
 #include "indexnode/engine.h"
 
@@ -44,11 +43,12 @@ class DirTable {
     uint32_t mode;
   };
   using Key = std::pair<uint32_t, std::string>;  // (volume, path)
-  void RemoveLocked(FileId id);
+  void RemoveLocked(FileId id) PROPELLER_REQUIRES(mu_);
 
-  mutable std::shared_mutex mu_;
-  std::map<Key, Entry> by_path_;                                    // Under mu_.
-  std::unordered_map<FileId, std::vector<std::string>, FileIdHash> paths_;  // Under mu_.
+  mutable SharedMutex mu_;
+  std::map<Key, Entry> by_path_ PROPELLER_GUARDED_BY(mu_);
+  std::unordered_map<FileId, std::vector<std::string>, FileIdHash> paths_
+      PROPELLER_GUARDED_BY(mu_);
 };
 
 }  // namespace propeller

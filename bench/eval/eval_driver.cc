@@ -89,6 +89,18 @@ uint64_t DiskBytes(const std::string& dir) {
   return total;
 }
 
+// A "VmRSS:" / "VmHWM:" line of /proc/self/status, in bytes; 0 when absent. For the in-process
+// systems (propeller-engine, sqlite) that is the system's memory with the driver's.
+uint64_t ProcStatusBytes(const char* field) {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  const size_t n = std::strlen(field);
+  while (std::getline(in, line)) {
+    if (line.compare(0, n, field) == 0) return std::strtoull(line.c_str() + n, nullptr, 10) * 1024;
+  }
+  return 0;
+}
+
 double Percentile(std::vector<double> v, double p) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
@@ -442,6 +454,9 @@ int Run(const Options& o) {
     if (e == 4) json += ",\"exp4\":" + StaticNamespace(o, *sys, session, truth);
     std::fflush(stdout);
   }
+  // After the experiments: what the process holds with the index warm.
+  json += ",\"rss_bytes\":" + std::to_string(ProcStatusBytes("VmRSS:")) +
+          ",\"peak_rss_bytes\":" + std::to_string(ProcStatusBytes("VmHWM:"));
   json += "}\n";
   session.reset();
   sys.reset();
