@@ -78,6 +78,14 @@ Status Engine::Impl::Open() {
   std::vector<std::pair<unsigned, std::string>> damaged_shards;
   PROPELLER_ASSIGN_OR_RETURN(
       store_, Store::Open(so, JoinPath(options_.data_dir, "quarantine"), &damaged_shards));
+  if (options_.compact_store) {
+    const int64_t start = env->MonotonicNanos();
+    uint64_t before = 0, after = 0;
+    PROPELLER_RETURN_IF_ERROR(store_->Compact(&before, &after));
+    Log(LogLevel::kInfo, "compacted the store: %.1f MB -> %.1f MB in %.1f s",
+        static_cast<double>(before) / 1e6, static_cast<double>(after) / 1e6,
+        static_cast<double>(env->MonotonicNanos() - start) / 1e9);
+  }
   ctx_.store = store_.get();
   quarantine_.SetStore(store_.get());
   catalogue_path_ = JoinPath(options_.data_dir, "indexes");

@@ -1,9 +1,11 @@
 #include "indexnode/store.h"
 
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -57,6 +59,17 @@ Status OpenHandles(MDB_env* env, const std::vector<std::string>& names,
   }
   rc = txn.Commit();
   return rc == 0 ? Status::OK() : LmdbStatus(rc, "mdb_txn_commit");
+}
+
+// fdatasync of the file at `path` (LMDB's copy does not sync what it wrote).
+Status SyncFileAt(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Status::IOError("opening " + path, errno);
+  const int r = ::fdatasync(fd);
+  const int err = errno;
+  ::close(fd);
+  if (r != 0) return Status::IOError("syncing " + path, err);
+  return Status::OK();
 }
 
 }  // namespace
@@ -122,6 +135,9 @@ Status Store::OpenShard(unsigned k, const std::string& quarantine_dir,
   shard->dir = ShardDir(options_.dir, k);
   PROPELLER_RETURN_IF_ERROR(MakeDirs(shard->dir, 0700));
   const std::string data = JoinPath(shard->dir, "data.mdb");
+  // A compaction cut short leaves its copy; the shard's own file was not touched (Compact).
+  const std::string leftover = JoinPath(shard->dir, "compact.tmp");
+  if (env->FileExists(leftover)) PROPELLER_RETURN_IF_ERROR(env->RemoveRecursively(leftover));
   if (env->FileExists(data)) {
     // A clean close recorded the file; anything else is read whole before LMDB maps it.
     const bool clean = LmdbFileMatchesMark(data, JoinPath(shard->dir, kCleanMark));
@@ -501,6 +517,37 @@ uint64_t Store::disk_bytes() const {
     }
   }
   return total;
+}
+
+Status Store::Compact(uint64_t* before_bytes, uint64_t* after_bytes) {
+  Env* env = options_.env;
+  *before_bytes = *after_bytes = 0;
+  for (auto& shard : shards_) {
+    const std::string data = JoinPath(shard->dir, "data.mdb");
+    const std::string tmp = JoinPath(shard->dir, "compact.tmp");
+    const std::string what = "compacting store shard " + std::to_string(shard->index);
+    struct stat st;
+    if (::stat(data.c_str(), &st) == 0) *before_bytes += static_cast<uint64_t>(st.st_blocks) * 512;
+    // A copy cut short by a crash is only a leftover: the shard's own file is untouched until
+    // the rename below replaces it whole.
+    if (env->FileExists(tmp)) PROPELLER_RETURN_IF_ERROR(env->RemoveRecursively(tmp));
+    PROPELLER_RETURN_IF_ERROR(MakeDirs(tmp, 0700).WithContext(what));
+    // LMDB writes the live pages in key order, each B-tree's leaves full (MDB_CP_COMPACT).
+    int rc = mdb_env_copy2(shard->env, tmp.c_str(), MDB_CP_COMPACT);
+    if (rc != 0) return LmdbStatus(rc, what);
+    const std::string copy = JoinPath(tmp, "data.mdb");
+    PROPELLER_RETURN_IF_ERROR(SyncFileAt(copy).WithContext(what));
+    mdb_env_close(shard->env);
+    shard->env = nullptr;
+    PROPELLER_RETURN_IF_ERROR(env->RenameFile(copy, data).WithContext(what));
+    PROPELLER_RETURN_IF_ERROR(env->SyncDir(shard->dir).WithContext(what));
+    PROPELLER_RETURN_IF_ERROR(env->RemoveRecursively(tmp));
+    const std::string mark = JoinPath(shard->dir, kCleanMark);
+    if (env->FileExists(mark)) PROPELLER_RETURN_IF_ERROR(env->RemoveFile(mark));
+    PROPELLER_RETURN_IF_ERROR(OpenEnv(shard.get()).WithContext(what));
+    if (::stat(data.c_str(), &st) == 0) *after_bytes += static_cast<uint64_t>(st.st_blocks) * 512;
+  }
+  return Status::OK();
 }
 
 void Store::CloseClean() {

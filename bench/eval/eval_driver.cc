@@ -431,7 +431,9 @@ int Run(const Options& o) {
   std::string json = "{\"system\":" + Quote(sys->Name()) + ",\"files\":" +
                      std::to_string(o.files) + ",\"files_per_acg\":" +
                      std::to_string(o.files_per_acg) + ",\"seed\":" + std::to_string(o.seed) +
-                     ",\"load_s\":" + Num(load_s) + ",\"disk_bytes\":" + std::to_string(disk) +
+                     ",\"load_s\":" + Num(load_s) + ",\"compacted\":" +
+                     (config.compact_after_load ? "true" : "false") +
+                     ",\"disk_bytes\":" + std::to_string(disk) +
                      ",\"truth\":{";
   bool first = true;
   for (QueryKind k : kAllQueries) {
@@ -522,7 +524,7 @@ int Usage() {
                "[--writers=1,2,4,8,16] [--updates=10000] [--runs=11] [--out=F] [--work=DIR]\n"
                "                      [--servers-sh=F --mariadb-socket=F --pg-dir=D "
                "--pg-port=P] [--seed=42] [--files-per-acg=1000]\n"
-               "                      [--cluster-transport=ipc|tcp]\n"
+               "                      [--cluster-transport=ipc|tcp] [--compact=yes|no]\n"
                "       propeller_eval mktree --files=N --root=DIR [--out=F]\n"
                "systems: propeller-cluster propeller-engine mariadb postgres sqlite\n");
   return 2;
@@ -558,6 +560,8 @@ int main(int argc, char** argv) {
     else if (k == "pg-port") o.sys.postgres_port = std::atoi(v.c_str());
     else if (k == "cluster-transport" && (v == "tcp" || v == "ipc"))
       o.sys.cluster_ipc = v == "ipc";
+    else if (k == "compact" && (v == "yes" || v == "no"))
+      o.sys.compact_after_load = v == "yes";
     else return Usage();
   }
   if (o.files == 0 || o.files_per_acg == 0 || o.runs < 1) return Usage();

@@ -77,6 +77,9 @@ struct SystemConfig {
   int postgres_port = 0;
   int64_t now_ns = 0;        // the data set's now, for ages
   bool cluster_ipc = true;   // propeller-cluster: unix sockets (false: loopback TCP)
+  // propeller-engine: compact the store once loaded (`propeller-engine compact`), as the SQL
+  // baselines build their indexes after the rows; the load time includes it.
+  bool compact_after_load = false;
 };
 
 // Creates the system named `name`: propeller-cluster, propeller-engine, mariadb, postgres,

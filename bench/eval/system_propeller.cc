@@ -161,7 +161,10 @@ class PropellerEngine : public System {
       st = engine_->Apply(chunk);
       if (!st.ok()) return st;
     }
-    return engine_->CommitAll();
+    st = engine_->CommitAll();
+    if (!st.ok() || !config_.compact_after_load) return st;
+    engine_.reset();
+    return Open(/*compact=*/true);
   }
 
   Result<std::unique_ptr<Session>> Connect() override {
@@ -175,9 +178,10 @@ class PropellerEngine : public System {
   }
 
  private:
-  Status Open() {
+  Status Open(bool compact = false) {
     EngineOptions eo;
     eo.data_dir = config_.work_dir + "/engine";
+    eo.compact_store = compact;
     auto engine = Engine::Open(eo);
     if (!engine.ok()) return engine.status();
     engine_ = std::move(*engine);

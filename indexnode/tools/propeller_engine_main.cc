@@ -29,6 +29,8 @@ Commands:
   import TREE              index every file under TREE (paths are stored relative to TREE)
   search QUERY             print the paths matching QUERY, e.g. 'size>1m & mtime<1d'
   stats                    partitions, files, memory and disk use
+  compact                  rewrite the store's files without free space (after a bulk import
+                           or many deletes; needs room for a copy of the largest shard)
   index create NAME TYPE   create a user index (TYPE: btree, hash) fed by attribute NAME
   index list               list indexes
   index drop NAME          drop a user index
@@ -116,10 +118,11 @@ void PrintHit(const SearchHit& h, const Args& a) {
   }
 }
 
-Result<std::unique_ptr<Engine>> OpenEngine(const Args& a) {
+Result<std::unique_ptr<Engine>> OpenEngine(const Args& a, bool compact = false) {
   EngineOptions o;
   o.data_dir = a.data;
   o.durability = a.durability;
+  o.compact_store = compact;
   return Engine::Open(o);
 }
 
@@ -273,15 +276,25 @@ int Main(int argc, char** argv) {
   if (a.rest.empty()) return Usage("no command given");
   const std::string& cmd = a.rest[0];
   if (cmd == "demo") return Demo(a);
-  if (cmd != "import" && cmd != "search" && cmd != "stats" && cmd != "index") {
+  if (cmd != "import" && cmd != "search" && cmd != "stats" && cmd != "index" &&
+      cmd != "compact") {
     return Usage("unknown command '" + cmd + "'");
   }
   if ((cmd == "import" || cmd == "search") && a.rest.size() != 2) {
     return Usage(cmd + " takes exactly one argument");
   }
-  auto engine = OpenEngine(a);
+  if (cmd == "compact" && a.rest.size() != 1) return Usage("compact takes no argument");
+  auto engine = OpenEngine(a, /*compact=*/cmd == "compact");
   if (!engine.ok()) return Fail(engine.status().WithContext("opening " + a.data));
   Engine* e = engine->get();
+  if (cmd == "compact") {  // done by the open; say what it left
+    const EngineStats st = e->Stats();
+    std::printf("compacted %s: %.1f MB on disk for %llu files\n", a.data.c_str(),
+                static_cast<double>(st.disk_bytes) / 1e6,
+                static_cast<unsigned long long>(st.files));
+    Status closed = e->Close();
+    return closed.ok() ? 0 : Fail(closed);
+  }
   if (cmd == "import") return Import(e, a.rest[1]);
   if (cmd == "search") {
     a.search.query = a.rest[1];
