@@ -78,6 +78,8 @@
 
 namespace propeller {
 
+class AcgPlanner;  // acg_search.cc
+
 class Acg;
 
 // An operation that finds its ACG closed again after opening it (a large commit closes the ACG
@@ -369,10 +371,13 @@ class Acg {
   }
   Status ReconcileIndexes(MDB_txn* txn, const std::vector<IndexSpec>& user_indexes);
   // The search of an open ACG; `planned`, when not null, is its candidate set (sorted, unique,
-  // planned under the shared lock the caller still holds), else it plans here.
-  // REQUIRES: rw_ shared, open_.
+  // planned under the shared lock the caller still holds), else it plans here — with
+  // `memory_planner` when not null (one that planned from memory under that same lock; it
+  // keeps what it found). REQUIRES: rw_ shared, open_.
   Status SearchOpen(const AcgSearchRequest& request, AcgSearchStats* stats,
-                    const std::vector<FileId>* planned);
+                    const std::vector<FileId>* planned, AcgPlanner* memory_planner = nullptr);
+  // Whether every index of `names` that exists here is loaded. REQUIRES: rw_ (either mode).
+  bool Loaded(const std::vector<std::string>& names) const;
   struct Slice {  // entries [begin, end) of a batch
     std::shared_ptr<const StagedBatch> batch;
     uint32_t begin = 0;
