@@ -11,12 +11,16 @@
 // opens only the ACGs whose K-D tree has a candidate), then read /proc/self/status again, and
 // once more after malloc_trim(0) (freed heap returned to the kernel, as a long-running
 // daemon's would be); then close and reopen the engine (`reopen_s`) and run the search once
-// more (`search_after_reopen_ms`: it loads the K-D trees, as after a node's restart).
+// more (`search_after_reopen_ms`: it loads the K-D trees, as after a node's restart); then a
+// child process opens it, has 100,000 updates acknowledged and is killed with SIGKILL, and the
+// engine is opened once more (`reopen_after_kill9_s`, `search_after_kill9_ms`).
 // Memory figures are reported both as totals and as the growth over the baseline per file;
 // RssAnon is the heap and in-memory indexes, RssFile the LMDB pages mapped in (page cache that
 // the kernel can drop). The data directory is removed afterwards unless --keep.
 #include <malloc.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 
 #include <cinttypes>
 #include <cstdio>
@@ -201,6 +205,50 @@ int Run(int argc, char** argv) {
   }
   hits = std::vector<SearchHit>();
 
+  // A crash: a child process opens the engine, has 100,000 updates acknowledged (sizes of
+  // existing files, spread over the ACGs, some committed by the background committer, the
+  // rest only in the log) and is killed with SIGKILL; then this process opens again (LMDB's
+  // check of each shard, the log's replay) and searches once more.
+  engine.reset();
+  constexpr uint64_t kCrashUpdates = 100'000;
+  const pid_t child = fork();
+  if (child < 0) {
+    std::perror("fork");
+    return 1;
+  }
+  if (child == 0) {
+    auto crashing = Engine::Open(options);
+    if (!crashing.ok()) _exit(3);
+    std::vector<Update> updates;
+    dataset.AppendPuts(0, std::min(files, kCrashUpdates), &updates);
+    for (Update& u : updates) u.record.size += 1;
+    if (!(*crashing)->Apply(updates).ok()) _exit(4);
+    ::kill(::getpid(), SIGKILL);
+    _exit(5);
+  }
+  int wstatus = 0;
+  ::waitpid(child, &wstatus, 0);
+  if (!WIFSIGNALED(wstatus) || WTERMSIG(wstatus) != SIGKILL) {
+    std::fprintf(stderr, "the crashing child did not die of SIGKILL (status %d)\n", wstatus);
+    return 1;
+  }
+  t0 = Monotonic();
+  opened = Engine::Open(options);
+  const int64_t crash_reopen_ns = Monotonic() - t0;
+  if (!opened.ok()) {
+    std::fprintf(stderr, "open after kill -9: %s\n", opened.status().ToString().c_str());
+    return 1;
+  }
+  engine = std::move(opened).value();
+  t0 = Monotonic();
+  hits = engine->SearchAll(request, &restart_stats);
+  const int64_t crash_search_ns = Monotonic() - t0;
+  if (!hits.ok()) {
+    std::fprintf(stderr, "search after kill -9: %s\n", hits.status().ToString().c_str());
+    return 1;
+  }
+  hits = std::vector<SearchHit>();
+
   auto growth = [&](const std::map<std::string, uint64_t>& m, const char* key) {
     uint64_t now = m.count(key) ? m.at(key) : 0;
     uint64_t base_value = baseline.count(key) ? baseline.at(key) : 0;
@@ -213,6 +261,7 @@ int Run(int argc, char** argv) {
       ",\"commit_all_s\":%.3f,\"ingest_wall_s\":%.3f"
       ",\"first_search_ms\":%.3f,\"warm_search_ms\":%.3f,\"warm_search_hits\":%zu"
       ",\"reopen_s\":%.3f,\"search_after_reopen_ms\":%.3f"
+      ",\"reopen_after_kill9_s\":%.3f,\"search_after_kill9_ms\":%.3f"
       ",\"warm_search_acgs_skipped\":%" PRIu64 ",\"warm_search_acgs_answered_closed\":%" PRIu64
       ",\"open_acgs\":%" PRIu64 ",\"acg_opens\":%" PRIu64 ",\"cache_bytes\":%" PRIu64
       ",\"vmrss_bytes\":%" PRIu64 ",\"rss_anon_bytes\":%" PRIu64 ",\"rss_file_bytes\":%" PRIu64
@@ -228,6 +277,7 @@ int Run(int argc, char** argv) {
       static_cast<double>(commit_ns) / 1e9, static_cast<double>(wall_ns) / 1e9,
       static_cast<double>(search_ns) / 1e6, static_cast<double>(search2_ns) / 1e6, hit_count,
       static_cast<double>(reopen_ns) / 1e9, static_cast<double>(restart_search_ns) / 1e6,
+      static_cast<double>(crash_reopen_ns) / 1e9, static_cast<double>(crash_search_ns) / 1e6,
       search_stats.acgs_skipped, search_stats.acgs_answered_closed, stats.open_acgs,
       stats.acg_opens, stats.cache_bytes, after["VmRSS"], after["RssAnon"],
       after["RssFile"], after["VmHWM"], baseline["VmRSS"],
