@@ -487,6 +487,7 @@ class Acg {
   std::vector<CommitRef> commit_order_;
   mutable Mutex damage_mu_;
   mutable std::string damage_ PROPELLER_GUARDED_BY(damage_mu_);
+  mutable std::atomic<bool> damaged_{false};  // !damage_.empty(); set under damage_mu_
   Update commit_update_;
   FileRecord commit_old_;
   // The commit's edges and the deletes that removed a record, in log order (slice, index):
@@ -533,6 +534,8 @@ class Acg {
   // profile): while the cache is non-empty or this is non-zero, MayMatch says yes and the
   // search commits first.
   int summary_pending_ PROPELLER_GUARDED_BY(cache_mu_) = 0;
+  // !cache_.empty() || summary_pending_ > 0, written under cache_mu_ (MayMatch reads it).
+  std::atomic<bool> busy_{false};
   // The oldest LSN of the updates a running commit took out of the cache; 0 = none.
   uint64_t committing_lsn_ PROPELLER_GUARDED_BY(cache_mu_) = 0;
 

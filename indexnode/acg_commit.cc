@@ -191,6 +191,7 @@ Status Acg::TakeDueLocked(uint64_t up_to_lsn, Taken* t) {
   cache_bytes_.store(cache_bytes_.load(std::memory_order_relaxed) - t->bytes,
                      std::memory_order_relaxed);
   ++summary_pending_;
+  busy_.store(true, std::memory_order_release);
   committing_lsn_ = t->slices.front().batch->lsn;
   return Status::OK();
 }
@@ -222,6 +223,7 @@ void Acg::FinishTakenLocked(Taken* t, const Status& s) {
     cache_bytes_.store(cache_bytes_.load(std::memory_order_relaxed) + t->bytes,
                        std::memory_order_relaxed);
   }
+  busy_.store(!cache_.empty() || summary_pending_ > 0, std::memory_order_release);
 }
 
 Status Acg::EnsureOpenLocked(bool* reopened) {
@@ -479,6 +481,7 @@ Status Acg::UnwrapStored(std::string_view stored, std::string_view* record) cons
   MutexLock lock(&damage_mu_);
   if (damage_.empty()) {
     damage_ = s.message() + " (the next start quarantines it for a rebuild)";
+    damaged_.store(true, std::memory_order_release);
     Log(LogLevel::kError, "%s; searches of this partition fail until the next start "
                           "quarantines and rebuilds it (docs/faults.md)", s.ToString().c_str());
     // Best effort: the next start quarantines it (the log line above says why).
@@ -494,6 +497,7 @@ Status Acg::DecodeStored(std::string_view stored, FileRecord* record) const {
 }
 
 std::string Acg::damage() const {
+  if (!damaged_.load(std::memory_order_acquire)) return std::string();  // no lock per search
   MutexLock lock(&damage_mu_);
   return damage_;
 }

@@ -404,20 +404,36 @@ Status Engine::Impl::Search(const SearchRequest& req, const std::function<bool(S
   } else if (any_recent_moves_.load(std::memory_order_acquire)) {
     NoteRecentMoves(acgs, nullptr, &stats);
   }
-  // A damaged ACG's files cannot be searched, and which they are is unknown: a search that
-  // would include it fails rather than answer without them.
-  for (Acg* acg : acgs) {
-    if (std::string why = DamageOf(acg); !why.empty()) {
-      return Status::Unavailable("ACG " + std::to_string(acg->id()) +
-                                 " is damaged and not rebuilt yet, so this search cannot be "
-                                 "answered whole: " + why);
+  // Which ACGs the query may match (their summaries), in parallel slices: at 100 M files a
+  // search asks 100,000 ACGs, each a few cache misses. A damaged ACG's files cannot be
+  // searched, and which they are is unknown: a search that would include it fails rather than
+  // answer without them.
+  enum : uint8_t { kSkip, kMay, kDamaged };
+  std::vector<uint8_t> verdict(acgs.size());
+  const size_t slices = std::min<size_t>(64, acgs.size() / 2048 + 1);
+  auto judge = [&](size_t s) {
+    const size_t end = (s + 1) * acgs.size() / slices;
+    for (size_t i = s * acgs.size() / slices; i < end; ++i) {
+      verdict[i] = !DamageOf(acgs[i]).empty()          ? kDamaged
+                   : acgs[i]->MayMatch(query.root()) ? kMay
+                                                       : kSkip;
     }
+  };
+  if (slices == 1) {
+    judge(0);
+  } else {
+    pool_->ParallelFor(slices, judge);
   }
   stats.acgs_total = acgs.size();
   std::vector<Acg*> todo;
-  for (Acg* acg : acgs) {
-    if (acg->MayMatch(query.root())) {
-      todo.push_back(acg);
+  for (size_t i = 0; i < acgs.size(); ++i) {
+    if (verdict[i] == kDamaged) {
+      return Status::Unavailable("ACG " + std::to_string(acgs[i]->id()) +
+                                 " is damaged and not rebuilt yet, so this search cannot be "
+                                 "answered whole: " + DamageOf(acgs[i]));
+    }
+    if (verdict[i] == kMay) {
+      todo.push_back(acgs[i]);
     } else {
       ++stats.acgs_skipped;
     }

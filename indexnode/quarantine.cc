@@ -28,6 +28,7 @@ Status Quarantine::CheckAtOpen(uint64_t id) {
   if (ReadFileToString(env_, JoinPath(dir, kRebuildMark), &text).ok()) {
     MutexLock lock(&mu_);
     rebuilding_[id] = TrimLine(text);
+    any_.store(true, std::memory_order_release);
     return Status::OK();
   }
   if (ReadFileToString(env_, JoinPath(dir, Acg::kDamagedMark), &text).ok()) {
@@ -68,10 +69,14 @@ Status Quarantine::Put(uint64_t id, const std::string& why, bool keep_data) {
       WriteFileAtomically(env_, JoinPath(AcgDir(id), kRebuildMark), reason + "\n"));
   MutexLock lock(&mu_);
   rebuilding_[id] = reason;
+  any_.store(true, std::memory_order_release);
   return Status::OK();
 }
 
 std::string Quarantine::WhyOf(uint64_t id) {
+  // Searches ask for every ACG they touch: with nothing quarantined (the usual case) that is
+  // one load, not a lock and a lookup per ACG (100,000 ACGs at 100 M files).
+  if (!any_.load(std::memory_order_acquire)) return std::string();
   MutexLock lock(&mu_);
   auto it = rebuilding_.find(id);
   return it == rebuilding_.end() ? std::string() : it->second;

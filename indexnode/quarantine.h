@@ -11,6 +11,7 @@
 #ifndef PROPELLER_INDEXNODE_QUARANTINE_H_
 #define PROPELLER_INDEXNODE_QUARANTINE_H_
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -53,6 +54,8 @@ class Quarantine {
   Store* store_ = nullptr;
   Mutex mu_;
   std::map<uint64_t, std::string> rebuilding_ PROPELLER_GUARDED_BY(mu_);  // id -> why
+  // Whether rebuilding_ ever held an entry (set under mu_; never cleared: a hint).
+  std::atomic<bool> any_{false};
 };
 
 }  // namespace propeller
