@@ -293,12 +293,33 @@ class AcgPlanner {
       if (!p) return;
       acc = acc ? Plan(Intersect(*acc, *p)) : std::move(p);
     };
-    // Cheapest first: the in-memory K-D box (always resident), then keyword probes (one seek
-    // each in the `keyword` B-tree; worth it above a few candidates), then other index scans.
-    // (Probing keywords first measured 1.7x slower for `keyword=firefox & mtime<1w` over 1 M
-    // files: a frequent keyword returns whole groups, and the box is needed anyway.)
+    Index* inode = have_box ? Find("inode") : nullptr;
+    if (inode != nullptr && !hashy.empty() && txn_ != nullptr) {
+      // Keywords first: a keyword's files are one read of its posting chunks, usually far
+      // fewer than a box's (`mtime<1w` keeps a fifth of an ACG), and the box then keeps those
+      // inside it by one table lookup each (FilterBox) instead of a search of the tree — the
+      // largest cost of `keyword=firefox & mtime<1w` when the box came first.
+      for (const QueryNode* c : hashy) {
+        PROPELLER_ASSIGN_OR_RETURN(Plan p, PlanNode(*c));
+        combine(std::move(p));
+        if (acc && acc->empty()) return acc;
+      }
+      if (acc) {
+        PROPELLER_RETURN_IF_ERROR(inode->FilterBox(box, &*acc));
+      } else {
+        PROPELLER_ASSIGN_OR_RETURN(Plan p, Run(inode, box));
+        combine(std::move(p));
+      }
+      for (const QueryNode* c : others) {
+        if (acc && acc->size() <= kSmallEnough) return acc;
+        PROPELLER_ASSIGN_OR_RETURN(Plan p, PlanNode(*c));
+        combine(std::move(p));
+      }
+      return acc;
+    }
+    // Otherwise cheapest first: the in-memory K-D box (always resident), then keyword probes
+    // (with a transaction; worth it above a few candidates), then other index scans.
     if (have_box) {
-      Index* inode = Find("inode");
       if (inode) {
         PROPELLER_ASSIGN_OR_RETURN(Plan p, Run(inode, box));
         combine(std::move(p));
@@ -369,6 +390,11 @@ Status Acg::Search(const AcgSearchRequest& req, AcgSearchStats* stats) {
     //    so nothing is loaded and the planner below starts from the same K-D box (PlanAnd).
     std::shared_lock<std::shared_mutex> lock(rw_);
     const bool keyword = HasKeywordProbe(req.query->root());
+    if (keyword && open_.load() && Loaded(names)) {
+      // The keyword's posting chunks, then the box by lookups (AcgPlanner::PlanAnd), cost
+      // less than the K-D search the memory-only plan below would start with.
+      return SearchOpen(req, stats, nullptr);
+    }
     if (inode_ != nullptr && inode_->loaded()) {
       AcgPlanner planner(nullptr, indexes_);
       Result<Plan> plan = planner.PlanNode(req.query->root());

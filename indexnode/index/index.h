@@ -89,6 +89,15 @@ class Index {
   // structure cannot answer q.kind. `txn` is a read (or the current write) transaction.
   virtual Status Search(MDB_txn* txn, const IndexQuery& q, const IdCallback& fn) const = 0;
 
+  // kdtree only (others: NotSupported): keeps of `ids` (sorted, unique) those whose point lies
+  // in q's box, as Search would answer them — one table lookup per id instead of a search of
+  // the tree, for a candidate set much smaller than the box's answer.
+  virtual Status FilterBox(const IndexQuery& q, std::vector<FileId>* ids) const {
+    (void)q;
+    (void)ids;
+    return Status::NotSupported("FilterBox");
+  }
+
   // Number of entries (ids for kdtree, (value,id) pairs otherwise). For planning and stats.
   // For a hash or kdtree index that is not loaded (below): 0.
   virtual uint64_t Size() const = 0;

@@ -209,6 +209,7 @@ class KdTreeIndex final : public Index {
   Status InsertPoint(MDB_txn* txn, const KdPoint& point, FileId id) override;
   Status RemovePoint(MDB_txn* txn, FileId id) override;
   Status Search(MDB_txn* txn, const IndexQuery& q, const IdCallback& fn) const override;
+  Status FilterBox(const IndexQuery& q, std::vector<FileId>* ids) const override;
   uint64_t Size() const override { return live_; }
   uint64_t MemoryBytes() const override;
 
@@ -258,6 +259,9 @@ class KdTreeIndex final : public Index {
     void ReserveOneMore(bool new_id, uint32_t live);
   };
 
+  // The prologue of Search and FilterBox: q must be a box, the index loaded; a rebuild a
+  // mutation asked for happens here, once (see stale_).
+  Status Fresh(const IndexQuery& q) const;
   // Compacts live slots into a new Store, builds the tree over them and swaps it in.
   // REQUIRES: exclusive access — a mutation, or a Search holding rebuild_mu_ while stale_.
   // ResourceExhausted (old state kept) when allocation fails.
@@ -502,7 +506,7 @@ Status KdTreeIndex::RemovePoint(MDB_txn* txn, FileId id) {
   return Status::OK();
 }
 
-Status KdTreeIndex::Search(MDB_txn* /*txn*/, const IndexQuery& q, const IdCallback& fn) const {
+Status KdTreeIndex::Fresh(const IndexQuery& q) const {
   if (q.kind != IndexQuery::Kind::kBox) {
     return Status::NotSupported("kdtree index " + name_ + " answers only box queries");
   }
@@ -516,6 +520,26 @@ Status KdTreeIndex::Search(MDB_txn* /*txn*/, const IndexQuery& q, const IdCallba
       stale_.store(false, std::memory_order_release);
     }
   }
+  return Status::OK();
+}
+
+Status KdTreeIndex::FilterBox(const IndexQuery& q, std::vector<FileId>* ids) const {
+  PROPELLER_RETURN_IF_ERROR(Fresh(q));
+  const Box box = MakeBox(q);
+  if (box.empty) {
+    ids->clear();
+    return Status::OK();
+  }
+  const Store& st = store_;
+  std::erase_if(*ids, [&](FileId id) {
+    const int64_t pos = st.FindBucket(id, HashId(id));
+    return pos < 0 || !box.Contains(st.points[st.buckets[pos] & kSlotMask]);
+  });
+  return Status::OK();
+}
+
+Status KdTreeIndex::Search(MDB_txn* /*txn*/, const IndexQuery& q, const IdCallback& fn) const {
+  PROPELLER_RETURN_IF_ERROR(Fresh(q));
 
   const Box box = MakeBox(q);
   if (box.empty) return Status::OK();

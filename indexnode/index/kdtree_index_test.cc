@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <iterator>
 #include <cstdint>
 #include <cstdlib>
 #include <limits>
@@ -270,6 +271,19 @@ class Harness {
     const std::vector<FileId> exact = BruteForce(flat_, q, /*exact=*/true);
     EXPECT_TRUE(std::includes(got.begin(), got.end(), exact.begin(), exact.end()))
         << "missed a match: " << DescribeQuery(q);
+    // FilterBox keeps of any candidate set exactly what Search answers: a sample of the
+    // indexed ids (inside and outside the box) and some ids that are not indexed.
+    std::vector<FileId> sample;
+    for (const auto& [id, point] : model_) {
+      if (gen_.Chance(0.3)) sample.push_back(id);
+    }
+    for (int i = 0; i < 5; ++i) sample.push_back(FileId{99, static_cast<uint64_t>(i)});
+    std::sort(sample.begin(), sample.end());
+    std::vector<FileId> want;
+    std::set_intersection(sample.begin(), sample.end(), got.begin(), got.end(),
+                          std::back_inserter(want));
+    ASSERT_TRUE(index_->FilterBox(q, &sample).ok());
+    EXPECT_EQ(sample, want) << "FilterBox, " << DescribeQuery(q);
   }
 
   void CheckAll(int num_queries) {
