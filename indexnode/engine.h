@@ -100,8 +100,8 @@ struct EngineOptions {
   size_t max_open_acgs = 1024;
   uint64_t max_open_acg_bytes = 1ull << 30;
   int64_t store_trim_interval_ns = 10'000'000'000;
-  // Compact the store's files before anything opens (Store::Compact): after a bulk load or
-  // many deletes, pages hold about two-thirds of what they could; this rewrites them full.
+  // Compact the store's files before anything opens (Store::Compact): LMDB keeps the pages
+  // that deletes freed inside its files; this rewrites each without them.
   // Takes a few seconds per GB and the space of a copy. `propeller-engine compact`.
   bool compact_store = false;
   // Hard bound on the memory of cached (acknowledged, uncommitted) updates, ~180 B each: an

@@ -532,7 +532,7 @@ Status Store::Compact(uint64_t* before_bytes, uint64_t* after_bytes) {
     // the rename below replaces it whole.
     if (env->FileExists(tmp)) PROPELLER_RETURN_IF_ERROR(env->RemoveRecursively(tmp));
     PROPELLER_RETURN_IF_ERROR(MakeDirs(tmp, 0700).WithContext(what));
-    // LMDB writes the live pages in key order, each B-tree's leaves full (MDB_CP_COMPACT).
+    // LMDB writes the live pages only, renumbered (MDB_CP_COMPACT; each page copied as is).
     int rc = mdb_env_copy2(shard->env, tmp.c_str(), MDB_CP_COMPACT);
     if (rc != 0) return LmdbStatus(rc, what);
     const std::string copy = JoinPath(tmp, "data.mdb");

@@ -104,9 +104,9 @@ class Store {
   // keeps them, and the next read maps them again with a minor fault). Safe at any time: the
   // maps are read-only (writes go through pwrite) and readers just fault again.
   void TrimMaps();
-  // Rewrites every shard's data file compacted (LMDB's MDB_CP_COMPACT copy: live pages only,
-  // each B-tree's leaves full, where updates in the middle of key ranges leave pages about
-  // two-thirds full), through a copy beside it that replaces it whole. Needs free space for
+  // Rewrites every shard's data file compacted (LMDB's MDB_CP_COMPACT copy: the live pages
+  // only, renumbered, so a file that lost data shrinks; pages are copied as they are, not
+  // refilled), through a copy beside it that replaces it whole. Needs free space for
   // the copy. REQUIRES: nothing uses the store (no ACG is open: the environments are
   // reopened). Bytes allocated before and after, for the log.
   Status Compact(uint64_t* before_bytes, uint64_t* after_bytes);

@@ -77,8 +77,8 @@ struct SystemConfig {
   int postgres_port = 0;
   int64_t now_ns = 0;        // the data set's now, for ages
   bool cluster_ipc = true;   // propeller-cluster: unix sockets (false: loopback TCP)
-  // propeller-engine: compact the store once loaded (`propeller-engine compact`), as the SQL
-  // baselines build their indexes after the rows; the load time includes it.
+  // propeller-engine: compact the store once loaded (`propeller-engine compact`); the load
+  // time includes it. (After a plain load it frees almost nothing: LMDB copies pages as is.)
   bool compact_after_load = false;
 };
 
