@@ -8,6 +8,7 @@ several sizes become one line. Writes OUT_DIR/scale-search.svg (one panel per qu
 experiments 2 and 4, warm medians, log-log) and OUT_DIR/scale-bytes.svg (disk_bytes / files).
 Plain SVG, no plotting library: the machine that runs the evaluation need not have one.
 """
+import html
 import json
 import math
 import os
@@ -48,6 +49,8 @@ def ticks(lo, hi, log):
 
 
 def label(v):
+    if v == 0:
+        return "0"
     for unit, div in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
         if v >= div:
             return "%g%s" % (v / div, unit)
@@ -77,7 +80,8 @@ def panel(x0, y0, w, h, title, series, ylog, yunit):
             math.log10(yt[-1]) - math.log10(yt[0]), 1e-9) * (h - 60)
     else:
         fy = lambda v: y0 + h - 30 - (v - yt[0]) / max(yt[-1] - yt[0], 1e-9) * (h - 60)
-    s = ['<text x="%d" y="%d" font-size="13" font-weight="bold">%s</text>' % (x0 + 50, y0 + 16, title)]
+    s = ['<text x="%d" y="%d" font-size="13" font-weight="bold">%s</text>'
+         % (x0 + 50, y0 + 16, html.escape(title))]
     for t in xt:
         s.append('<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#ddd"/>' % (fx(t), y0 + 30, fx(t), y0 + h - 30))
         s.append('<text x="%.1f" y="%d" font-size="11" text-anchor="middle">%s</text>' % (fx(t), y0 + h - 14, label(t)))
@@ -92,7 +96,8 @@ def panel(x0, y0, w, h, title, series, ylog, yunit):
         s.append('<path d="%s" fill="none" stroke="%s" stroke-width="2"/>' % (path, color))
         for x, y in ser:
             s.append('<circle cx="%.1f" cy="%.1f" r="3.5" fill="%s"/>' % (fx(x), fy(y), color))
-        s.append('<text x="%d" y="%d" font-size="11" fill="%s">%s</text>' % (x0 + 60, y0 + 34 + 14 * i, color, name))
+        s.append('<text x="%d" y="%d" font-size="11" fill="%s">%s</text>'
+                 % (x0 + 60, y0 + 34 + 14 * i, color, html.escape(name)))
     s.append('<text x="%d" y="%d" font-size="11" text-anchor="middle">files indexed</text>' % (x0 + w / 2, y0 + h))
     return "\n".join(s)
 
