@@ -144,14 +144,17 @@ Status Engine::Impl::CommitAcg(Acg* acg, uint64_t durable_lsn, uint64_t* committ
   }
   size_t n = 0;
   Status s = acg->Commit(durable_lsn, &n);
-  if (n > 0) {
-    acg_commits_.fetch_add(1, std::memory_order_relaxed);
-    store_commits_.fetch_add(1, std::memory_order_relaxed);
-    committed_updates_.fetch_add(n, std::memory_order_relaxed);
-    Subtract(&total_cached_, n);
-    if (committed != nullptr) *committed += n;
-  }
+  if (n > 0) store_commits_.fetch_add(1, std::memory_order_relaxed);
+  NoteCommitted(n, committed);
   return s;
+}
+
+void Engine::Impl::NoteCommitted(size_t n, uint64_t* committed) {
+  if (n == 0) return;
+  acg_commits_.fetch_add(1, std::memory_order_relaxed);
+  committed_updates_.fetch_add(n, std::memory_order_relaxed);
+  Subtract(&total_cached_, n);
+  if (committed != nullptr) *committed += n;
 }
 
 Status Engine::Impl::CommitGroup(std::span<Acg* const> acgs, uint64_t durable_lsn,
@@ -163,13 +166,7 @@ Status Engine::Impl::CommitGroup(std::span<Acg* const> acgs, uint64_t durable_ls
     if (std::any_of(counts.begin(), counts.end(), [](size_t n) { return n > 0; })) {
       store_commits_.fetch_add(1, std::memory_order_relaxed);
     }
-    for (size_t n : counts) {
-      if (n == 0) continue;
-      acg_commits_.fetch_add(1, std::memory_order_relaxed);
-      committed_updates_.fetch_add(n, std::memory_order_relaxed);
-      Subtract(&total_cached_, n);
-      *committed += n;
-    }
+    for (size_t n : counts) NoteCommitted(n, committed);
     if (s.ok()) {
       for (Acg* acg : busy) {  // their locks were taken: now waited for, one at a time
         Status one = CommitAcg(acg, durable_lsn, committed);

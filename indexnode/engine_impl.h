@@ -124,6 +124,9 @@ class Engine::Impl {
   // Commits `acgs` (of one store shard) up to `durable_lsn` in one transaction
   // (Acg::CommitGroup), and one by one if that fails; adds the updates committed to *committed.
   Status CommitGroup(std::span<Acg* const> acgs, uint64_t durable_lsn, uint64_t* committed);
+  // Counts one ACG's commit of `n` updates (none when 0) in the stats; adds n to *committed
+  // (may be null).
+  void NoteCommitted(size_t n, uint64_t* committed);
 
   static void Subtract(std::atomic<uint64_t>* counter, uint64_t n);
 

@@ -23,6 +23,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/lmdb_util.h"
 #include "schemas/keys.h"
 
 namespace propeller {
@@ -104,18 +105,6 @@ Status ReadEntry(std::string_view* in, FileId prev, FileId* id) {
   if (!(prev < *id)) return Status::Corruption("posting chunk out of order");
   return Status::OK();
 }
-
-// Closes the cursor on every path out of a scan.
-class CursorCloser {
- public:
-  explicit CursorCloser(MDB_cursor* cursor) : cursor_(cursor) {}
-  ~CursorCloser() { mdb_cursor_close(cursor_); }
-  CursorCloser(const CursorCloser&) = delete;
-  CursorCloser& operator=(const CursorCloser&) = delete;
-
- private:
-  MDB_cursor* cursor_;
-};
 
 // One cursor scan: from the first key >= start (the first key when start is empty) while the
 // key is below `stop` (or equal to it when stop_inclusive), or, with `prefix` set, while the
@@ -268,7 +257,7 @@ class BTreeIndex final : public Index {
     MDB_cursor* cursor = nullptr;
     int rc = mdb_cursor_open(txn, dbi_, &cursor);
     if (rc != MDB_SUCCESS) return LmdbStatus(rc, "btree index " + name_ + ": cursor");
-    CursorCloser closer(cursor);
+    CursorGuard closer(cursor);
     MDB_val k = Val(range.start);
     MDB_val v;
     rc = range.start.empty() ? mdb_cursor_get(cursor, &k, &v, MDB_FIRST)
@@ -380,21 +369,32 @@ class BTreeIndex final : public Index {
     return key;
   }
 
+  // The start of a change to (value, id): base_ = key prefix ‖ value part, a cursor in *cur
+  // (opened here, closed by the caller, even on error) left by FindChunk on at_, and next_.
+  Status SeekChunk(MDB_txn* txn, const AttrValue& value, FileId id, MDB_cursor** cur) {
+    base_.assign(key_prefix_);
+    AppendIndexValue(value, &base_);
+    const int rc = mdb_cursor_open(txn, dbi_, cur);
+    if (rc != MDB_SUCCESS) {
+      *cur = nullptr;
+      return LmdbStatus(rc, "btree index " + name_ + ": cursor");
+    }
+    if (Status s = FindChunk(*cur, base_, id, &at_, &next_); !s.ok()) {
+      return s.WithContext("btree index " + name_);  // (built only on error: a hot path)
+    }
+    return Status::OK();
+  }
+
   // Changes below splice the chunk's bytes: an entry is coded against the one before it, so
   // inserting or removing one re-codes at most its successor, and the bytes after stay.
   Status InsertPosting(MDB_txn* txn, const AttrValue& value, FileId id) {
-    std::string& base = base_;
-    base.assign(key_prefix_);
-    AppendIndexValue(value, &base);
     MDB_cursor* cur = nullptr;
-    int rc = mdb_cursor_open(txn, dbi_, &cur);
-    if (rc != MDB_SUCCESS) return LmdbStatus(rc, "btree index " + name_ + ": cursor");
-    CursorCloser closer(cur);
+    const Status found = SeekChunk(txn, value, id, &cur);
+    CursorGuard closer(cur);
+    if (!found.ok()) return found;
+    const std::string& base = base_;
     Chunk& at = at_;
     Chunk& next = next_;
-    if (Status s = FindChunk(cur, base, id, &at, &next); !s.ok()) {
-      return s.WithContext("btree index " + name_);  // (built only on error: a hot path)
-    }
     std::string& tail = scratch_;
     if (at.key.empty()) {
       // Below every chunk of the value: the new first id, ahead of the next chunk if it fits.
@@ -467,18 +467,12 @@ class BTreeIndex final : public Index {
   }
 
   Status RemovePosting(MDB_txn* txn, const AttrValue& value, FileId id) {
-    std::string& base = base_;
-    base.assign(key_prefix_);
-    AppendIndexValue(value, &base);
     MDB_cursor* cur = nullptr;
-    int rc = mdb_cursor_open(txn, dbi_, &cur);
-    if (rc != MDB_SUCCESS) return LmdbStatus(rc, "btree index " + name_ + ": cursor");
-    CursorCloser closer(cur);
+    const Status found = SeekChunk(txn, value, id, &cur);
+    CursorGuard closer(cur);
+    if (!found.ok()) return found;
+    const std::string& base = base_;
     Chunk& at = at_;
-    Chunk& next = next_;
-    if (Status s = FindChunk(cur, base, id, &at, &next); !s.ok()) {
-      return s.WithContext("btree index " + name_);  // (built only on error: a hot path)
-    }
     if (at.key.empty()) return Status::OK();  // absent
     std::string_view rest = at.tail;
     if (at.first == id) {
