@@ -68,6 +68,8 @@ struct Options {
   std::string out;
   std::string work = "/var/tmp/propeller-eval/work";
   std::string root;  // mktree
+  bool keep = false;   // leave the loaded data in the work directory
+  bool reuse = false;  // measure what a --keep=yes run left instead of loading
   SystemConfig sys;
 };
 
@@ -421,15 +423,22 @@ int Run(const Options& o) {
   SystemConfig config = o.sys;
   config.now_ns = ds.options().now_ns;
   config.work_dir = o.work + "/" + o.system;
-  std::filesystem::remove_all(config.work_dir);
-  std::filesystem::create_directories(config.work_dir);
+  if (!o.reuse) {
+    std::filesystem::remove_all(config.work_dir);
+    std::filesystem::create_directories(config.work_dir);
+  }
   auto sys = Check(MakeSystem(o.system, config), "system");
   const auto truth = Truth(ds, o.files);
-  std::fprintf(stderr, "[%s] loading %" PRIu64 " files\n", o.system.c_str(), o.files);
   const auto t0 = Clock::now();
-  CheckOk(sys->Load(ds, o.files), "load");
-  const double load_s = Seconds(Clock::now() - t0);
-  std::fprintf(stderr, "[%s] loaded in %.1f s\n", o.system.c_str(), load_s);
+  if (o.reuse) {
+    CheckOk(sys->Attach(ds), "attach to the kept run");
+  } else {
+    std::fprintf(stderr, "[%s] loading %" PRIu64 " files\n", o.system.c_str(), o.files);
+    CheckOk(sys->Load(ds, o.files), "load");
+  }
+  const double load_s = o.reuse ? 0 : Seconds(Clock::now() - t0);
+  std::fprintf(stderr, "[%s] %s in %.1f s\n", o.system.c_str(), o.reuse ? "attached" : "loaded",
+               Seconds(Clock::now() - t0));
   std::unique_ptr<Session> session = Check(sys->Connect(), "connect");
   const uint64_t disk = DiskBytes(config.work_dir);
   std::fprintf(stderr, "[%s] %" PRIu64 " bytes on disk under %s (%.1f per file)\n",
@@ -469,7 +478,7 @@ int Run(const Options& o) {
   json += "}\n";
   session.reset();
   sys.reset();
-  std::filesystem::remove_all(config.work_dir);
+  if (!o.keep) std::filesystem::remove_all(config.work_dir);
   if (!o.out.empty()) {
     std::ofstream(o.out) << json;
   } else {
@@ -532,6 +541,9 @@ int Usage() {
                "                      [--servers-sh=F --mariadb-socket=F --pg-dir=D "
                "--pg-port=P] [--seed=42] [--files-per-acg=1000]\n"
                "                      [--cluster-transport=ipc|tcp] [--compact=yes|no]\n"
+               "                      [--keep=yes] (leave the data in --work)\n"
+               "                      [--reuse=yes] (measure what --keep=yes left, same "
+               "--files/--seed; experiments 2 and 4 only)\n"
                "       propeller_eval mktree --files=N --root=DIR [--out=F]\n"
                "systems: propeller-cluster propeller-engine mariadb postgres sqlite\n");
   return 2;
@@ -567,11 +579,19 @@ int main(int argc, char** argv) {
     else if (k == "pg-port") o.sys.postgres_port = std::atoi(v.c_str());
     else if (k == "cluster-transport" && (v == "tcp" || v == "ipc"))
       o.sys.cluster_ipc = v == "ipc";
+    else if (k == "keep" && (v == "yes" || v == "no")) o.keep = v == "yes";
+    else if (k == "reuse" && (v == "yes" || v == "no")) o.reuse = v == "yes";
     else if (k == "compact" && (v == "yes" || v == "no"))
       o.sys.compact_after_load = v == "yes";
     else return Usage();
   }
   if (o.files == 0 || o.files_per_acg == 0 || o.runs < 1) return Usage();
+  if (o.reuse && std::any_of(o.experiments.begin(), o.experiments.end(),
+                             [](int e) { return e != 2 && e != 4; })) {
+    // Experiments 1 and 3 change the files: a kept run would no longer be the data set.
+    std::fprintf(stderr, "--reuse=yes runs only the read-only experiments 2 and 4\n");
+    return 2;
+  }
   if (o.command == "run" && !o.system.empty()) return Run(o);
   if (o.command == "mktree" && !o.root.empty()) return MakeTree(o);
   return Usage();

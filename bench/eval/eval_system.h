@@ -62,6 +62,11 @@ class System {
   // Bulk-loads files [0, files) of `dataset` (not measured by the experiments except where
   // they say). Called once, on an empty system.
   virtual Status Load(const bench::Dataset& dataset, uint64_t files) = 0;
+  // Instead of Load: opens what an earlier run with --keep=yes left in the work directory
+  // (the same data set and file count), for repeated measurements without reloading.
+  virtual Status Attach(const bench::Dataset& /*dataset*/) {
+    return Status::NotSupported(Name() + " keeps its data outside the work directory");
+  }
   // A new client connection.
   virtual Result<std::unique_ptr<Session>> Connect() = 0;
   // Stops the server process(es) and starts them again on the same data (the caller drops

@@ -167,6 +167,14 @@ class PropellerEngine : public System {
     return Open(/*compact=*/true);
   }
 
+  Status Attach(const bench::Dataset& ds) override {
+    ds_ = &ds;
+    if (!std::filesystem::exists(config_.work_dir + "/engine")) {
+      return Status::NotFound(config_.work_dir + "/engine (no kept run)");
+    }
+    return Open();
+  }
+
   Result<std::unique_ptr<Session>> Connect() override {
     return std::unique_ptr<Session>(new EngineSession(engine_.get(), ds_, config_.now_ns));
   }

@@ -124,6 +124,11 @@ class Sqlite : public System {
     return st;
   }
 
+  Status Attach(const bench::Dataset& /*ds*/) override {
+    if (!std::filesystem::exists(path_)) return Status::NotFound(path_ + " (no kept run)");
+    return Status::OK();
+  }
+
   Result<std::unique_ptr<Session>> Connect() override {
     auto db = Open(path_);
     if (!db.ok()) return db.status();
