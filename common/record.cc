@@ -204,4 +204,39 @@ bool SortsBefore(std::string_view key, bool descending, std::string_view path_a,
   return path_a < path_b;
 }
 
+bool IsBuiltinAttrName(std::string_view name) {
+  // The attribute names and aliases of the query language (common/query/resolve.cc; its
+  // parser test checks that the two lists agree).
+  static constexpr std::string_view kNames[] = {
+      "size", "mtime", "ctime", "atime", "uid",  "gid",   "mode",  "nlink", "type",  "name",
+      "ext",  "path",  "keyword", "user", "owner", "group", "perm", "iname", "ipath",
+  };
+  return std::find(std::begin(kNames), std::end(kNames), name) != std::end(kNames);
+}
+
+std::string CheckUserAttrName(std::string_view name) {
+  constexpr size_t kMaxLength = 64;
+  if (name.empty() || name.size() > kMaxLength) return "a name must be 1-64 characters long";
+  if (name[0] < 'a' || name[0] > 'z') return "a name must start with a letter a-z";
+  for (char c : name) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '.' ||
+                    c == '-';
+    if (!ok) return "a name may contain only a-z, 0-9, '_', '.' and '-'";
+  }
+  if (IsBuiltinAttrName(name)) {
+    return "'" + std::string(name) + "' is a built-in attribute of the query language";
+  }
+  return "";
+}
+
+std::string CheckNewIndexName(std::string_view name) {
+  if (name == "path" || name == "keyword") return "";
+  const std::string why = CheckUserAttrName(name);
+  if (why.empty()) return "";
+  if (IsBuiltinAttrName(name)) {
+    return "'" + std::string(name) + "' is a built-in attribute and cannot name an index";
+  }
+  return "index " + why.substr(2);  // "a name must ..." -> "index name must ..."
+}
+
 }  // namespace propeller

@@ -123,6 +123,19 @@ bool PathHasKeyword(std::string_view path, std::string_view token);
 // reason.
 std::string ValidatePath(std::string_view path);
 
+// Whether the query language gives `name` a meaning of its own (size, mtime, user, perm,
+// iname, path, ... : common/query/query.h): a user attribute or index of that name could never
+// be asked for, so none may take it.
+bool IsBuiltinAttrName(std::string_view name);
+
+// "" when `name` can name a user attribute: [a-z][a-z0-9_.-]{0,63} and not built in; else
+// why not, in words for a message.
+std::string CheckUserAttrName(std::string_view name);
+
+// "" when a new user index may take `name` (CheckUserAttrName, worded for an index; `path` and
+// `keyword` pass, as the built-in indexes the caller refuses as existing); else why not.
+std::string CheckNewIndexName(std::string_view name);
+
 // Search result order (DESIGN §9 `--sort`). Keys: "" (unordered), size, mtime, ctime, atime,
 // uid, gid, path, name. CheckSortKey: InvalidArgument naming the valid keys otherwise.
 Status CheckSortKey(std::string_view key);

@@ -63,7 +63,10 @@ void ReadUserAttrs(ListFn list, GetFn get, FileRecord* rec) {
   for (ssize_t off = 0; off < n;) {
     std::string name(names.data() + off);
     off += static_cast<ssize_t>(name.size()) + 1;
-    if (name.rfind("user.", 0) != 0 || name.size() == 5) continue;
+    // Only user.NAME whose NAME can be a user attribute: `user.size` or `user.Foo` could
+    // never be asked for (size is built in; names are lowercase), and the index refuses them.
+    if (name.rfind("user.", 0) != 0) continue;
+    if (!CheckUserAttrName(std::string_view(name).substr(5)).empty()) continue;
     const ssize_t vn =
         read_grown(&value, [&](char* data, size_t size) { return get(name.c_str(), data, size); });
     if (vn < 0) continue;

@@ -74,7 +74,11 @@ TEST(TreeWalkTest, ReportsEveryEntryOnceInWalkOrder) {
   ASSERT_EQ(::symlink("a/b", (r + "/sym").c_str()), 0);
   ASSERT_EQ(::setxattr((r + "/a/y").c_str(), "user.level", "42", 2, 0), 0);
   ASSERT_EQ(::setxattr((r + "/a/y").c_str(), "user.ratio", "0.5", 3, 0), 0);
+  ASSERT_EQ(::setxattr((r + "/a/y").c_str(), "user.team", "ann", 3, 0), 0);
+  // Names no query could ask for are left out: built in (owner, size) or not lowercase.
   ASSERT_EQ(::setxattr((r + "/a/y").c_str(), "user.owner", "ann", 3, 0), 0);
+  ASSERT_EQ(::setxattr((r + "/a/y").c_str(), "user.size", "7", 1, 0), 0);
+  ASSERT_EQ(::setxattr((r + "/a/y").c_str(), "user.Level", "7", 1, 0), 0);
 
   std::vector<FileRecord> got;
   TreeWalkStats stats;
@@ -118,7 +122,8 @@ TEST(TreeWalkTest, ReportsEveryEntryOnceInWalkOrder) {
     if (rec.paths[0] != "/a/y") continue;
     EXPECT_EQ(std::get<int64_t>(rec.attrs.at("level")), 42);
     EXPECT_EQ(std::get<double>(rec.attrs.at("ratio")), 0.5);
-    EXPECT_EQ(std::get<std::string>(rec.attrs.at("owner")), "ann");
+    EXPECT_EQ(std::get<std::string>(rec.attrs.at("team")), "ann");
+    EXPECT_EQ(rec.attrs.size(), 3u);  // not owner, size or Level
   }
 }
 
@@ -195,7 +200,7 @@ TEST(TreeWalkTest, EntriesAreWhatWalkTreeReports) {
   ASSERT_EQ(::link((r + "/a/y").c_str(), (r + "/y3").c_str()), 0);
   ASSERT_EQ(::symlink("a", (r + "/s").c_str()), 0);
   ASSERT_EQ(::setxattr((r + "/a/y").c_str(), "user.level", "7", 1, 0), 0);
-  ASSERT_EQ(::setxattr((r + "/c/z").c_str(), "user.owner", "bo", 2, 0), 0);
+  ASSERT_EQ(::setxattr((r + "/c/z").c_str(), "user.team", "bo", 2, 0), 0);
   ASSERT_EQ(::setxattr((r + "/a").c_str(), "user.kind", "dir", 3, 0), 0);
 
   // The access times of directories move as the walks list them: not compared.

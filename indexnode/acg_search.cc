@@ -236,6 +236,7 @@ class AcgPlanner {
     const std::string* s = std::get_if<std::string>(&p.value);
     switch (p.attr) {
       case Attr::kPath: {
+        if (p.icase) return Plan();  // the path B-tree's order is case-sensitive
         Index* path = Find("path");
         return path ? BTreePred(path, p) : Result<Plan>(Plan());
       }

@@ -36,6 +36,19 @@ const char* DurabilityName(Durability d) {
   return d == Durability::kSync ? "sync" : "default";
 }
 
+// A user attribute the query language could never ask for (a built-in name such as `size`,
+// or an invalid one) is refused when it is set: accepted, it would silently match nothing.
+// (Removing one stays possible: data written before a name became built in.)
+Status CheckAttrNames(const FileRecord& record) {
+  for (const auto& [name, value] : record.attrs) {
+    const std::string why = CheckUserAttrName(name);
+    if (!why.empty()) {
+      return Status::InvalidArgument("bad user attribute name '" + name + "': " + why);
+    }
+  }
+  return Status::OK();
+}
+
 Status ValidateUpdate(const Update& u) {
   if (u.acg == 0) return Status::InvalidArgument("update names ACG 0 (ACG ids start at 1)");
   switch (u.op) {
@@ -55,10 +68,11 @@ Status ValidateUpdate(const Update& u) {
         case FileType::kOther: break;
         default: return Status::InvalidArgument("record has an unknown file type");
       }
-      return Status::OK();
+      return CheckAttrNames(u.record);
     }
-    case UpdateOp::kDelete: case UpdateOp::kSetAttrs: case UpdateOp::kRemoveAttrs:
-    case UpdateOp::kAddEdge:
+    case UpdateOp::kSetAttrs:
+      return CheckAttrNames(u.record);
+    case UpdateOp::kDelete: case UpdateOp::kRemoveAttrs: case UpdateOp::kAddEdge:
       return Status::OK();
   }
   return Status::InvalidArgument("unknown update op " + std::to_string(static_cast<int>(u.op)));
@@ -302,6 +316,11 @@ Status Engine::Impl::Apply(std::span<const Update> updates) {
   if (updates.empty()) return Status::OK();
   if (updates.size() > UINT32_MAX) return Status::InvalidArgument("update batch is too large");
   for (const Update& u : updates) PROPELLER_RETURN_IF_ERROR(ValidateUpdate(u));
+  for (const Update& u : updates) {
+    if (u.op == UpdateOp::kPut || u.op == UpdateOp::kSetAttrs) {
+      PROPELLER_RETURN_IF_ERROR(attr_names_.Note(u.record));
+    }
+  }
   // A batch that touches an ACG being moved waits for the move to end (ThawAcg or
   // DropMovedAcg), then goes again: it is applied, or it gets the Redirect of a moved ACG.
   for (;;) {
@@ -380,6 +399,18 @@ Status Engine::Impl::Search(const SearchRequest& req, const std::function<bool(S
   ParseOptions po;
   po.now_ns = req.now_ns != 0 ? req.now_ns : options_.env->NowNanos();
   PROPELLER_ASSIGN_OR_RETURN(Query query, Query::Parse(req.query, po));
+  std::vector<std::string> unknown = UnknownAttrs(query);
+  if (!unknown.empty() && !req.report_unknown_attrs) {
+    // Parsed again against the names that exist, for the parser's message: the position of
+    // the first unknown name and the nearest known ones.
+    std::vector<std::string> known = attr_names_.Known();
+    for (const IndexSpec& s : Catalogue()) known.push_back(s.name);
+    std::sort(known.begin(), known.end());
+    po.user_attrs = &known;
+    Result<Query> strict = Query::Parse(req.query, po);
+    return strict.ok() ? Status::InvalidArgument("unknown attribute '" + unknown[0] + "'")
+                       : strict.status();
+  }
   std::string why = ValidatePath(req.scope);
   if (!why.empty()) return Status::InvalidArgument("bad scope '" + req.scope + "': " + why);
   PROPELLER_RETURN_IF_ERROR(CheckSortKey(req.sort_by));
@@ -425,6 +456,7 @@ Status Engine::Impl::Search(const SearchRequest& req, const std::function<bool(S
     pool_->ParallelFor(slices, judge);
   }
   stats.acgs_total = acgs.size();
+  stats.unknown_attrs = std::move(unknown);
   std::vector<Acg*> todo;
   for (size_t i = 0; i < acgs.size(); ++i) {
     if (verdict[i] == kDamaged) {
@@ -537,6 +569,19 @@ Status Engine::Impl::Search(const SearchRequest& req, const std::function<bool(S
   return Status::OK();
 }
 
+std::vector<std::string> Engine::Impl::UnknownAttrs(const Query& query) {
+  const std::vector<std::string> names = UserAttrNames(query);
+  if (names.empty()) return names;
+  std::vector<std::string> unknown = attr_names_.Unknown(names);
+  // An index is known too, even before any file has its attribute.
+  const std::vector<IndexSpec> indexes = Catalogue();
+  std::erase_if(unknown, [&](const std::string& n) {
+    return std::any_of(indexes.begin(), indexes.end(),
+                       [&](const IndexSpec& s) { return s.name == n; });
+  });
+  return unknown;
+}
+
 void Engine::Impl::PruneRecentMovesLocked() {
   const int64_t now = options_.env->MonotonicNanos();
   std::erase_if(moved_at_, [&](const auto& e) { return now - e.second > kRecentMoveNs; });
@@ -599,7 +644,7 @@ Result<FileRecord> Engine::Impl::Get(uint64_t acg_id, FileId id) {
 
 Status Engine::Impl::CreateIndex(const std::string& name, IndexType type) {
   if (crashed_) return Status::Aborted("engine crashed");
-  std::string why = ValidateIndexName(name);
+  std::string why = CheckNewIndexName(name);
   if (!why.empty()) return Status::InvalidArgument("bad index name '" + name + "': " + why);
   if (IsBuiltinIndex(name)) return Status::AlreadyExists("'" + name + "' is a built-in index");
   MutexLock lock(&catalogue_mu_);

@@ -163,6 +163,10 @@ struct SearchRequest {
   int64_t now_ns = 0;                // instant for ages; 0 = now
   std::vector<uint64_t> acgs;        // only these ACGs (sorted or not); empty = every ACG
   std::vector<uint64_t> exclude;     // never these ACGs, even when listed in `acgs`
+  // A query naming a user attribute this node does not know (AttrNames) is refused with the
+  // parser's "unknown attribute" error — unless this is set (one node of a cluster, where
+  // another node may know it): then the search runs and SearchStats::unknown_attrs names them.
+  bool report_unknown_attrs = false;
 };
 
 struct SearchHit {
@@ -185,6 +189,8 @@ struct SearchStats {
   // to SearchRequest::acgs when that is set.
   std::vector<std::pair<uint64_t, uint64_t>> moved;
   std::vector<uint64_t> adopted;
+  // With SearchRequest::report_unknown_attrs: the query's user attributes unknown here.
+  std::vector<std::string> unknown_attrs;
 };
 // How long Search reports an ACG as lately moved or adopted (SearchStats): far longer than
 // any search's requests can take to reach their nodes.

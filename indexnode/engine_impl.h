@@ -21,6 +21,7 @@
 #include "common/mutex.h"
 #include "common/thread_pool.h"
 #include "indexnode/acg.h"
+#include "indexnode/attr_names.h"
 #include "indexnode/dir_table.h"
 #include "indexnode/engine.h"
 #include "indexnode/move_gate.h"
@@ -177,6 +178,8 @@ class Engine::Impl {
   Status DropIndex(const std::string& name);
 
   std::vector<IndexSpec> Catalogue();
+  // The user attributes `query` names that neither AttrNames nor the catalogue knows.
+  std::vector<std::string> UnknownAttrs(const Query& query);
 
   // Makes `specs` the catalogue and brings every open ACG in line now; closed ACGs reconcile
   // when they next open.
@@ -385,6 +388,7 @@ class Engine::Impl {
   std::unique_ptr<ThreadPool> commit_pool_;  // commit_lanes_ - 1 workers, or null
   std::unique_ptr<Wal> wal_;
   std::string catalogue_path_;
+  AttrNames attr_names_;  // the user attribute names accepted here (set at Open)
   DirTable dir_table_;
   std::atomic<bool> crashed_{false};
   std::atomic<uint64_t> total_cached_{0};

@@ -104,6 +104,9 @@ Status Engine::Impl::Open() {
   PROPELLER_ASSIGN_OR_RETURN(std::vector<std::string> names,
                              env->GetChildren(JoinPath(options_.data_dir, "acg")));
   PROPELLER_RETURN_IF_ERROR(CheckLogPresent(names));
+  // No ACG yet: a new data directory, whose list of attribute names starts complete.
+  PROPELLER_RETURN_IF_ERROR(
+      attr_names_.Open(env, JoinPath(options_.data_dir, "attrs"), /*fresh=*/names.empty()));
   // A damaged shard was set aside and starts empty: every ACG that lived there is rebuilt.
   for (const auto& [shard, why] : damaged_shards) {
     for (const std::string& name : names) {

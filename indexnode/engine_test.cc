@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 #include <lmdb.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
@@ -120,6 +121,80 @@ TEST_F(EngineTest, IndexManagementErrorsAndPersistence) {
   EXPECT_EQ(Count("project=alpha"), 1u);
   ASSERT_TRUE(engine_->DropIndex("project").ok());
   EXPECT_EQ(Count("project=alpha"), 1u) << "without the index the attribute is still searchable";
+}
+
+TEST_F(EngineTest, UnknownAttributesAreTyposNotEmptyAnswers) {
+  auto error_of = [&](const std::string& query) {
+    SearchRequest r;
+    r.query = query;
+    r.now_ns = kNow;
+    Result<std::vector<SearchHit>> hits = engine_->SearchAll(r);
+    return hits.ok() ? std::string("OK") : hits.status().message();
+  };
+  const std::string tail =
+      "; a user attribute exists once `propeller attr set` gave it to a file or `propeller "
+      "index create` made it an index";
+  EXPECT_EQ(error_of("sise>1m"), "error at 1: unknown attribute 'sise' (did you mean size?)" +
+                                     tail);
+  EXPECT_EQ(error_of("name=x.c | colour=red"), "error at 12: unknown attribute 'colour'" + tail);
+  // Attributes exist once a file has one (set or put), or once an index of the name does.
+  Update u = Put(1, 5, {"/p"});
+  u.record.attrs["project"] = std::string("alpha");
+  ASSERT_TRUE(engine_->Apply({&u, 1}).ok());
+  Update set;
+  set.op = UpdateOp::kSetAttrs;
+  set.acg = 1;
+  set.record.id = FileId{1, 1};
+  set.record.attrs["stage"] = int64_t{3};
+  ASSERT_TRUE(engine_->Apply({&set, 1}).ok());
+  ASSERT_TRUE(engine_->CreateIndex("colour", IndexType::kHash).ok());
+  EXPECT_EQ(Count("project=alpha"), 1u);
+  EXPECT_EQ(Count("stage=3"), 1u);
+  EXPECT_EQ(Count("colour=red"), 0u);
+  EXPECT_EQ(error_of("projet=alpha"),
+            "error at 1: unknown attribute 'projet' (did you mean project?)" + tail);
+  // A node of a cluster reports them instead (another node may know them) and searches.
+  SearchRequest r;
+  r.query = "sise>1m | name=x.c";
+  r.report_unknown_attrs = true;
+  SearchStats stats;
+  Result<std::vector<SearchHit>> hits = engine_->SearchAll(r, &stats);
+  ASSERT_TRUE(hits.ok()) << hits.status().ToString();
+  EXPECT_EQ(hits->size(), 1u);
+  EXPECT_EQ(stats.unknown_attrs, std::vector<std::string>{"sise"});
+  // Built-in names are never user attributes: refused when set, so never silently unmatched.
+  for (const char* builtin : {"size", "perm", "user", "iname", "path"}) {
+    Update bad = set;
+    bad.record.attrs = {{builtin, int64_t{7}}};
+    EXPECT_EQ(engine_->Apply({&bad, 1}).code(), StatusCode::kInvalidArgument) << builtin;
+    Update bad_put = Put(1, 9, {"/q"});
+    bad_put.record.attrs = {{builtin, int64_t{7}}};
+    EXPECT_EQ(engine_->Apply({&bad_put, 1}).code(), StatusCode::kInvalidArgument) << builtin;
+  }
+  // The names survive a reopen.
+  engine_.reset();
+  engine_ = std::move(Engine::Open(options_)).value();
+  EXPECT_EQ(Count("stage=3"), 1u);
+  EXPECT_EQ(error_of("sise>1m").rfind("error at 1: unknown attribute 'sise'", 0), 0u);
+}
+
+TEST_F(EngineTest, DataWithoutTheListOfAttributeNamesTakesEveryNameAsKnown) {
+  // Written before the list existed (or the list is damaged): the old, lenient behaviour,
+  // and the engine opens.
+  for (const char* content : {"", "garbage\n"}) {
+    engine_.reset();
+    const std::string list = dir_.path() + "/attrs";
+    if (*content == '\0') {
+      ASSERT_EQ(::unlink(list.c_str()), 0);
+    } else {
+      ASSERT_TRUE(WriteFileAtomically(Env::Default(), list, content).ok());
+    }
+    auto e = Engine::Open(options_);
+    ASSERT_TRUE(e.ok()) << e.status().ToString();
+    engine_ = std::move(e).value();
+    EXPECT_EQ(Count("sise>1m"), 0u) << content;
+    EXPECT_EQ(Count("size>1"), 1u) << content;
+  }
 }
 
 TEST_F(EngineTest, EdgesAccumulateAndGetSeesUncommittedUpdates) {

@@ -11,26 +11,6 @@
 
 namespace propeller::master {
 
-std::string CheckIndexName(std::string_view name) {
-  if (name.empty() || name.size() > 64) return "index name must be 1-64 characters long";
-  if (name[0] < 'a' || name[0] > 'z') return "index name must start with a letter a-z";
-  for (char c : name) {
-    const bool ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '.' ||
-                    c == '-';
-    if (!ok) return "index name may contain only a-z, 0-9, '_', '.' and '-'";
-  }
-  // Built-in attributes are answered from the record itself; `path` and `keyword` are also
-  // (built-in) index names and are refused by the caller as existing.
-  for (int a = static_cast<int>(Attr::kSize); a <= static_cast<int>(Attr::kKeyword); ++a) {
-    const Attr attr = static_cast<Attr>(a);
-    if (attr == Attr::kPath || attr == Attr::kKeyword) continue;
-    if (name == AttrName(attr)) {
-      return "'" + std::string(name) + "' is a built-in attribute and cannot name an index";
-    }
-  }
-  return "";
-}
-
 bool IsBuiltinIndex(std::string_view name) {
   return name == "path" || name == "keyword" || name == "inode";
 }
@@ -515,7 +495,7 @@ Status Master::ListNodes(wire::NodesReply* reply) {
 }
 
 Status Master::CreateIndex(const wire::IndexDef& req) {
-  const std::string why = CheckIndexName(req.name);
+  const std::string why = CheckNewIndexName(req.name);
   if (!why.empty()) return Status::InvalidArgument("bad index name: " + why);
   if (req.type != IndexType::kBTree && req.type != IndexType::kHash &&
       req.type != IndexType::kKdTree) {

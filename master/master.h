@@ -54,10 +54,6 @@ struct MasterConfig {
   MasterClock clock;                         // unset functions = the real clocks
 };
 
-// Index names the master accepts (the same rule as the index nodes'): 1-64 bytes of
-// [a-z0-9_.-] starting with a letter, not a built-in attribute name (size, mtime, ctime,
-// atime, uid, gid, mode, nlink, type, name, ext). Empty when valid, else the reason.
-std::string CheckIndexName(std::string_view name);
 // True for the indexes every node has from the start: path, keyword, inode.
 bool IsBuiltinIndex(std::string_view name);
 

@@ -737,13 +737,17 @@ Status Get(const msgpack::object& o, SearchHitsChunk* m) {
 //   3     hits                   uint                  hits sent                        1.0
 //   4     moved                  [AcgLocation]         moved away lately, not searched  1.3
 //   5     adopted                [uint]                adopted lately, searched         1.3
+//   6     unknown_attrs          [str]                 user attributes unknown here     1.4
 void Put(Writer& w, const SearchDone& m) {
-  PutFields(w, m.acgs_total, m.acgs_skipped, m.candidates, m.hits, m.moved, m.adopted);
+  PutFields(w, m.acgs_total, m.acgs_skipped, m.candidates, m.hits, m.moved, m.adopted,
+            m.unknown_attrs);
 }
 Status Get(const msgpack::object& o, SearchDone* m) {
-  return GetFields(o, 0, {"acgs_total", "acgs_skipped", "candidates", "hits", "moved", "adopted"},
+  return GetFields(o, 0,
+                   {"acgs_total", "acgs_skipped", "candidates", "hits", "moved", "adopted",
+                    "unknown_attrs"},
                    &m->acgs_total, &m->acgs_skipped, &m->candidates, &m->hits, &m->moved,
-                   &m->adopted);
+                   &m->adopted, &m->unknown_attrs);
 }
 
 // GetRecordRequest (kGetRecord)

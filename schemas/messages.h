@@ -319,6 +319,9 @@ struct SearchDone {
   // node adopted lately that the search did include.
   std::vector<AcgLocation> moved;
   std::vector<uint64_t> adopted;
+  // Since 1.4: the query's user attributes this node does not know (indexnode/attr_names.h);
+  // the client refuses the query when no node knows one.
+  std::vector<std::string> unknown_attrs;
 };
 
 struct GetRecordRequest {

@@ -114,7 +114,7 @@ PROPELLER_TIE(SearchQuery, m.query, m.scope, m.volume, m.creds, m.limit, m.sort_
 PROPELLER_TIE(WireHit, m.path, m.record, m.acg)
 PROPELLER_TIE(SearchHitsChunk, m.hits)
 PROPELLER_TIE(SearchDone, m.acgs_total, m.acgs_skipped, m.candidates, m.hits, m.moved,
-              m.adopted)
+              m.adopted, m.unknown_attrs)
 PROPELLER_TIE(GetRecordRequest, m.acg, m.file)
 PROPELLER_TIE(RecordReply, m.record)
 PROPELLER_TIE(NodeStatusReply, m.node_id, m.acgs, m.files, m.cached_updates, m.wal_bytes,
@@ -334,7 +334,7 @@ void Fill(Gen& g, SearchHitsChunk* m) {
 }
 void Fill(Gen& g, SearchDone* m) {
   *m = {g.U64(), g.U64(), g.U64(), g.U64(), g.List(3, [&] { return RandomAcgLocation(g); }),
-        g.List(3, [&] { return g.U64(); })};
+        g.List(3, [&] { return g.U64(); }), g.List(3, [&] { return g.Str(20); })};
 }
 void Fill(Gen& g, GetRecordRequest* m) { *m = {g.U64(), g.Id()}; }
 void Fill(Gen& g, RecordReply* m) { m->record = g.Record(); }
@@ -407,8 +407,8 @@ PROPELLER_SPEC(ApplyRequest, 1, "a", "updates")
 PROPELLER_SPEC(SearchQuery, 1, "ssoousbia", "query", "scope", "volume", "creds", "limit",
                "sort_by", "descending", "now_ns", "acgs")
 PROPELLER_SPEC(SearchHitsChunk, 1, "a", "hits")
-PROPELLER_SPEC(SearchDone, 0, "uuuuaa", "acgs_total", "acgs_skipped", "candidates", "hits",
-               "moved", "adopted")
+PROPELLER_SPEC(SearchDone, 0, "uuuuaaa", "acgs_total", "acgs_skipped", "candidates", "hits",
+               "moved", "adopted", "unknown_attrs")
 PROPELLER_SPEC(GetRecordRequest, 2, "ua", "acg", "file")
 PROPELLER_SPEC(RecordReply, 1, "a", "record")
 PROPELLER_SPEC(NodeStatusReply, 1, "uuuuuuuasia", "node_id", "acgs", "files", "cached_updates",
@@ -677,7 +677,12 @@ TEST(MessagesGoldenTest, Ping) {
   ExpectGolden(Ping{"hi"}, "91" "a26869");
   ExpectGolden(Ping{}, "91" "a0");
   ExpectGolden(Empty{}, "90");
-  ExpectGolden(SearchDone{}, "96" "00" "00" "00" "00" "90" "90");
+  ExpectGolden(SearchDone{}, "97" "00" "00" "00" "00" "90" "90" "90");
+  // A node before 1.4 sends six fields: no unknown attributes.
+  SearchDone old;
+  old.unknown_attrs = {"x"};
+  ASSERT_TRUE(Decode(Unhex("96" "00" "00" "00" "00" "90" "90"), &old).ok());
+  EXPECT_TRUE(old == SearchDone{});
 }
 
 TEST(MessagesGoldenTest, RequestEnvelope) {

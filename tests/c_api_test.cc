@@ -71,11 +71,11 @@ TEST(CApiTest, SearchAndAttributesThroughTheCAbi) {
   EXPECT_EQ(paths.size(), 5u);  // sorted by size: file1.txt (1000) first, then 2, 4, 5, 7
 
   const std::string target = std::string(root) + "/file7.txt";
-  ASSERT_EQ(propeller_set_attr_string(c, target.c_str(), "owner", "ann", &error), 0) << error;
+  ASSERT_EQ(propeller_set_attr_string(c, target.c_str(), "team", "ann", &error), 0) << error;
   ASSERT_EQ(propeller_set_attr_int(c, target.c_str(), "level", 3, &error), 0) << error;
-  EXPECT_EQ(propeller_c_count(master.c_str(), "owner=ann & level=3", nullptr), 1);
-  ASSERT_EQ(propeller_remove_attr(c, target.c_str(), "owner", &error), 0);
-  EXPECT_EQ(propeller_c_count(master.c_str(), "owner=ann", nullptr), 0);
+  EXPECT_EQ(propeller_c_count(master.c_str(), "team=ann & level=3", nullptr), 1);
+  ASSERT_EQ(propeller_remove_attr(c, target.c_str(), "team", &error), 0);
+  EXPECT_EQ(propeller_c_count(master.c_str(), "team=ann", nullptr), 0);
 
   // Errors: a status number and a one-line message the caller frees.
   EXPECT_EQ(propeller_search(c, "size>>1", nullptr, 0, nullptr, 0, collect, &paths, &error),

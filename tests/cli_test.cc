@@ -464,6 +464,65 @@ TEST_F(CliTest, AVolumeIsListedRemovedAndImportedAgain) {
   EXPECT_EQ(Cli({"volume", "frobnicate"}).code, 2);
 }
 
+// The traps of the query language (docs/query.md), through `propeller up` against a tree
+// whose modes, names and times are set here: each answer is compared with what the tree holds.
+TEST_F(CliTest, TyposAreErrorsAndModesDatesCaseAndRegexMeanWhatTheySay) {
+  fs::create_directories(tree_ + "/Src");
+  auto make = [&](const std::string& rel, mode_t mode, const char* date) {
+    const std::string path = tree_ + "/" + rel;
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    ASSERT_GE(fd, 0) << path;
+    ::close(fd);
+    ASSERT_EQ(::chmod(path.c_str(), mode), 0);
+    struct tm tm = {};
+    ASSERT_NE(::strptime(date, "%Y-%m-%dT%H:%M:%S", &tm), nullptr);
+    const struct timespec times[2] = {{::timegm(&tm), 0}, {::timegm(&tm), 0}};
+    ASSERT_EQ(::utimensat(AT_FDCWD, path.c_str(), times, 0), 0);
+  };
+  make("Src/Main.C", 0644, "2026-03-05T23:59:59");
+  make("Src/util.c", 0664, "2026-03-06T00:00:00");
+  make("Src/run.sh", 0755, "2026-03-05T00:00:00");
+  make("notes.TXT", 0600, "2025-01-01T12:00:00");
+  ASSERT_EQ(Cli({"import", tree_}).code, 0);
+  auto names = [&](const std::string& query) {
+    std::vector<std::string> out;
+    for (const std::string& p : Search(query, {"--scope", tree_})) {
+      out.push_back(p.substr(tree_.size() + 1));
+    }
+    return Sorted(out);
+  };
+  using V = std::vector<std::string>;
+  // Modes are octal with or without the 0; perm reads as find -perm.
+  EXPECT_EQ(names("mode=644 & type=f"), (V{"Src/Main.C"}));
+  EXPECT_EQ(names("perm=-664 & type=f"), (V{"Src/util.c"}));
+  EXPECT_EQ(names("perm=/111 & type=f"), (V{"Src/run.sh"}));
+  // = with a date is that day (UTC).
+  EXPECT_EQ(names("mtime=2026-03-05"), (V{"Src/Main.C", "Src/run.sh"}));
+  EXPECT_EQ(names("mtime=2026-03-05T23:59"), (V{"Src/Main.C"}));
+  // Ages count back from now: > is older.
+  EXPECT_EQ(names("mtime>1y & type=f"), (V{"notes.TXT"}));
+  // Case and regular expressions.
+  EXPECT_EQ(names("iname=main.c"), (V{"Src/Main.C"}));
+  EXPECT_EQ(names("iname~*.txt"), (V{"notes.TXT"}));
+  EXPECT_EQ(names("name=~\"^[a-z]+\\.(c|sh)$\""), (V{"Src/run.sh", "Src/util.c"}));
+  EXPECT_EQ(names("user=root & name~*.c"), (V{"Src/util.c"}));
+  // A typo is an error naming the nearest attribute, with exit status 1; so is a built-in
+  // name given as a user attribute.
+  for (const char* typo : {"sise>1m", "mtiem<1d", "projet=alpha"}) {
+    CliResult r = Cli({"search", typo});
+    EXPECT_EQ(r.code, 1) << typo;
+    EXPECT_NE(r.err.find("unknown attribute"), std::string::npos) << typo << ": " << r.err;
+  }
+  EXPECT_NE(Cli({"search", "sise>1m"}).err.find("did you mean size?"), std::string::npos);
+  CliResult shadow = Cli({"attr", "set", tree_ + "/notes.TXT", "size", "7"});
+  EXPECT_EQ(shadow.code, 1);
+  EXPECT_NE(shadow.err.find("built-in"), std::string::npos) << shadow.err;
+  EXPECT_NE(Cli({"index", "create", "perm"}).code, 0);
+  // A name becomes known once set: then it is searched, not refused.
+  ASSERT_EQ(Cli({"attr", "set", tree_ + "/notes.TXT", "projet", "alpha"}).code, 0);
+  EXPECT_EQ(names("projet=alpha"), (V{"notes.TXT"}));
+}
+
 TEST_F(CliTest, ErrorsAreOneLineWithDocumentedExitCodes) {
   CliResult bad_query = Cli({"search", "size>>1m"});
   EXPECT_EQ(bad_query.code, 1);

@@ -14,10 +14,20 @@ namespace {
 
 constexpr const char* kSearchHelp = R"(usage: propeller search QUERY [options]
 
-Prints the indexed files matching QUERY, one path per line (DESIGN §8 query language):
+Prints the indexed files matching QUERY, one path per line:
   propeller search 'size>1g & mtime<1d'
   propeller search 'keyword=firefox & mtime<1w' --scope /home/ann --sort size --desc
   propeller search 'ext=parquet' -0 | xargs -0 ls -l
+
+QUERY: ATTR OP VALUE, combined with & (or ,), |, ! and parentheses.
+  ATTR   size mtime ctime atime uid/user/owner gid/group mode perm nlink type
+         name iname path ipath ext keyword, or a user attribute (attr set, index create)
+  OP     = != < <= > >=, ~ (glob, or substring without * ? [), =~ (regular expression)
+  VALUE  sizes 10k 16m 1g; ages 30s 10min 2h 1d 1w 1y (mtime<1d: less than a day ago);
+         dates 2024-05-01[T12:00] UTC (mtime=2024-05-01: that day); octal modes 644;
+         perm=-220 (all bits) perm=/111 (any); "quoted strings"
+  An unknown attribute is an error ('sise>1m': did you mean size?). The full reference,
+  with examples: docs/query.md.
 
 Options:
   --scope DIR     only files under DIR (default: every indexed volume)

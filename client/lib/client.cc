@@ -669,6 +669,15 @@ class Client::Impl {
     }
     for (std::thread& t : threads) t.join();
     if (!shared.error.ok() && !stopped) return shared.error;
+    if (shared.migrations.unknown_attrs && !shared.migrations.unknown_attrs->empty()) {
+      // No node knows it: a typo (`sise>1m`), refused as the parser words it. (Hits of the
+      // query's other branches may have been delivered already.)
+      ParseOptions po;
+      po.now_ns = q.now_ns;
+      const std::vector<std::string> unknown(shared.migrations.unknown_attrs->begin(),
+                                             shared.migrations.unknown_attrs->end());
+      PROPELLER_RETURN_IF_ERROR(UnknownAttrError(query, unknown, po));
+    }
     // An ACG that moved away from a node before its request arrived there, to a node that had
     // not adopted it yet when its own request arrived, was searched nowhere: search it at the
     // node it went to (which may have passed it on: follow, a few hops at most).
@@ -855,6 +864,9 @@ class Client::Impl {
   struct Migrations {
     std::vector<std::pair<uint64_t, uint32_t>> moved;  // ACG, the node it went to
     std::set<uint64_t> adopted;
+    // The user attributes of the query that no node answering so far knows (SearchDone
+    // .unknown_attrs, intersected); unset before the first answer.
+    std::optional<std::set<std::string>> unknown_attrs;
   };
 
   Status SearchNode(const wire::NodeInfo& node, const wire::SearchQuery& q,
@@ -901,6 +913,13 @@ class Client::Impl {
     stats->candidates += done.candidates;
     for (const wire::AcgLocation& m : done.moved) migrations->moved.emplace_back(m.acg, m.node_id);
     migrations->adopted.insert(done.adopted.begin(), done.adopted.end());
+    std::set<std::string> unknown(done.unknown_attrs.begin(), done.unknown_attrs.end());
+    if (migrations->unknown_attrs) {
+      std::erase_if(unknown, [&](const std::string& n) {
+        return migrations->unknown_attrs->count(n) == 0;
+      });
+    }
+    migrations->unknown_attrs = std::move(unknown);
     return Status::OK();
   }
 
@@ -1229,6 +1248,13 @@ class Client::Impl {
   }
 
   Status AttrUpdate(UpdateOp op, FileId id, const std::string& name, const AttrValue& value) {
+    if (op == UpdateOp::kSetAttrs) {
+      // The index node refuses it too; here it is said without a round trip.
+      const std::string why = CheckUserAttrName(name);
+      if (!why.empty()) {
+        return Status::InvalidArgument("bad user attribute name '" + name + "': " + why);
+      }
+    }
     FileUpdate u;
     u.op = op;
     u.record.id = id;

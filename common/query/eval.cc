@@ -13,6 +13,7 @@
 #include <string_view>
 
 #include "common/query/query.h"
+#include "common/query/values.h"
 #include "common/record.h"
 
 namespace propeller {
@@ -81,27 +82,50 @@ bool StringHolds(CmpOp op, std::string_view subject, const std::string& value) {
   return Holds(op, c < 0 ? -1 : (c > 0 ? 1 : 0));
 }
 
+// One string against a text predicate: its regex (=~), or StringHolds, with ASCII letters
+// folded for iname/ipath (whose value the parser lowercased).
+bool TextHolds(const Predicate& pred, CmpOp op, std::string_view subject,
+               const std::string& value) {
+  if (op == CmpOp::kRegex) return pred.regex != nullptr && pred.regex->Search(subject);
+  if (!pred.icase) return StringHolds(op, subject, value);
+  std::string folded(subject);
+  for (char& c : folded) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  }
+  return StringHolds(op, folded, value);
+}
+
 enum class PathPart { kName, kExt, kPath };
 
 // True when one of `paths` (the record's, or the one link evaluated) satisfies the predicate
 // ('!=' = none equals).
-bool AnyPathMatches(std::span<const std::string> paths, PathPart part, CmpOp op,
-                    const AttrValue& value) {
-  const auto* text = std::get_if<std::string>(&value);
+bool AnyPathMatches(std::span<const std::string> paths, PathPart part, const Predicate& pred,
+                    CmpOp op) {
+  const auto* text = std::get_if<std::string>(&pred.value);
   if (text == nullptr) return op == CmpOp::kNe;
-  if (op == CmpOp::kNe) return !AnyPathMatches(paths, part, CmpOp::kEq, value);
+  if (op == CmpOp::kNe) return !AnyPathMatches(paths, part, pred, CmpOp::kEq);
   for (const std::string& path : paths) {
     bool hit = false;
     switch (part) {
-      case PathPart::kPath: hit = StringHolds(op, path, *text); break;
-      case PathPart::kName: hit = StringHolds(op, PathBaseName(path), *text); break;
+      case PathPart::kPath: hit = TextHolds(pred, op, path, *text); break;
+      case PathPart::kName: hit = TextHolds(pred, op, PathBaseName(path), *text); break;
       case PathPart::kExt:
-        hit = StringHolds(op, NameExtension(PathBaseName(path)), *text);
+        hit = TextHolds(pred, op, NameExtension(PathBaseName(path)), *text);
         break;
     }
     if (hit) return true;
   }
   return false;
+}
+
+// find -perm -MODE / /MODE on the permission bits.
+bool BitsMatch(CmpOp op, uint32_t mode, const AttrValue& value) {
+  const auto* bits = std::get_if<int64_t>(&value);
+  if (bits == nullptr) return false;
+  const auto want = static_cast<uint32_t>(*bits) & 07777;
+  const uint32_t have = mode & 07777;
+  if (op == CmpOp::kBitsAll) return (have & want) == want;
+  return want == 0 || (have & want) != 0;  // as find: /000 matches every file
 }
 
 bool KeywordMatches(std::span<const std::string> paths, CmpOp op, const AttrValue& value) {
@@ -126,15 +150,17 @@ bool TypeMatches(const FileRecord& record, CmpOp op, const AttrValue& value) {
 
 // A user attribute value against the predicate's value. Numbers compare with numbers (int
 // and double exactly), strings with strings; anything else is a mismatch (false; '!=' true).
-bool UserValueMatches(CmpOp op, const AttrValue& have, const AttrValue& want) {
+bool UserValueMatches(const Predicate& pred, const AttrValue& have) {
+  const CmpOp op = pred.op;
+  const AttrValue& want = pred.value;
   const auto* have_s = std::get_if<std::string>(&have);
   const auto* want_s = std::get_if<std::string>(&want);
   if (have_s != nullptr || want_s != nullptr) {
     if (have_s == nullptr || want_s == nullptr) return op == CmpOp::kNe;
     if (op == CmpOp::kNe) return *have_s != *want_s;
-    return StringHolds(op, *have_s, *want_s);
+    return TextHolds(pred, op, *have_s, *want_s);
   }
-  if (op == CmpOp::kMatch) return false;
+  if (op == CmpOp::kMatch || op == CmpOp::kRegex) return false;
   const auto* have_i = std::get_if<int64_t>(&have);
   const auto* want_i = std::get_if<int64_t>(&want);
   Order order;
@@ -181,9 +207,9 @@ bool LinkPredicateMatches(const Predicate& pred, const FileRecord& record,
                           std::span<const std::string> paths) {
   const CmpOp op = pred.op;
   switch (pred.attr) {
-    case Attr::kName: return AnyPathMatches(paths, PathPart::kName, op, pred.value);
-    case Attr::kExt: return AnyPathMatches(paths, PathPart::kExt, op, pred.value);
-    case Attr::kPath: return AnyPathMatches(paths, PathPart::kPath, op, pred.value);
+    case Attr::kName: return AnyPathMatches(paths, PathPart::kName, pred, op);
+    case Attr::kExt: return AnyPathMatches(paths, PathPart::kExt, pred, op);
+    case Attr::kPath: return AnyPathMatches(paths, PathPart::kPath, pred, op);
     case Attr::kKeyword: return KeywordMatches(paths, op, pred.value);
     default: return PredicateMatches(pred, record);
   }
@@ -200,17 +226,21 @@ bool PredicateMatches(const Predicate& pred, const FileRecord& record) {
     case Attr::kAtime: return Holds(op, CompareValues<FileTime>(record.atime, pred.time));
     case Attr::kUid: return IntFieldMatches(op, record.uid, pred.value);
     case Attr::kGid: return IntFieldMatches(op, record.gid, pred.value);
-    case Attr::kMode: return IntFieldMatches(op, record.mode & 07777, pred.value);
+    case Attr::kMode:
+      if (op == CmpOp::kBitsAll || op == CmpOp::kBitsAny) {
+        return BitsMatch(op, record.mode, pred.value);
+      }
+      return IntFieldMatches(op, record.mode & 07777, pred.value);
     case Attr::kNlink: return IntFieldMatches(op, record.nlink, pred.value);
     case Attr::kType: return TypeMatches(record, op, pred.value);
-    case Attr::kName: return AnyPathMatches(record.paths, PathPart::kName, op, pred.value);
-    case Attr::kExt: return AnyPathMatches(record.paths, PathPart::kExt, op, pred.value);
-    case Attr::kPath: return AnyPathMatches(record.paths, PathPart::kPath, op, pred.value);
+    case Attr::kName: return AnyPathMatches(record.paths, PathPart::kName, pred, op);
+    case Attr::kExt: return AnyPathMatches(record.paths, PathPart::kExt, pred, op);
+    case Attr::kPath: return AnyPathMatches(record.paths, PathPart::kPath, pred, op);
     case Attr::kKeyword: return KeywordMatches(record.paths, op, pred.value);
     case Attr::kUser: {
       const auto it = record.attrs.find(pred.user_attr);
       if (it == record.attrs.end()) return op == CmpOp::kNe;
-      return UserValueMatches(op, it->second, pred.value);
+      return UserValueMatches(pred, it->second);
     }
   }
   return op == CmpOp::kNe;

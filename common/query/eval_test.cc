@@ -142,8 +142,9 @@ TEST(QueryEval, IdsModeNlinkType) {
   ExpectAll(LinkedFile(), {
       {"uid=alice", true}, {"uid=1000", true}, {"uid!=alice", false}, {"uid<1000", false},
       {"uid<=1000", true}, {"gid=staff", true}, {"gid>50", false},
-      // mode compares the permission bits only: 0100644 & 07777 = 0644 = 420.
-      {"mode=0644", true}, {"mode=420", true}, {"mode!=0644", false}, {"mode>0600", true},
+      // mode compares the permission bits only (0100644 & 07777), always in octal.
+      {"mode=0644", true}, {"mode=644", true}, {"mode=420", false}, {"mode!=0644", false},
+      {"mode>0600", true},
       {"mode<0644", false}, {"mode=0755", false},
       {"nlink=2", true}, {"nlink>1", true}, {"nlink>=3", false},
       {"type=f", true}, {"type!=f", false}, {"type=d", false}, {"type!=d", true},
@@ -156,6 +157,46 @@ TEST(QueryEval, IdsModeNlinkType) {
   setuid.mode = 0104755;  // S_IFREG | setuid | 0755: the setuid bit is inside 07777
   ExpectAll(setuid, {{"mode=04755", true}, {"mode=0755", false}, {"mode>0755", true}});
   ExpectAll(NoPaths(), {{"type=o", true}});
+}
+
+TEST(QueryEval, PermAsFindPerm) {
+  // 0100644: rw-r--r--. find -perm MODE / -MODE / /MODE.
+  ExpectAll(LinkedFile(), {
+      {"perm=644", true},   {"perm=0644", true},  {"perm=640", false},
+      {"perm=-644", true},  {"perm=-600", true},  {"perm=-004", true},   {"perm=-664", false},
+      {"perm=/022", false}, {"perm=/002", false}, {"perm=/060", true},   {"perm=/000", true},
+      {"perm=-000", true},  {"perm!=-600", false}, {"perm!=/022", true},
+  });
+  FileRecord setuid = RootDir();
+  setuid.mode = 0104755;
+  ExpectAll(setuid, {{"perm=-4000", true}, {"perm=/6000", true}, {"perm=-6000", false}});
+}
+
+TEST(QueryEval, CaseInsensitiveAndRegex) {
+  // Paths: /data/run42/Report.PDF and /home/ann/report-link.pdf.
+  ExpectAll(LinkedFile(), {
+      {"iname=report.pdf", true},    {"name=report.pdf", false},  {"iname=REPORT.PDF", true},
+      {"iname~rePORT*", true},       {"iname~*LINK*", true},      {"iname!=report.pdf", false},
+      {"ipath~/DATA/*", true},       {"path~/DATA/*", false},     {"ipath=/DATA/RUN42/report.pdf", true},
+      {"name=~\"^Report\\.\"", true}, {"name=~^Report\\.PDF$", true}, {"name=~^report", true} /* the link */, {"name=~^report\\.", false},   {"iname=~^REPORT-", true},
+      {"path=~\"run[0-9]+/\"", true}, {"path=~\"run[a-z]+/\"", false},
+      {"ext=~^p", true},             {"ext=~^P", true},           // ext is lowercased: PDF, pdf
+      {"project=~^al", true},        {"project=~^AL", false},     {"n=~5", false},
+  });
+}
+
+TEST(QueryEval, DateEqualityIsTheDay) {
+  // LinkedFile: mtime 2024-05-31T00:00:00 exactly, ctime 2024-05-30T00:00:00, atime kNow.
+  ExpectAll(LinkedFile(), {
+      {"mtime=2024-05-31", true},        {"mtime=2024-05-30", false},
+      {"mtime!=2024-05-31", false},      {"mtime!=2024-06-01", true},
+      {"ctime=2024-05-30", true},        {"ctime=2024-05-30T00:00", true},
+      {"ctime=2024-05-30T00:01", false}, {"atime=2024-06-01T00:00:00", true},
+  });
+  FileRecord late = LinkedFile();
+  late.mtime = kNow - 1;  // 2024-05-31T23:59:59.999999999: still that day
+  ExpectAll(late, {{"mtime=2024-05-31", true}, {"mtime=2024-06-01", false},
+                   {"mtime=2024-05-31T23:59", true}, {"mtime=2024-05-31T23:59:59", true}});
 }
 
 TEST(QueryEval, NamesAndPathsOfHardLinks) {

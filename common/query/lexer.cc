@@ -42,7 +42,13 @@ std::optional<CmpOp> Scanner::ReadOperator() {
   if (AtEnd()) return std::nullopt;
   const bool eq_next = pos_ + 1 < text_.size() && text_[pos_ + 1] == '=';
   switch (text_[pos_]) {
-    case '=': pos_ += 1; return CmpOp::kEq;
+    case '=':
+      if (pos_ + 1 < text_.size() && text_[pos_ + 1] == '~') {
+        pos_ += 2;
+        return CmpOp::kRegex;
+      }
+      pos_ += 1;
+      return CmpOp::kEq;
     case '~': pos_ += 1; return CmpOp::kMatch;
     case '!':
       if (!eq_next) return std::nullopt;
@@ -78,7 +84,7 @@ std::string_view Scanner::ReadWord() {
   return word;
 }
 
-Result<std::string> Scanner::ReadQuoted() {
+Result<std::string> Scanner::ReadQuoted(bool keep_backslashes) {
   const size_t open = pos_;
   std::string out;
   size_t i = pos_ + 1;
@@ -92,6 +98,12 @@ Result<std::string> Scanner::ReadQuoted() {
     if (c == '\\') {
       if (i + 1 >= text_.size()) break;  // unterminated
       const char e = text_[i + 1];
+      if (keep_backslashes && e != '"') {
+        out.push_back(c);
+        out.push_back(e);
+        i += 2;
+        continue;
+      }
       if (e != '"' && e != '\\') {
         return ErrorAt(i, "unknown escape '\\" + DescribeByte(static_cast<unsigned char>(e)) +
                               "' in a string (only \\\" and \\\\ are allowed)");
@@ -106,13 +118,25 @@ Result<std::string> Scanner::ReadQuoted() {
   return ErrorAt(open, "unterminated string (missing closing '\"')");
 }
 
-Result<ValueToken> Scanner::ReadValue() {
+Result<ValueToken> Scanner::ReadValue(bool regex) {
   ValueToken token;
   token.offset = pos_;
   if (!AtEnd() && Peek() == '"') {
-    PROPELLER_ASSIGN_OR_RETURN(token.text, ReadQuoted());
+    PROPELLER_ASSIGN_OR_RETURN(token.text, ReadQuoted(regex));
     token.quoted = true;
     return token;
+  }
+  if (regex) {
+    auto regex_char = [](unsigned char c) {
+      return IsWordChar(c) || c == '^' || c == '$' || c == '\\' || c == '{' || c == '}';
+    };
+    size_t end = pos_;
+    while (end < text_.size() && regex_char(static_cast<unsigned char>(text_[end]))) ++end;
+    if (end > pos_) {
+      token.text = std::string(text_.substr(pos_, end - pos_));
+      pos_ = end;
+      return token;
+    }
   }
   if (AtEnd() || !IsWordChar(static_cast<unsigned char>(Peek()))) {
     if (!AtEnd() && Peek() == '\'') {

@@ -3,7 +3,7 @@
 // The grammar is small and context-dependent ('!' is negation before a predicate but part of
 // "!=" after an attribute), so the parser drives this scanner directly instead of consuming a
 // token stream: it asks for "an operator here" or "a value here". Offsets are 0-based bytes
-// into the query text; messages add 1 (DESIGN §8 counts from 1).
+// into the query text; messages add 1 (docs/query.md counts from 1).
 //
 // Lexical rules (query.h):
 //  - whitespace: space, \t, \n, \r, \v, \f, allowed between any two tokens;
@@ -63,7 +63,9 @@ class Scanner {
   std::string_view ReadWord();
   // Reads a value (quoted string or word). Errors: "expected a value" when neither starts
   // here, and the string errors of ReadQuoted.
-  Result<ValueToken> ReadValue();
+  // regex (the value of =~): a quoted value keeps every backslash but the one of \" (the
+  // pattern's own escapes, "\.", pass through), and an unquoted one may also hold ^ $ \ { }.
+  Result<ValueToken> ReadValue(bool regex = false);
 
   // How the token at `offset` reads in "unexpected 'X'": a whole word (cut after 32 bytes),
   // or one character, non-printable bytes as \xNN.
@@ -71,7 +73,7 @@ class Scanner {
 
  private:
   // REQUIRES: Peek() == '"'.
-  Result<std::string> ReadQuoted();
+  Result<std::string> ReadQuoted(bool keep_backslashes);
   size_t WordEnd(size_t from) const;
 
   std::string_view text_;

@@ -97,7 +97,7 @@ class Parser {
     raw.attr_offset = scanner_.offset();
     const std::string_view word = scanner_.ReadWord();
     if (word.empty()) return ErrorAt(raw.attr_offset, "expected an attribute name");
-    PROPELLER_ASSIGN_OR_RETURN(raw.attr, ResolveAttrName(word, raw.attr_offset));
+    PROPELLER_ASSIGN_OR_RETURN(raw.attr, ResolveAttrName(word, raw.attr_offset, options_));
     if (++predicates_ > kMaxPredicates) {
       return ErrorAt(raw.attr_offset,
                      "too many predicates (at most " + std::to_string(kMaxPredicates) + ")");
@@ -106,16 +106,13 @@ class Parser {
     scanner_.SkipSpace();
     raw.op_offset = scanner_.offset();
     const std::optional<CmpOp> op = scanner_.ReadOperator();
-    if (!op) return ErrorAt(raw.op_offset, "expected an operator (= != < <= > >= ~)");
+    if (!op) return ErrorAt(raw.op_offset, "expected an operator (= != < <= > >= ~ =~)");
     raw.op = *op;
 
     scanner_.SkipSpace();
-    PROPELLER_ASSIGN_OR_RETURN(raw.value, scanner_.ReadValue());
+    PROPELLER_ASSIGN_OR_RETURN(raw.value, scanner_.ReadValue(raw.op == CmpOp::kRegex));
 
-    auto node = std::make_unique<QueryNode>();
-    node->kind = QueryNode::Kind::kPred;
-    PROPELLER_ASSIGN_OR_RETURN(node->pred, ResolvePredicate(raw, options_, now_ns_));
-    return node;
+    return ResolveNode(raw, options_, now_ns_);
   }
 
   Status Unexpected() const {

@@ -5,6 +5,7 @@
 #include <pwd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <vector>
 
@@ -79,6 +80,9 @@ const char* CmpOpName(CmpOp op) {
     case CmpOp::kGt: return ">";
     case CmpOp::kGe: return ">=";
     case CmpOp::kMatch: return "~";
+    case CmpOp::kRegex: return "=~";
+    case CmpOp::kBitsAll: return "=-";  // rendered as perm = -MODE
+    case CmpOp::kBitsAny: return "=/";  // rendered as perm = /MODE
   }
   return "?";
 }
@@ -88,6 +92,41 @@ NameResolver NameResolver::System() {
   resolver.user = LookupUser;
   resolver.group = LookupGroup;
   return resolver;
+}
+
+namespace {
+
+void CollectUserAttrs(const QueryNode& node, std::vector<std::string>* names) {
+  if (node.kind == QueryNode::Kind::kPred) {
+    if (node.pred.attr == Attr::kUser) names->push_back(node.pred.user_attr);
+    return;
+  }
+  for (const auto& c : node.children) CollectUserAttrs(*c, names);
+}
+
+}  // namespace
+
+std::vector<std::string> UserAttrNames(const Query& query) {
+  std::vector<std::string> names;
+  CollectUserAttrs(query.root(), &names);
+  std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+  return names;
+}
+
+Status UnknownAttrError(std::string_view text, const std::vector<std::string>& unknown,
+                        const ParseOptions& options) {
+  Result<Query> lenient = Query::Parse(text, options);
+  if (!lenient.ok()) return lenient.status();
+  // Known: every user attribute the query names but these.
+  std::vector<std::string> known = UserAttrNames(*lenient);
+  std::erase_if(known, [&](const std::string& n) {
+    return std::find(unknown.begin(), unknown.end(), n) != unknown.end();
+  });
+  ParseOptions strict = options;
+  strict.user_attrs = &known;
+  Result<Query> q = Query::Parse(text, strict);
+  return q.ok() ? Status::OK() : q.status();
 }
 
 }  // namespace propeller

@@ -1,4 +1,4 @@
-// The query language of DESIGN §8: AST, parser and evaluator.
+// The query language (docs/query.md is its reference for users): AST, parser and evaluator.
 //
 //   query  := or
 //   or     := and ( '|' and )*
@@ -62,16 +62,26 @@ inline int InodeAxis(Attr attr) {
   return attr <= Attr::kGid ? static_cast<int>(attr) : -1;
 }
 
-enum class CmpOp : uint8_t { kEq, kNe, kLt, kLe, kGt, kGe, kMatch };
+// kRegex: `=~`, a POSIX extended regular expression found anywhere in the text.
+// kBitsAll, kBitsAny: `perm=-MODE` and `perm=/MODE` (find -perm): every bit of MODE set, any.
+enum class CmpOp : uint8_t { kEq, kNe, kLt, kLe, kGt, kGe, kMatch, kRegex, kBitsAll, kBitsAny };
 
 // "size", "mtime", ...; for kUser the caller prints user_attr.
 const char* AttrName(Attr attr);
 const char* CmpOpName(CmpOp op);  // "=", "!=", ...
 
+// A compiled `=~` pattern (regcomp), shared by the copies of its predicate; regexec on it is
+// thread-safe.
+struct CompiledRegex;
+
 struct Predicate {
   Attr attr = Attr::kSize;
   std::string user_attr;  // kUser only
   CmpOp op = CmpOp::kEq;
+  // name and path written `iname` / `ipath`: ASCII letters compare without case (the value is
+  // kept lowercased; a regex is compiled with REG_ICASE).
+  bool icase = false;
+  std::shared_ptr<const CompiledRegex> regex;  // kRegex only
   // The value after resolution: integers for the numeric built-ins (times already absolute,
   // mode masked, ages flipped into op), the letter for type (a one-byte string: "f"),
   // lowercased text for ext/keyword; int64, double or string for user attributes.
@@ -100,7 +110,12 @@ struct NameResolver {
 struct ParseOptions {
   int64_t now_ns = 0;  // the instant ages are measured from; 0 means "read the real clock"
   NameResolver resolver = NameResolver::System();
+  // The user attributes that exist (sorted): any other name that is not built in is an error
+  // naming the nearest known names, so a typo never silently matches nothing. Null: any valid
+  // name is taken as a user attribute (the parser of a client that does not know them).
+  const std::vector<std::string>* user_attrs = nullptr;
 };
+
 
 class Query {
  public:
@@ -133,6 +148,15 @@ class Query {
   std::string text_;
   int64_t now_ns_ = 0;
 };
+
+// The user attribute names `query` asks about, sorted and unique.
+std::vector<std::string> UserAttrNames(const Query& query);
+
+// The parser's "unknown attribute" error for the first of `unknown` (user attribute names of
+// `text`, as UserAttrNames gives them) that `text` names, with its position and the nearest
+// built-in names; OK when `text` names none of them.
+Status UnknownAttrError(std::string_view text, const std::vector<std::string>& unknown,
+                        const ParseOptions& options);
 
 // Evaluates one predicate against one record (the building block of Query::Matches; the
 // planner uses it to verify candidates). Never throws.

@@ -222,7 +222,18 @@ struct OPred {
   std::string text;   // string built-ins (already folded for ext/keyword), and '~' texts
   std::string user;   // user attribute name
   AttrValue want;     // user attribute value (for '~' the text is used instead)
+  __int128 unit = 0;  // a date compared with = or !=: the length of the unit it was written in
 };
+
+// The oracle's own reading of "= a date": the day, minute, second or nanosecond written.
+__int128 DateUnit(const std::string& date) {
+  if (date.find_first_of("Tt") == std::string::npos) return __int128{86400} * 1'000'000'000;
+  if (date.find('.') != std::string::npos) return 1;  // OracleDate writes nine digits
+  const auto colons = std::count(date.begin(), date.end(), ':');
+  return colons == 1 ? __int128{60} * 1'000'000'000 : __int128{1'000'000'000};
+}
+
+bool TimeHolds(const OPred& p, __int128 t);
 
 struct ONode {
   char kind = 'p';  // '&', '|', '!', 'p'
@@ -363,9 +374,9 @@ bool OracleEval(const ONode& n, const FileRecord& r) {
   const OPred& p = n.pred;
   switch (p.attr) {
     case OAttr::kSize: return Holds<__int128>(p.op, r.size, p.num);
-    case OAttr::kMtime: return Holds<__int128>(p.op, r.mtime, p.num);
-    case OAttr::kCtime: return Holds<__int128>(p.op, r.ctime, p.num);
-    case OAttr::kAtime: return Holds<__int128>(p.op, r.atime, p.num);
+    case OAttr::kMtime: return TimeHolds(p, r.mtime);
+    case OAttr::kCtime: return TimeHolds(p, r.ctime);
+    case OAttr::kAtime: return TimeHolds(p, r.atime);
     case OAttr::kUid: return Holds<__int128>(p.op, r.uid, p.num);
     case OAttr::kGid: return Holds<__int128>(p.op, r.gid, p.num);
     case OAttr::kMode: return Holds<__int128>(p.op, r.mode % 4096, p.num);
@@ -392,7 +403,9 @@ void PullToBoundaries(Random& rng, const ONode& n, FileRecord* r) {
   for (const ONode& kid : n.kids) PullToBoundaries(rng, kid, r);
   if (n.kind != 'p' || rng.OneIn(2)) return;
   const OPred& p = n.pred;
-  const __int128 v = p.num + static_cast<int>(rng.Uniform(3)) - 1;
+  // A date's unit has two edges: its start and its end.
+  const __int128 edge = p.unit != 0 && rng.OneIn(2) ? p.num + p.unit : p.num;
+  const __int128 v = edge + static_cast<int>(rng.Uniform(3)) - 1;
   const auto clamp = [&](__int128 lo, __int128 hi) { return std::min(std::max(v, lo), hi); };
   constexpr __int128 kI64Min = std::numeric_limits<int64_t>::min();
   constexpr __int128 kI64Max = std::numeric_limits<int64_t>::max();
@@ -431,6 +444,14 @@ void PullToBoundaries(Random& rng, const ONode& n, FileRecord* r) {
 // ---------------------------------------------------------------------------------------------
 
 // A civil date for t >= 1970, computed by walking years and months (independent of <chrono>).
+bool TimeHolds(const OPred& p, __int128 t) {
+  if (p.unit != 0 && (p.op == "=" || p.op == "!=")) {
+    const bool in = t >= p.num && t < p.num + p.unit;
+    return p.op == "=" ? in : !in;
+  }
+  return Holds<__int128>(p.op, t, p.num);
+}
+
 std::string OracleDate(int64_t t, Random& rng) {
   int64_t secs = t / kSec;
   const int64_t nanos = t % kSec;
@@ -605,6 +626,7 @@ class Generator {
         p.op = Op();
         p.num = t;
         value = OracleDate(t, rng_);
+        p.unit = DateUnit(value);
         break;
       }
       case 4:
@@ -627,7 +649,7 @@ class Generator {
         const uint32_t perm = Pick(rng_, PermPool());
         p.num = perm;
         char buf[16];
-        std::snprintf(buf, sizeof(buf), rng_.OneIn(2) ? "0%o" : "%u", perm);
+        std::snprintf(buf, sizeof(buf), rng_.OneIn(2) ? "0%o" : "%o", perm);  // always octal
         value = buf;
         break;
       }

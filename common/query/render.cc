@@ -61,6 +61,16 @@ void AppendValue(const Predicate& pred, std::string* out) {
     return;
   }
   const std::string& text = std::get<std::string>(pred.value);
+  if (pred.op == CmpOp::kRegex) {
+    // As the lexer reads a quoted regex back: backslashes kept, only '"' escaped.
+    out->push_back('"');
+    for (char c : text) {
+      if (c == '"') out->push_back('\\');
+      out->push_back(c);
+    }
+    out->push_back('"');
+    return;
+  }
   if (pred.attr == Attr::kType && text.size() == 1) {
     *out += text;  // f d l o: a bare letter reads best
     return;
@@ -82,13 +92,29 @@ bool IsList(const QueryNode& node) {
 
 void Render(const QueryNode& node, std::string* out) {
   switch (node.kind) {
-    case QueryNode::Kind::kPred:
-      *out += node.pred.attr == Attr::kUser ? node.pred.user_attr : AttrName(node.pred.attr);
+    case QueryNode::Kind::kPred: {
+      const Predicate& p = node.pred;
+      if (p.op == CmpOp::kBitsAll || p.op == CmpOp::kBitsAny) {
+        char buf[32];
+        const auto bits = std::get_if<int64_t>(&p.value);
+        std::snprintf(buf, sizeof(buf), "perm = %c0%llo", p.op == CmpOp::kBitsAll ? '-' : '/',
+                      static_cast<unsigned long long>(bits ? *bits : 0));
+        *out += buf;
+        break;
+      }
+      if (p.attr == Attr::kUser) {
+        *out += p.user_attr;
+      } else if (p.icase && (p.attr == Attr::kName || p.attr == Attr::kPath)) {
+        *out += p.attr == Attr::kName ? "iname" : "ipath";
+      } else {
+        *out += AttrName(p.attr);
+      }
       *out += ' ';
-      *out += CmpOpName(node.pred.op);
+      *out += CmpOpName(p.op);
       *out += ' ';
-      AppendValue(node.pred, out);
+      AppendValue(p, out);
       break;
+    }
     case QueryNode::Kind::kNot:
       out->push_back('!');
       if (!node.children.empty()) {

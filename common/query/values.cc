@@ -1,6 +1,8 @@
 #include "common/query/values.h"
 
+#include <algorithm>
 #include <charconv>
+#include <cstring>
 #include <chrono>
 #include <cstdio>
 #include <limits>
@@ -277,29 +279,60 @@ Result<uint64_t> ParseDecimal(std::string_view text, uint64_t max) {
 }
 
 Result<int64_t> ParseMode(std::string_view text) {
+  // Always octal, as chmod and find -perm take modes: "644" is 0644 (an earlier version read
+  // it as decimal, which matched nothing anyone meant).
   constexpr uint64_t kMaxMode = 07777;
   if (text.empty()) return Status::InvalidArgument("not a number");
+  uint64_t v = 0;
   for (char c : text) {
-    if (!IsDigit(c)) {
-      return Status::InvalidArgument("expected a mode such as 0644, got " +
+    if (c < '0' || c > '7') {
+      return Status::InvalidArgument("expected an octal mode such as 644 or 0755, got " +
                                      QuoteForMessage(text));
     }
-  }
-  uint64_t v = 0;
-  if (text[0] == '0') {
-    for (char c : text) {
-      if (c > '7') return Status::InvalidArgument("invalid octal mode " + QuoteForMessage(text));
-      v = v * 8 + static_cast<uint64_t>(c - '0');
-      if (v > kMaxMode) break;
+    v = v * 8 + static_cast<uint64_t>(c - '0');
+    if (v > kMaxMode) {
+      return Status::InvalidArgument("mode " + QuoteForMessage(text) +
+                                     " has bits beyond the permission bits (at most 07777)");
     }
-  } else {
-    PROPELLER_ASSIGN_OR_RETURN(v, ParseDecimal(text, std::numeric_limits<uint64_t>::max()));
-  }
-  if (v > kMaxMode) {
-    return Status::InvalidArgument("mode " + QuoteForMessage(text) +
-                                   " has bits beyond the permission bits (at most 07777)");
   }
   return static_cast<int64_t>(v);
+}
+
+FileTime DateUnitNanos(std::string_view text) {
+  const size_t t = text.find_first_of("Tt");
+  if (t == std::string_view::npos) return kNanosPerDay;
+  const size_t dot = text.find('.', t);
+  if (dot != std::string_view::npos) {
+    size_t digits = 0;
+    while (dot + 1 + digits < text.size() && text[dot + 1 + digits] >= '0' &&
+           text[dot + 1 + digits] <= '9') {
+      ++digits;
+    }
+    FileTime unit = 1;
+    for (size_t i = digits; i < 9; ++i) unit *= 10;
+    return unit;
+  }
+  const size_t colons = static_cast<size_t>(std::count(text.begin() + t, text.end(), ':'));
+  return colons >= 2 ? FileTime{kNanosPerSecond} : FileTime{60 * kNanosPerSecond};
+}
+
+Result<std::shared_ptr<const CompiledRegex>> CompileRegex(const std::string& pattern,
+                                                          bool icase) {
+  if (pattern.find('\0') != std::string::npos) {
+    return Status::InvalidArgument("a regular expression cannot contain NUL");
+  }
+  auto re = std::make_shared<CompiledRegex>();
+  const int rc = regcomp(&re->re, pattern.c_str(),
+                         REG_EXTENDED | REG_NOSUB | (icase ? REG_ICASE : 0));
+  if (rc != 0) {
+    char why[256];
+    regerror(rc, &re->re, why, sizeof(why));
+    // Nothing was allocated; a zeroed regex_t is what regfree (the destructor) accepts.
+    std::memset(&re->re, 0, sizeof(re->re));
+    return Status::InvalidArgument("invalid regular expression " + QuoteForMessage(pattern) +
+                                   ": " + why);
+  }
+  return std::shared_ptr<const CompiledRegex>(std::move(re));
 }
 
 Status ParseNumberLiteral(std::string_view text, bool* is_number, AttrValue* value) {

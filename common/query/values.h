@@ -5,13 +5,35 @@
 #ifndef PROPELLER_COMMON_QUERY_VALUES_H_
 #define PROPELLER_COMMON_QUERY_VALUES_H_
 
+#include <regex.h>
+
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 
 #include "common/record.h"
 #include "common/status.h"
+
+namespace propeller {
+
+struct CompiledRegex {
+  regex_t re;
+  explicit CompiledRegex() = default;
+  CompiledRegex(const CompiledRegex&) = delete;
+  CompiledRegex& operator=(const CompiledRegex&) = delete;
+  ~CompiledRegex() { regfree(&re); }
+  // Whether the expression matches somewhere in `text` (which may hold any bytes but NUL).
+  bool Search(std::string_view text) const {
+    regmatch_t span[1];
+    span[0].rm_so = 0;
+    span[0].rm_eo = static_cast<regoff_t>(text.size());
+    return regexec(&re, text.data(), 1, span, REG_STARTEND) == 0;
+  }
+};
+
+}  // namespace propeller
 
 namespace propeller::query_internal {
 
@@ -47,8 +69,19 @@ std::string FormatDateNanos(FileTime ns);
 // "not a number" when `text` is not all digits.
 Result<uint64_t> ParseDecimal(std::string_view text, uint64_t max);
 
-// A file mode: octal when it starts with '0' (0644), else decimal; at most 07777.
+// A file mode, always octal as chmod takes it (644, 0644); at most 07777. Errors: "not a
+// number" (empty), "expected an octal mode ..." and "mode 'x' has bits beyond ...".
 Result<int64_t> ParseMode(std::string_view text);
+
+// The length of the unit a date written as `text` names: a day for YYYY-MM-DD, a minute for
+// ...THH:MM, a second for ...:SS, 10^-n s for n digits of fraction.
+// REQUIRES: ParseDateNanos(text) succeeded.
+FileTime DateUnitNanos(std::string_view text);
+
+// Compiles a POSIX extended regular expression for `=~`. Errors: "invalid regular expression
+// 'x': <regerror's words>".
+Result<std::shared_ptr<const CompiledRegex>> CompileRegex(const std::string& pattern,
+                                                          bool icase);
 
 // A numeric literal -?D+(.D+)?([eE][+-]?D+)?: int64 without fraction or exponent, else double.
 // Sets *is_number to whether `text` has that form (else it is a string and *value is left

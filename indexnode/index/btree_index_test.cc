@@ -644,11 +644,22 @@ TEST(IndexCommonTest, ValidateIndexName) {
                          "a234567890123456789012345678901234567890123456789012345678901234"}) {
     EXPECT_EQ(ValidateIndexName(ok), "") << ok;
   }
-  for (const char* bad : {"", "1abc", "_a", "Abc", "a b", "a/b", "size", "mtime", "uid", "name",
-                          "ext", "type", "nlink", "mode",
+  for (const char* bad : {"", "1abc", "_a", "Abc", "a b", "a/b",
                           "a2345678901234567890123456789012345678901234567890123456789012345"}) {
     EXPECT_NE(ValidateIndexName(bad), "") << bad;
+    EXPECT_NE(CheckNewIndexName(bad), "") << bad;
   }
+  // A built-in attribute name (or alias) names no new index, but one in an old catalogue
+  // still opens.
+  for (const char* builtin : {"size", "mtime", "uid", "name", "ext", "type", "nlink", "mode",
+                              "perm", "user", "owner", "group", "iname", "ipath"}) {
+    EXPECT_EQ(CheckNewIndexName(builtin),
+              "'" + std::string(builtin) + "' is a built-in attribute and cannot name an index")
+        << builtin;
+    EXPECT_EQ(ValidateIndexName(builtin), "") << builtin;
+  }
+  EXPECT_EQ(CheckNewIndexName("path"), "");  // refused by the caller as a built-in index
+  EXPECT_EQ(CheckNewIndexName("project"), "");
   TempEnv env;
   MDB_txn* txn = env.Begin();
   EXPECT_EQ(OpenIndex(txn, IndexType::kBTree, "Bad Name").status().code(),

@@ -12,26 +12,11 @@
 namespace propeller {
 
 std::string ValidateIndexName(std::string_view name) {
-  constexpr size_t kMaxLength = 64;
-  if (name.empty() || name.size() > kMaxLength) {
-    return "index name must be 1-64 characters long";
-  }
-  if (name[0] < 'a' || name[0] > 'z') return "index name must start with a letter a-z";
-  for (char c : name) {
-    const bool ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '.' ||
-                    c == '-';
-    if (!ok) return "index name may contain only a-z, 0-9, '_', '.' and '-'";
-  }
-  // Built-in attributes answer from the record itself; only `path` and `keyword` (and the
-  // `inode` K-D tree, which is not an attribute name) are also index names.
-  for (int a = static_cast<int>(Attr::kSize); a <= static_cast<int>(Attr::kKeyword); ++a) {
-    const Attr attr = static_cast<Attr>(a);
-    if (attr == Attr::kPath || attr == Attr::kKeyword) continue;
-    if (name == AttrName(attr)) {
-      return "'" + std::string(name) + "' is a built-in attribute and cannot name an index";
-    }
-  }
-  return "";
+  // Syntax only: a catalogue written before a name became built in (`perm`, `user`) still
+  // opens, and its index can still be dropped. New indexes: CheckNewIndexName.
+  const std::string why = CheckUserAttrName(name);
+  if (why.empty() || IsBuiltinAttrName(name)) return "";
+  return "index " + why.substr(2);
 }
 
 Result<std::unique_ptr<Index>> OpenIndex(MDB_txn* txn, IndexType type, const std::string& name) {

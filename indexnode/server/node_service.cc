@@ -285,6 +285,8 @@ std::string NodeService::HandleSearch(std::string_view body, CallerAccess& calle
   req.descending = q.descending;
   req.now_ns = q.now_ns;
   req.acgs = std::move(q.acgs);
+  // Another node may know an attribute this one does not: the client decides (SearchDone).
+  req.report_unknown_attrs = true;
   {
     // An adoption whose flip is unsettled stays out of searches that do not name it: the
     // source may own and update the ACG meanwhile. A search that names it follows a source's
@@ -347,6 +349,7 @@ std::string NodeService::HandleSearch(std::string_view body, CallerAccess& calle
     done.moved.push_back(wire::AcgLocation{acg, static_cast<uint32_t>(to), ""});
   }
   done.adopted = std::move(stats.adopted);
+  done.unknown_attrs = std::move(stats.unknown_attrs);
   return wire::EncodeOkReply(done);
 }
 

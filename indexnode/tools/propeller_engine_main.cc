@@ -48,10 +48,12 @@ Options:
   --stats                  search: print planner statistics to stderr
   -h, --help               this help
 
-Query language: attr op value, combined with & (or ,), |, ! and parentheses.
-  attrs: size mtime ctime atime uid gid mode nlink type name ext path keyword <user index>
-  ops:   = != < <= > >= ~ (glob or substring)
-  values: 10k 16m 1g; ages 30s 10min 2h 1d 1w 1y; dates 2024-05-01[T12:00]; "quoted strings"
+Query language (docs/query.md): attr op value, combined with & (or ,), |, ! and parentheses.
+  attrs: size mtime ctime atime uid/user/owner gid/group mode perm nlink type name iname
+         path ipath ext keyword <user attribute>
+  ops:   = != < <= > >= ~ (glob or substring) =~ (regular expression)
+  values: 10k 16m 1g; ages 30s 10min 2h 1d 1w 1y; dates 2024-05-01[T12:00] (= is that day);
+          octal modes 644; perm=-220 (all bits) perm=/111 (any bit); "quoted strings"
 Exit codes: 0 success, 1 failure, 2 bad usage.
 )";
 
