@@ -647,6 +647,12 @@ Status Engine::Impl::CreateIndex(const std::string& name, IndexType type) {
   std::string why = CheckNewIndexName(name);
   if (!why.empty()) return Status::InvalidArgument("bad index name '" + name + "': " + why);
   if (IsBuiltinIndex(name)) return Status::AlreadyExists("'" + name + "' is a built-in index");
+  if (type == IndexType::kKdTree) {
+    // No update feeds a user K-D tree (a user attribute is one value: a btree ranges over
+    // it); one offered would stay empty and answer nothing.
+    return Status::InvalidArgument("a user index is btree (ranges, prefixes) or hash "
+                                   "(equality); kdtree is only the built-in inode index's");
+  }
   MutexLock lock(&catalogue_mu_);
   std::vector<IndexSpec> next = Catalogue();
   for (const IndexSpec& s : next) {

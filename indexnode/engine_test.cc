@@ -101,6 +101,9 @@ TEST_F(EngineTest, IndexManagementErrorsAndPersistence) {
   EXPECT_EQ(engine_->CreateIndex("Bad Name", IndexType::kHash).code(),
             StatusCode::kInvalidArgument);
   EXPECT_EQ(engine_->CreateIndex("size", IndexType::kHash).code(), StatusCode::kInvalidArgument);
+  // Nothing would feed a user K-D tree: not offered.
+  EXPECT_EQ(engine_->CreateIndex("depth", IndexType::kKdTree).code(),
+            StatusCode::kInvalidArgument);
   EXPECT_EQ(engine_->DropIndex("nosuch").code(), StatusCode::kNotFound);
   EXPECT_EQ(engine_->DropIndex("keyword").code(), StatusCode::kInvalidArgument);
   // A user index is built for existing records and survives a reopen.

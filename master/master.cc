@@ -497,8 +497,13 @@ Status Master::ListNodes(wire::NodesReply* reply) {
 Status Master::CreateIndex(const wire::IndexDef& req) {
   const std::string why = CheckNewIndexName(req.name);
   if (!why.empty()) return Status::InvalidArgument("bad index name: " + why);
-  if (req.type != IndexType::kBTree && req.type != IndexType::kHash &&
-      req.type != IndexType::kKdTree) {
+  if (req.type == IndexType::kKdTree) {
+    // The K-D tree is the built-in `inode` index's; a user attribute has one value, which a
+    // btree index ranges over (a user kdtree index was offered once and never fed).
+    return Status::InvalidArgument("a user index is btree (ranges, prefixes) or hash "
+                                   "(equality); kdtree is only the built-in inode index's");
+  }
+  if (req.type != IndexType::kBTree && req.type != IndexType::kHash) {
     return Status::InvalidArgument("unknown index type");
   }
   if (IsBuiltinIndex(req.name)) {

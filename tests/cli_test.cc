@@ -34,8 +34,18 @@ struct CliResult {
   std::string err;
 };
 
+CliResult RunArgv(std::vector<std::string> argv);
+
 // Runs the propeller CLI with `args`, capturing stdout and stderr.
 CliResult RunCli(const std::vector<std::string>& args, const std::string& master) {
+  std::vector<std::string> argv = {PROPELLER_CLI_BIN, "--master", master, "--timeout-ms",
+                                   "5000"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return RunArgv(std::move(argv));
+}
+
+// Runs `argv` (argv[0] the program), capturing stdout and stderr.
+CliResult RunArgv(std::vector<std::string> argv) {
   TempDir tmp;
   const std::string out_path = tmp.path() + "/out", err_path = tmp.path() + "/err";
   pid_t pid = ::fork();
@@ -44,9 +54,6 @@ CliResult RunCli(const std::vector<std::string>& args, const std::string& master
     int err = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
     ::dup2(out, 1);
     ::dup2(err, 2);
-    std::vector<std::string> argv = {PROPELLER_CLI_BIN, "--master", master, "--timeout-ms",
-                                     "5000"};
-    argv.insert(argv.end(), args.begin(), args.end());
     std::vector<char*> raw;
     for (std::string& a : argv) raw.push_back(a.data());
     raw.push_back(nullptr);
@@ -521,6 +528,88 @@ TEST_F(CliTest, TyposAreErrorsAndModesDatesCaseAndRegexMeanWhatTheySay) {
   // A name becomes known once set: then it is searched, not refused.
   ASSERT_EQ(Cli({"attr", "set", tree_ + "/notes.TXT", "projet", "alpha"}).code, 0);
   EXPECT_EQ(names("projet=alpha"), (V{"notes.TXT"}));
+}
+
+// JSON strings as `search --json` writes them, back to bytes: \uDCxx is the byte xx
+// (commands.h JsonString), other escapes as JSON has them, UTF-8 as is.
+std::string JsonPathBytes(const std::string& line) {
+  const std::string key = "{\"path\":\"";
+  EXPECT_EQ(line.rfind(key, 0), 0u) << line;
+  std::string out;
+  for (size_t i = key.size(); i < line.size() && line[i] != '"'; ++i) {
+    if (line[i] != '\\') {
+      out += line[i];
+      continue;
+    }
+    const char e = line[++i];
+    if (e == 'u') {
+      const unsigned cp = static_cast<unsigned>(std::stoul(line.substr(i + 1, 4), nullptr, 16));
+      i += 4;
+      EXPECT_TRUE(cp < 0x80 || (cp >= 0xDC80 && cp <= 0xDCFF)) << std::hex << cp;
+      out += static_cast<char>(cp < 0x80 ? cp : cp - 0xDC00);
+    } else {
+      out += e;  // \" and \\ (the writer uses no other short escapes)
+    }
+  }
+  return out;
+}
+
+TEST_F(CliTest, OutputFormsKeepEveryByteAndFormatPrintsWhatFindPrints) {
+  // A file for every byte but NUL and '/', in a name and in a directory's name.
+  fs::create_directories(tree_ + "/d");
+  std::vector<std::string> want;
+  for (int b = 1; b < 256; ++b) {
+    if (b == '/') continue;
+    const std::string name = std::string("n") + static_cast<char>(b) + "x";
+    const std::string path = tree_ + "/d/" + name;
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0640);
+    ASSERT_GE(fd, 0) << b;
+    ASSERT_EQ(::write(fd, "abc", static_cast<size_t>(b % 4)), b % 4);
+    ::close(fd);
+    want.push_back(path);
+  }
+  ASSERT_EQ(::symlink("d/n\x01x", (tree_ + "/link").c_str()), 0);
+  ASSERT_EQ(Cli({"import", tree_}).code, 0);
+  want = Sorted(want);
+  // -0: the exact bytes.
+  CliResult nul = Cli({"search", "type=f", "--scope", tree_, "-0"});
+  ASSERT_EQ(nul.code, 0) << nul.err;
+  EXPECT_EQ(Sorted(Lines(nul.out, '\0')), want);
+  // --json: valid UTF-8 lines whose paths decode to the same bytes.
+  CliResult json = Cli({"search", "type=f", "--scope", tree_, "--json"});
+  ASSERT_EQ(json.code, 0) << json.err;
+  std::vector<std::string> decoded;
+  for (const std::string& line : Lines(json.out)) decoded.push_back(JsonPathBytes(line));
+  EXPECT_EQ(Sorted(decoded), want);
+  // --count.
+  CliResult count = Cli({"search", "type=f", "--scope", tree_, "--count"});
+  EXPECT_EQ(count.out, std::to_string(want.size()) + "\n");
+  // --format against GNU find -printf on the same tree (names with newlines excepted: both
+  // print them raw, which a line-based comparison cannot split).
+  const std::string fmt = "%p|%f|%h|%s|%m|%u|%g|%U|%G|%n|%y|%t|%T@\\n";
+  CliResult ours = Cli({"search", "size>=0", "--scope", tree_, "--format", fmt});
+  ASSERT_EQ(ours.code, 0) << ours.err;
+  CliResult find = RunArgv({"/usr/bin/find", tree_, "-printf", fmt});
+  ASSERT_EQ(find.code, 0) << find.err;
+  auto records = [](const std::string& text) {
+    std::vector<std::string> out;
+    for (const std::string& l : Lines(text)) {
+      if (l.find("|") != std::string::npos && l.rfind('|') > l.find('|')) out.push_back(l);
+    }
+    return Sorted(out);
+  };
+  const std::vector<std::string> find_lines = records(find.out);
+  EXPECT_GE(find_lines.size(), want.size());
+  EXPECT_EQ(records(ours.out), find_lines);
+  // Options go anywhere; contradictory output forms are refused.
+  CliResult after = RunArgv({PROPELLER_CLI_BIN, "search", "type=l", "--scope", tree_,
+                             "--master", master_, "--count"});
+  EXPECT_EQ(after.code, 0) << after.err;
+  EXPECT_EQ(after.out, "1\n");
+  EXPECT_EQ(Cli({"search", "size>0", "--json", "-0"}).code, 2);
+  EXPECT_EQ(Cli({"search", "size>0", "--count", "--long"}).code, 2);
+  EXPECT_EQ(Cli({"search", "size>0", "--desc"}).code, 2);
+  EXPECT_EQ(Cli({"search", "size>0", "--format", "%Q"}).code, 2);
 }
 
 TEST_F(CliTest, ErrorsAreOneLineWithDocumentedExitCodes) {

@@ -13,16 +13,16 @@
 namespace propeller::cli {
 namespace {
 
-constexpr const char* kIndexHelp = R"(usage: propeller index create NAME [--type btree|hash|kdtree]
+constexpr const char* kIndexHelp = R"(usage: propeller index create NAME [--type btree|hash]
        propeller index list [--json]
        propeller index drop NAME
 
-User-defined indexes (DESIGN §3) are fed by the user attribute of the same name, set with
+User-defined indexes are fed by the user attribute of the same name, set with
 `propeller attr set` or as a user.NAME extended attribute (read by `propeller import`):
   propeller index create project --type hash
   propeller attr set /data/run42/a.parquet project alpha
   propeller search 'project=alpha'
-Types: btree (ranges, prefixes; the default), hash (equality), kdtree (numeric ranges).
+Types: btree (ranges, prefixes; the default), hash (equality). See docs/query.md.
 )";
 
 constexpr const char* kAttrHelp = R"(usage: propeller attr set PATH NAME VALUE [--string]

@@ -43,11 +43,12 @@ next search. Query directories work anywhere under MOUNTPOINT:
   ls 'MOUNTPOINT/src/?size>1m&mtime<1d'
 and `propeller search QUERY --scope MOUNTPOINT/dir` finds this mount's query engine by itself.
 
-Without --master (a global option, before `mount`), a master and an index node run inside this
-process (the embedded default) with their data in --data (0700); other local processes reach
-them through unix sockets only (/run/propeller for root), and every user searches with their own
-permissions. No network port is opened. The first mount of a BACKING indexes the files already
-there. Runs in the foreground until unmounted (fusermount3 -u MOUNTPOINT), Ctrl-C or SIGTERM.
+Without --master (a global option, anywhere on the line), a master and an index node run
+inside this process (the embedded default) with their data in --data (0700); other local
+processes reach them through unix sockets only (/run/propeller for root), and every user
+searches with their own permissions. No network port is opened. The first mount of a BACKING
+indexes the files already there. Runs in the foreground until unmounted (fusermount3 -u
+MOUNTPOINT), Ctrl-C or SIGTERM.
 
 A file operation never fails or stalls because the index cannot take its update (its node
 down, its disk full): after --index-timeout the update goes to a durable queue in

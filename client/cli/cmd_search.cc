@@ -1,10 +1,12 @@
-// propeller search QUERY [--scope DIR] [--json] [-0] [--limit N] [--sort ATTR] [--desc] [--long]
+// propeller search QUERY [--scope DIR] [--limit N] [--sort ATTR [--desc]]
+//                        [--count | --long | --format FMT | --json | -0] [--stats]
 #include <unistd.h>
 
 #include <chrono>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 
 #include "client/cli/args.h"
 #include "client/cli/commands.h"
@@ -33,11 +35,18 @@ Options:
   --scope DIR     only files under DIR (default: every indexed volume)
   --limit N       at most N results (default: all)
   --sort ATTR     order by size, mtime, ctime, atime, uid, gid, path or name
-  --desc          descending order (with --sort)
+  --desc          descending order (needs --sort)
+  --count         print only the number of matches
   --long          size, mtime and path per line
-  --json          one JSON object per line (path, volume, ino, type, size, times, owner, mode, attrs)
-  -0              NUL-separated paths, for xargs -0
+  --format FMT    each match as FMT says, as find -printf does: %p path, %f name,
+                  %h directory, %s size, %m mode (octal), %u %g owner and group names,
+                  %U %G their numbers, %n links, %y type (f d l o), %t mtime (local, as
+                  find), %T@ mtime in seconds, %% a percent sign; \n \t \0 \\ escapes
+  --json          one JSON object per line (path, volume, ino, type, size, times, owner,
+                  mode, attrs); bytes that are not UTF-8 are written as \udcXX
+  -0              NUL-separated paths, for xargs -0 (the exact bytes)
   --stats         print nodes, partitions searched and skipped, and time on stderr
+Only one of --count, --long, --format, --json and -0.
 Results contain only files you could find by walking the tree with your permissions.
 Exit status: 0 (also with no matches), 1 error (bad query, cluster unreachable), 2 usage.
 )";
@@ -45,8 +54,9 @@ Exit status: 0 (also with no matches), 1 error (bad query, cluster unreachable),
 }  // namespace
 
 int RunSearch(const GlobalOptions& global, const std::vector<std::string>& argv) {
-  auto args = Args::Parse(argv, {"--scope", "--limit", "--sort"},
-                          {"--json", "-0", "--desc", "--long", "--stats", "--help", "-h"});
+  auto args = Args::Parse(argv, {"--scope", "--limit", "--sort", "--format"},
+                          {"--json", "-0", "--desc", "--long", "--count", "--stats", "--help",
+                           "-h"});
   if (!args.ok()) return ReportError(args.status(), /*usage=*/true);
   if (args->Has("--help") || args->Has("-h")) {
     std::fputs(kSearchHelp, stdout);
@@ -55,6 +65,23 @@ int RunSearch(const GlobalOptions& global, const std::vector<std::string>& argv)
   if (args->positional().size() != 1) {
     std::fputs("propeller: search takes exactly one QUERY (quote it; see --help)\n", stderr);
     return kExitUsage;
+  }
+  int forms = 0;
+  for (const char* f : {"--count", "--long", "--format", "--json", "-0"}) forms += args->Has(f);
+  if (forms > 1) {
+    std::fputs("propeller: only one of --count, --long, --format, --json and -0 (see --help)\n",
+               stderr);
+    return kExitUsage;
+  }
+  if (args->Has("--desc") && !args->Has("--sort")) {
+    std::fputs("propeller: --desc needs --sort ATTR (see --help)\n", stderr);
+    return kExitUsage;
+  }
+  std::optional<Format> format;
+  if (auto f = args->Get("--format")) {
+    Result<Format> parsed = Format::Parse(*f);
+    if (!parsed.ok()) return ReportError(parsed.status(), /*usage=*/true);
+    format = std::move(*parsed);
   }
   auto limit = args->GetUint("--limit", 0);
   if (!limit.ok()) return ReportError(limit.status(), /*usage=*/true);
@@ -76,12 +103,21 @@ int RunSearch(const GlobalOptions& global, const std::vector<std::string>& argv)
   if (!client) return kExitError;
 
   const bool json = args->Has("--json"), nul = args->Has("-0"), lng = args->Has("--long");
+  const bool count = args->Has("--count");
+  uint64_t matches = 0;
+  std::string line;
   ClientSearchStats stats;
   const auto start = std::chrono::steady_clock::now();
   Status st = client->Search(
       args->positional()[0], options,
       [&](const ClientHit& hit) {
-        if (json) {
+        ++matches;
+        if (count) return true;
+        if (format) {
+          line.clear();
+          format->Append(hit.path, hit.record, &line);
+          std::fwrite(line.data(), 1, line.size(), stdout);
+        } else if (json) {
           std::string line = RecordJson(hit.path, hit.record);
           std::fprintf(stdout, "%s\n", line.c_str());
         } else if (nul) {
@@ -97,6 +133,7 @@ int RunSearch(const GlobalOptions& global, const std::vector<std::string>& argv)
         return !std::ferror(stdout);  // a closed pipe (| head) ends the search
       },
       &stats);
+  if (st.ok() && count) std::fprintf(stdout, "%llu\n", static_cast<unsigned long long>(matches));
   std::fflush(stdout);
   if (!st.ok()) return ReportError(st);
   if (args->Has("--stats")) {

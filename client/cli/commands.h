@@ -4,6 +4,7 @@
 #ifndef PROPELLER_CLIENT_CLI_COMMANDS_H_
 #define PROPELLER_CLIENT_CLI_COMMANDS_H_
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -36,9 +37,28 @@ int RunVolume(const GlobalOptions& global, const std::vector<std::string>& args)
 int ReportError(const Status& status, bool usage = false);
 // Connects or reports; null on failure (already reported).
 std::unique_ptr<Client> ConnectOrReport(const GlobalOptions& global);
-// JSON string literal of arbitrary bytes (invalid UTF-8 bytes become \u00XX escapes of the
-// byte, so output is always valid JSON).
+// JSON string literal of arbitrary bytes: valid UTF-8 as is, each other byte B as the lone
+// surrogate \uDCBB (Python's "surrogateescape"), so the output is valid JSON and the bytes
+// come back exactly.
 std::string JsonString(std::string_view s);
+
+// `search --format`: find -printf's common directives over a hit (see kSearchHelp).
+class Format {
+ public:
+  // InvalidArgument naming an unknown directive or escape, or a trailing '%' or '\'.
+  static Result<Format> Parse(std::string_view text);
+  void Append(const std::string& path, const FileRecord& record, std::string* out) const;
+
+ private:
+  struct Piece {
+    char directive = 0;   // 0: literal text
+    std::string literal;
+  };
+  // The user or group name of `id` (its number when there is none), looked up once.
+  const std::string& NameOf(uint32_t id, bool user) const;
+  std::vector<Piece> pieces_;
+  mutable std::map<uint32_t, std::string> users_, groups_;
+};
 // "2024-05-01T12:00:00Z" (UTC) for nanoseconds since the epoch.
 std::string FormatTime(FileTime ns);
 // A record as one JSON object (path first).

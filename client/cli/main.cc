@@ -2,6 +2,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,7 +28,7 @@ Real-time file-metadata search. Commands:
                                the captured access-causality graphs; move an ACG
 Run `propeller COMMAND --help` for a command's options.
 
-Global options (before the command):
+Global options (before or after the command):
   --master ENDPOINT  the master (default $PROPELLER_MASTER, else the unix socket of a local
                      `propeller up` (yours, then root's), else tcp://127.0.0.1:7470)
   --timeout-ms N     per-request timeout (default 5000)
@@ -45,13 +46,51 @@ Quick start:
   propeller search 'size>10m' --sort size --desc --limit 10
 )";
 
+// Applies the global option at all[*i] (and its value) to *global. Returns -1 when done
+// with it, an exit status to end with, or -2 when all[*i] is not a global option.
+int TakeGlobalOption(const std::vector<std::string>& all, size_t* i,
+                     propeller::cli::GlobalOptions* global) {
+  using namespace propeller::cli;
+  std::string a = all[*i];
+  std::optional<std::string> inline_value;  // --master=X
+  if (const size_t eq = a.find('='); a.rfind("--", 0) == 0 && eq != std::string::npos) {
+    inline_value = a.substr(eq + 1);
+    a.resize(eq);
+  }
+  if (a == "--insecure" && !inline_value) {
+    global->client.insecure = true;
+    return -1;
+  }
+  const bool takes_value = a == "--master" || a == "--timeout-ms" || a == "--curve-key" ||
+                           a == "--server-key" || a == "--cluster-key";
+  if (!takes_value) return -2;
+  if (!inline_value && *i + 1 >= all.size()) {
+    std::fprintf(stderr, "propeller: %s needs a value\n", a.c_str());
+    return kExitUsage;
+  }
+  const std::string v = inline_value ? *inline_value : all[++*i];
+  if (a == "--master") global->client.master_endpoint = v;
+  if (a == "--curve-key") global->client.curve_key_file = v;
+  if (a == "--cluster-key") global->client.cluster_key_file = v;
+  if (a == "--server-key") global->client.server_key_file = v;
+  if (a == "--timeout-ms") {
+    char* end = nullptr;
+    long long ms = std::strtoll(v.c_str(), &end, 10);
+    if (v.empty() || *end != '\0' || ms <= 0) {
+      std::fprintf(stderr, "propeller: --timeout-ms takes a positive integer\n");
+      return kExitUsage;
+    }
+    global->client.timeout_ms = ms;
+  }
+  return -1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   using namespace propeller::cli;
   std::signal(SIGPIPE, SIG_IGN);  // a closed pipe (| head) becomes a write error, not a kill
   std::vector<std::string> all(argv + 1, argv + argc);
-  // Global options come before the command.
   size_t i = 0;
   GlobalOptions global;
   for (; i < all.size(); ++i) {
@@ -65,41 +104,37 @@ int main(int argc, char** argv) {
       std::puts("propeller 0.1 (protocol 1.0)");
       return kExitOk;
     }
-    if (a == "--insecure") {
-      global.client.insecure = true;
-      continue;
-    }
-    const bool takes_value = a == "--master" || a == "--timeout-ms" || a == "--curve-key" ||
-                             a == "--server-key" || a == "--cluster-key";
-    if (!takes_value) {
+    const int taken = TakeGlobalOption(all, &i, &global);
+    if (taken == -2) {
       std::fprintf(stderr, "propeller: unknown option %s (see --help)\n", a.c_str());
       return kExitUsage;
     }
-    if (i + 1 >= all.size()) {
-      std::fprintf(stderr, "propeller: %s needs a value\n", a.c_str());
-      return kExitUsage;
-    }
-    const std::string& v = all[++i];
-    if (a == "--master") global.client.master_endpoint = v;
-    if (a == "--curve-key") global.client.curve_key_file = v;
-    if (a == "--cluster-key") global.client.cluster_key_file = v;
-    if (a == "--server-key") global.client.server_key_file = v;
-    if (a == "--timeout-ms") {
-      char* end = nullptr;
-      long long ms = std::strtoll(v.c_str(), &end, 10);
-      if (v.empty() || *end != '\0' || ms <= 0) {
-        std::fprintf(stderr, "propeller: --timeout-ms takes a positive integer\n");
-        return kExitUsage;
-      }
-      global.client.timeout_ms = ms;
-    }
+    if (taken >= 0) return taken;
   }
   if (i == all.size()) {
     std::fputs(kHelp, stderr);
     return kExitUsage;
   }
   const std::string command = all[i];
-  const std::vector<std::string> rest(all.begin() + static_cast<long>(i) + 1, all.end());
+  // Global options may also follow the command (`propeller search Q --master X`); "--" ends
+  // them, and `up` keeps --insecure as its own option.
+  std::vector<std::string> rest;
+  for (size_t j = i + 1; j < all.size(); ++j) {
+    if (all[j] == "--") {
+      rest.insert(rest.end(), all.begin() + static_cast<long>(j), all.end());
+      break;
+    }
+    if (command == "up" && all[j] == "--insecure") {
+      rest.push_back(all[j]);
+      continue;
+    }
+    const int taken = TakeGlobalOption(all, &j, &global);
+    if (taken == -2) {
+      rest.push_back(all[j]);
+    } else if (taken >= 0) {
+      return taken;
+    }
+  }
   if (command == "search") return RunSearch(global, rest);
   if (command == "import") return RunImport(global, rest);
   if (command == "index") return RunIndex(global, rest);

@@ -1,4 +1,7 @@
-// Shared output helpers of the CLI: errors, JSON, times.
+// Shared output helpers of the CLI: errors, JSON, times, --format.
+#include <grp.h>
+#include <pwd.h>
+
 #include <cinttypes>
 #include <cstdio>
 #include <ctime>
@@ -29,13 +32,23 @@ std::unique_ptr<Client> ConnectOrReport(const GlobalOptions& global) {
 
 namespace {
 
-// Length of the valid UTF-8 sequence at s[i], or 0.
+// Length of the valid UTF-8 sequence at s[i], or 0. Strict (RFC 3629): no overlong forms, no
+// surrogates (U+D800-U+DFFF), nothing above U+10FFFF — so a surrogate in the JSON output can
+// only be an escaped byte (JsonString).
 size_t Utf8Length(std::string_view s, size_t i) {
   const auto c = static_cast<unsigned char>(s[i]);
-  size_t n = c >= 0xF0 && c <= 0xF4 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 && c <= 0xDF ? 2 : 0;
+  const size_t n = c >= 0xF0 && c <= 0xF4   ? 4
+                   : c >= 0xE0 && c <= 0xEF ? 3
+                   : c >= 0xC2 && c <= 0xDF ? 2
+                                            : 0;
   if (n == 0 || i + n > s.size()) return 0;
   for (size_t k = 1; k < n; ++k) {
     if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) return 0;
+  }
+  const auto c1 = static_cast<unsigned char>(s[i + 1]);
+  if ((c == 0xE0 && c1 < 0xA0) || (c == 0xED && c1 >= 0xA0) || (c == 0xF0 && c1 < 0x90) ||
+      (c == 0xF4 && c1 >= 0x90)) {
+    return 0;
   }
   return n;
 }
@@ -62,13 +75,134 @@ std::string JsonString(std::string_view s) {
       out.append(s.substr(i, n));
       i += n;
     } else {
+      // A byte that is not UTF-8 becomes the lone surrogate U+DC00+byte (Python's
+      // "surrogateescape"): no text can hold one, so nothing is lost or confused with a
+      // character (docs/cli.md "Search output"); os.fsencode(json.loads(line)["path"])
+      // gives the bytes back.
       char buf[8];
-      std::snprintf(buf, sizeof(buf), "\\u%04x", c);
+      std::snprintf(buf, sizeof(buf), "\\u%04x", 0xDC00 + c);
       out += buf;
       ++i;
     }
   }
   return out + "\"";
+}
+
+Result<Format> Format::Parse(std::string_view text) {
+  Format f;
+  std::string literal;
+  auto flush = [&] {
+    if (!literal.empty()) f.pieces_.push_back(Piece{0, std::move(literal)});
+    literal.clear();
+  };
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '\\') {
+      if (i + 1 == text.size()) return Status::InvalidArgument("--format ends with '\\'");
+      const char e = text[++i];
+      switch (e) {
+        case 'n': literal += '\n'; break;
+        case 't': literal += '\t'; break;
+        case '0': literal += '\0'; break;
+        case '\\': literal += '\\'; break;
+        default:
+          return Status::InvalidArgument(std::string("--format: unknown escape '\\") + e +
+                                         "' (\\n \\t \\0 \\\\)");
+      }
+      continue;
+    }
+    if (c != '%') {
+      literal += c;
+      continue;
+    }
+    if (i + 1 == text.size()) return Status::InvalidArgument("--format ends with '%'");
+    const char d = text[++i];
+    if (d == '%') {
+      literal += '%';
+      continue;
+    }
+    if (d == 'T') {  // only %T@ (seconds since the epoch)
+      if (i + 1 == text.size() || text[i + 1] != '@') {
+        return Status::InvalidArgument("--format: only %T@ of find's %T forms");
+      }
+      ++i;
+      flush();
+      f.pieces_.push_back(Piece{'@', ""});
+      continue;
+    }
+    if (std::string_view("pfhsmugUGnyt").find(d) == std::string_view::npos) {
+      return Status::InvalidArgument(std::string("--format: unknown directive '%") + d +
+                                     "' (%p %f %h %s %m %u %g %U %G %n %y %t %T@ %%)");
+    }
+    flush();
+    f.pieces_.push_back(Piece{d, ""});
+  }
+  flush();
+  return f;
+}
+
+void Format::Append(const std::string& path, const FileRecord& r, std::string* out) const {
+  for (const Piece& p : pieces_) {
+    switch (p.directive) {
+      case 0: *out += p.literal; break;
+      case 'p': *out += path; break;
+      case 'f': out->append(PathBaseName(path)); break;
+      case 'h': {
+        const size_t slash = path.rfind('/');
+        *out += slash == 0 ? "/" : slash == std::string::npos ? "." : path.substr(0, slash);
+        break;
+      }
+      case 's': *out += std::to_string(r.size); break;
+      case 'm': {
+        char buf[16];
+        std::snprintf(buf, sizeof(buf), "%o", r.mode & 07777);
+        *out += buf;
+        break;
+      }
+      case 'u': *out += NameOf(r.uid, /*user=*/true); break;
+      case 'g': *out += NameOf(r.gid, /*user=*/false); break;
+      case 'U': *out += std::to_string(r.uid); break;
+      case 'G': *out += std::to_string(r.gid); break;
+      case 'n': *out += std::to_string(r.nlink); break;
+      case 'y': *out += static_cast<char>(r.type); break;
+      case 't': {  // as find's %t: ctime(3)'s form in local time, ten digits of fraction
+        const time_t secs = static_cast<time_t>(FileTimeSeconds(r.mtime));
+        struct tm tm;
+        localtime_r(&secs, &tm);
+        char head[64], year[16], frac[16];
+        std::strftime(head, sizeof(head), "%a %b %e %H:%M:%S", &tm);
+        std::strftime(year, sizeof(year), "%Y", &tm);
+        std::snprintf(frac, sizeof(frac), ".%09lld0 ",
+                      static_cast<long long>(FileTimeNanos(r.mtime)));
+        *out += std::string(head) + frac + year;
+        break;
+      }
+      case '@': {  // as GNU find prints %T@: seconds, '.', ten digits
+        char buf[48];
+        std::snprintf(buf, sizeof(buf), "%lld.%09lld0",
+                      static_cast<long long>(FileTimeSeconds(r.mtime)),
+                      static_cast<long long>(FileTimeNanos(r.mtime)));
+        *out += buf;
+        break;
+      }
+    }
+  }
+}
+
+const std::string& Format::NameOf(uint32_t id, bool user) const {
+  auto& cache = user ? users_ : groups_;
+  auto it = cache.find(id);
+  if (it != cache.end()) return it->second;
+  std::string name = std::to_string(id);  // as find: the number when no name is known
+  std::vector<char> buf(16384);
+  if (user) {
+    struct passwd pw, *found = nullptr;
+    if (getpwuid_r(id, &pw, buf.data(), buf.size(), &found) == 0 && found) name = pw.pw_name;
+  } else {
+    struct group gr, *found = nullptr;
+    if (getgrgid_r(id, &gr, buf.data(), buf.size(), &found) == 0 && found) name = gr.gr_name;
+  }
+  return cache.emplace(id, std::move(name)).first->second;
 }
 
 std::string FormatTime(FileTime ns) {
