@@ -23,6 +23,7 @@ struct GlobalOptions {
 };
 
 int RunSearch(const GlobalOptions& global, const std::vector<std::string>& args);
+int RunFind(const GlobalOptions& global, const std::vector<std::string>& args);
 int RunIndex(const GlobalOptions& global, const std::vector<std::string>& args);
 int RunAttr(const GlobalOptions& global, const std::vector<std::string>& args);
 int RunStatus(const GlobalOptions& global, const std::vector<std::string>& args);

@@ -20,6 +20,7 @@ Real-time file-metadata search. Commands:
                      directories (ls 'MNT/?size>1m'); embedded service unless --master
   import DIR         index an existing directory tree (resumable, with progress)
   search QUERY       find indexed files: propeller search 'size>1g & mtime<1d'
+  find [PATH...] [EXPRESSION]   GNU find's expressions, answered from the index
   index create|list|drop   user-defined indexes
   attr set|get|rm    user attributes of a file
   status             master, index nodes, volumes, indexes
@@ -136,6 +137,7 @@ int main(int argc, char** argv) {
     }
   }
   if (command == "search") return RunSearch(global, rest);
+  if (command == "find") return RunFind(global, rest);
   if (command == "import") return RunImport(global, rest);
   if (command == "index") return RunIndex(global, rest);
   if (command == "attr") return RunAttr(global, rest);
