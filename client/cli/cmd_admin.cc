@@ -17,7 +17,7 @@ constexpr const char* kIndexHelp = R"(usage: propeller index create NAME [--type
        propeller index list [--json]
        propeller index drop NAME
 
-User-defined indexes (DESIGN §3) are fed by the user attribute of the same name, set with
+User-defined indexes are fed by the user attribute of the same name, set with
 `propeller attr set` or as a user.NAME extended attribute (read by `propeller import`):
   propeller index create project --type hash
   propeller attr set /data/run42/a.parquet project alpha
