@@ -16,17 +16,17 @@
 
 namespace propeller::bench {
 
-// The two durability levels compared (DESIGN §10). Propeller `default` (log fsync by group
-// commit every 10 ms) is compared with SQLite WAL + synchronous=NORMAL, which gives the same
+// The two durability levels compared (docs/architecture.md §10). Propeller `default` (log fsync by
+// group commit every 10 ms) is compared with SQLite WAL + synchronous=NORMAL, which gives the same
 // power-loss window guarantee; Propeller `sync` with synchronous=FULL.
 enum class Level { kDefault, kSync };
 const char* LevelName(Level level);  // "default", "sync"
 
-// The two searches of DESIGN §11, in Propeller's language and as SQL bounds.
+// The two searches of docs/architecture.md §11, in Propeller's language and as SQL bounds.
 enum class SearchKind { kBigRecent, kOver16M };
 struct SearchSpec {
   const char* name;   // benchmark name prefix
-  const char* query;  // DESIGN §8 text
+  const char* query;  // query text (docs/query.md)
   uint64_t min_size;  // size > min_size
   bool recent;        // and mtime > now - 1 day (the data set's now)
 };

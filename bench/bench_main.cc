@@ -1,4 +1,5 @@
-// propeller_bench: Propeller's Engine and SQLite side by side in one process (DESIGN §11).
+// propeller_bench: Propeller's Engine and SQLite side by side in one process
+// (docs/architecture.md §11).
 //
 // Order, for each file count: the two searches (on the freshly populated state, so hit counts
 // are checked against the data set), then for each level (default, sync) update latency and

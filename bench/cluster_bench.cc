@@ -17,7 +17,7 @@
 //     acknowledged single-file updates within its own group of 1,000 files (the paper's
 //     Fig. 8 shape), once with a Client per writer and once with all writers sharing one
 //     Client (processes writing through one mount), whose concurrent Update calls share Apply
-//     requests (DESIGN §4). The two modes alternate for --rounds rounds (RunWriters).
+//     requests (docs/architecture.md §4). The two modes alternate for --rounds rounds (RunWriters).
 //   build/bench/cluster_bench --writers=1,4,16 --updates=10000 --rounds=3
 #include <sys/resource.h>
 

@@ -5,7 +5,8 @@ usage: compare_results.py RESULTS.json [MEMORY_REPORT.jsonl]
 
 Pairs each Propeller benchmark with its SQLite twin (same name without the system component),
 takes the median over repetitions when the run had any (else the single run), and prints one
-row per metric with the Propeller/SQLite ratio and, where DESIGN section 11 sets one, the budget.
+row per metric with the Propeller/SQLite ratio and, where docs/architecture.md §11 sets one,
+the budget.
 """
 import json
 import sys
@@ -98,7 +99,7 @@ def main():
           f"load average {context.get('load_avg', '?')}, date {context.get('date', '?')}")
     print()
     print("| benchmark | level | files | metric | Propeller | SQLite | Propeller/SQLite | "
-          "budget (DESIGN §11) |")
+          "budget (docs/architecture.md §11) |")
     print("|---|---|---|---|---|---|---|---|")
     errors = []
     for key, systems in runs.items():

@@ -1,4 +1,5 @@
-// Propeller's in-process Engine (indexnode/engine.h) under the workload of DESIGN §11.
+// Propeller's in-process Engine (indexnode/engine.h) under the workload of
+// docs/architecture.md §11.
 //
 // State: one data directory per file count, populated once per process: kPut of every data-set
 // record in Apply batches of 10,000 (one ACG each with the default 10,000 files per ACG) at the

@@ -1,5 +1,6 @@
-// propeller_memory_report: the memory and disk footprint per indexed file (DESIGN §11 budget:
-// <= 200 bytes resident per file at 10 M files) and the ingest throughput, as one JSON line.
+// propeller_memory_report: the memory and disk footprint per indexed file (docs/architecture.md §11
+// budget: <= 200 bytes resident per file at 10 M files) and the ingest throughput, as one JSON
+// line.
 //
 //   propeller_memory_report <files> [default|sync] [--dir=PATH] [--seed=S]
 //                           [--files_per_acg=K] [--batch=B] [--keep]

@@ -1,5 +1,5 @@
-// partition_bench: the METIS split of a causality-like ACG at the size DESIGN §11 budgets
-// (60,000 files, 6,000,000 directed edges: split <= 10 s; the paper's Table II: 35 s, 1.33%
+// partition_bench: the METIS split of a causality-like ACG at the size docs/architecture.md §11
+// budgets (60,000 files, 6,000,000 directed edges: split <= 10 s; the paper's Table II: 35 s, 1.33%
 // cut), for both METIS algorithms, plus the time to build the symmetrised CSR graph.
 //
 //   partition_build_graph           CsrGraph::FromDirectedEdges over the 6 M directed edges

@@ -7,7 +7,8 @@
 #   FILES          file count(s): 100k, 1m, 10m or a comma list (1m,10m)
 # environment:
 #   BUILD_DIR      build tree holding bench/propeller_bench (default: <repo>/build)
-#   MIN_TIME       --benchmark_min_time in plain seconds (default 0.5; PITFALLS: no "s" suffix)
+#   MIN_TIME       --benchmark_min_time in plain seconds (default 0.5; no "s" suffix:
+#                  docs/pitfalls.md GB-1)
 #   REPETITIONS    --benchmark_repetitions (default 3; the table uses the median)
 #   MEMORY_REPORT  1 = also run propeller_memory_report for both levels and add its table
 #   PROPELLER_BENCH_DIR  where the data directories go (default $TMPDIR or /tmp)

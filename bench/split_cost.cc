@@ -1,5 +1,5 @@
-// propeller_split_cost: what splitting one ACG costs (DESIGN §5, Engine::PlanSplit/SplitAcg)
-// and what updates and searches see while it runs. One JSON line.
+// propeller_split_cost: what splitting one ACG costs (docs/architecture.md §5,
+// Engine::PlanSplit/SplitAcg) and what updates and searches see while it runs. One JSON line.
 //
 //   propeller_split_cost [files] [--edges-per-file=E] [--rate=U] [--merge] [--dir=PATH]
 //                        [--seed=S]

@@ -1,4 +1,5 @@
-// The Propeller workload on SQLite, the baseline of DESIGN §11's side-by-side comparison.
+// The Propeller workload on SQLite, the baseline of docs/architecture.md §11's side-by-side
+// comparison.
 //
 // Setup (what a careful user would deploy for a metadata index on one node):
 //  - WAL journal; synchronous=NORMAL against Propeller's `default` level (both may lose the

@@ -7,7 +7,8 @@ add_library(propeller::lmdb INTERFACE IMPORTED)
 target_include_directories(propeller::lmdb INTERFACE ${LMDB_INCLUDE_DIR})
 target_link_libraries(propeller::lmdb INTERFACE ${LMDB_LIBRARY})
 
-# PITFALLS: Debian's METIS has no pkg-config/CMake config; 32-bit idx_t, float real_t.
+# docs/pitfalls.md METIS-1: Debian's METIS has no pkg-config/CMake config; 32-bit idx_t, float
+# real_t.
 find_path(METIS_INCLUDE_DIR metis.h REQUIRED)
 find_library(METIS_LIBRARY metis REQUIRED)
 add_library(propeller::metis INTERFACE IMPORTED)
@@ -18,7 +19,8 @@ find_path(NANOFLANN_INCLUDE_DIR nanoflann.hpp REQUIRED)
 add_library(propeller::nanoflann INTERFACE IMPORTED)
 target_include_directories(propeller::nanoflann INTERFACE ${NANOFLANN_INCLUDE_DIR})
 
-# PITFALLS: msgpack-c's CMake target pulls Boost; we use the header-only core without it.
+# docs/pitfalls.md MP-4: msgpack-c's CMake target pulls Boost; we use the header-only core without
+# it.
 find_path(MSGPACK_INCLUDE_DIR msgpack.hpp REQUIRED)
 add_library(propeller::msgpack INTERFACE IMPORTED)
 target_include_directories(propeller::msgpack INTERFACE ${MSGPACK_INCLUDE_DIR})

@@ -1,4 +1,4 @@
-# Per-target build settings (STYLE rule 11: never global flags).
+# Per-target build settings (docs/style.md rule 11: never global flags).
 find_package(GTest REQUIRED)
 find_package(Threads REQUIRED)
 

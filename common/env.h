@@ -1,5 +1,6 @@
-// Env: every file-system and clock access of Propeller goes through this seam (STYLE rule 7),
-// so tests run on an in-memory file system and inject faults (I/O errors, crashes, power loss).
+// Env: every file-system and clock access of Propeller goes through this seam
+// (docs/style.md rule 7), so tests run on an in-memory file system and inject faults (I/O errors,
+// crashes, power loss).
 //
 // Env::Default() is the POSIX implementation and lives for the whole process. NewMemEnv() and
 // FaultInjectionEnv (fault_env.h) are for tests. All methods are thread-safe; a single

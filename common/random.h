@@ -1,5 +1,6 @@
-// Random: a seeded, deterministic pseudo-random generator for tests and benchmarks (STYLE rule 7:
-// randomness goes through a seam, and every random test takes a seed and prints it on failure).
+// Random: a seeded, deterministic pseudo-random generator for tests and benchmarks
+// (docs/style.md rule 7: randomness goes through a seam, and every random test takes a seed and
+// prints it on failure).
 //
 // The generator is xoshiro256** (Blackman & Vigna), seeded by expanding the 64-bit seed with
 // splitmix64. The sequence for a given seed is part of this header's contract: tests replay a

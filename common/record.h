@@ -1,6 +1,6 @@
-// The data model of DESIGN §3: file identity, the file record (the indexed document), and the
-// updates that change it. Plain value types; thread-compatible. Their byte encodings (on disk
-// and on the wire) live in schemas/record_format.h.
+// The data model of docs/architecture.md §3: file identity, the file record (the indexed document),
+// and the updates that change it. Plain value types; thread-compatible. Their byte encodings (on
+// disk and on the wire) live in schemas/record_format.h.
 #ifndef PROPELLER_COMMON_RECORD_H_
 #define PROPELLER_COMMON_RECORD_H_
 
@@ -41,7 +41,7 @@ enum class FileType : uint8_t {
   kOther = 'o',  // fifo, socket, device
 };
 
-// A user attribute value: integer, floating point or string (DESIGN §3).
+// A user attribute value: integer, floating point or string (docs/architecture.md §3).
 using AttrValue = std::variant<int64_t, double, std::string>;
 
 // A file time: nanoseconds since the Unix epoch, negative before 1970. 128 bits, so every
@@ -109,8 +109,8 @@ std::string_view PathParent(std::string_view path);
 std::string NameExtension(std::string_view name);
 // True when `path` equals `scope` or lies below it ("/a" contains "/a" and "/a/b", not "/ab").
 bool PathInScope(std::string_view path, std::string_view scope);
-// The keyword tokens of a path (DESIGN §3 `keyword` index): maximal runs of ASCII letters and
-// digits, lowercased, deduplicated, in first-seen order. Other bytes (including UTF-8
+// The keyword tokens of a path (docs/architecture.md §3 `keyword` index): maximal runs of ASCII
+// letters and digits, lowercased, deduplicated, in first-seen order. Other bytes (including UTF-8
 // multibyte sequences) are kept inside tokens when they are >= 0x80, so non-ASCII words survive.
 // "/home/Ann/firefox-bin/x.tar.gz" -> {home, ann, firefox, bin, x, tar, gz}.
 std::vector<std::string> PathKeywords(std::string_view path);
@@ -136,22 +136,23 @@ std::string CheckUserAttrName(std::string_view name);
 // `keyword` pass, as the built-in indexes the caller refuses as existing); else why not.
 std::string CheckNewIndexName(std::string_view name);
 
-// Search result order (DESIGN §9 `--sort`). Keys: "" (unordered), size, mtime, ctime, atime,
-// uid, gid, path, name. CheckSortKey: InvalidArgument naming the valid keys otherwise.
+// Search result order (docs/architecture.md §9 `--sort`). Keys: "" (unordered), size, mtime, ctime,
+// atime, uid, gid, path, name. CheckSortKey: InvalidArgument naming the valid keys otherwise.
 Status CheckSortKey(std::string_view key);
 // True when the hit (path_a, a) comes before (path_b, b) in the order of `key`; ties (and the
 // empty key) order by path, so every node and the merging client agree on one total order.
 bool SortsBefore(std::string_view key, bool descending, std::string_view path_a,
                  const FileRecord& a, std::string_view path_b, const FileRecord& b);
 
-// The three index structures (DESIGN §3). The numbers are stable: they are stored in ACG
-// metadata and sent on the wire.
+// The three index structures (docs/architecture.md §3). The numbers are stable: they are stored in
+// ACG metadata and sent on the wire.
 enum class IndexType : uint8_t { kBTree = 1, kHash = 2, kKdTree = 3 };
 const char* IndexTypeName(IndexType type);  // "btree", "hash", "kdtree"
 // Parses "btree" / "hash" / "kdtree"; InvalidArgument otherwise.
 Result<IndexType> ParseIndexType(std::string_view name);
 
-// One change to the index, as logged in the WAL and applied to an ACG (DESIGN §4, §6).
+// One change to the index, as logged in the WAL and applied to an ACG (docs/architecture.md §4,
+// §6).
 enum class UpdateOp : uint8_t {
   kPut = 1,         // insert or replace the whole record `record` (create, close, rename, setattr)
   kDelete = 2,      // remove the record with id `record.id`; see DeleteApplies

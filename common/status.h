@@ -1,6 +1,6 @@
 // Status and Result<T>: how every Propeller component reports errors.
 //
-// Errors are values (STYLE rule 3). One numbered code space with one to-string table
+// Errors are values (docs/style.md rule 3). One numbered code space with one to-string table
 // (StatusCodeName); the wire mapping lives in schemas/, the errno mapping in client/fuse/.
 // Status is cheap to copy when OK (no allocation) and safe to use from any thread.
 #ifndef PROPELLER_COMMON_STATUS_H_

@@ -1,5 +1,5 @@
 // ThreadPool: a fixed set of worker threads running submitted tasks in FIFO order, plus
-// ParallelFor for fan-out (e.g. a search over many ACG partitions, DESIGN §6).
+// ParallelFor for fan-out (e.g. a search over many ACG partitions, docs/architecture.md §6).
 //
 // ParallelFor lets the calling thread take part in the work, so it always makes progress: with
 // one worker, with every worker busy, and when called from inside a pool task (nested fan-out)

@@ -1,6 +1,6 @@
-// WalkTree: reads an existing directory tree into file records (DESIGN §9 `import`): lstat of
-// every entry, user.* extended attributes as user attributes, hard links merged into one record
-// with several paths. Used by `propeller import`, the propeller-engine tool and the mount.
+// WalkTree: reads an existing directory tree into file records (docs/architecture.md §9 `import`):
+// lstat of every entry, user.* extended attributes as user attributes, hard links merged into one
+// record with several paths. Used by `propeller import`, the propeller-engine tool and the mount.
 // WalkTreeEntries is the same walk reporting each entry's lstat and paths, and reads the user
 // attributes only of the entries whose record the caller asks for: reconcile compares the lstat
 // with the index first and needs the record of the few entries that changed (docs/reconcile.md).

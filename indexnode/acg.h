@@ -1,5 +1,5 @@
-// Acg: one access-causality partition on an index node (DESIGN §3, §6) — its key ranges in the
-// node's store, its index structures, its write cache and its summary.
+// Acg: one access-causality partition on an index node (docs/architecture.md §3, §6) — its key
+// ranges in the node's store, its index structures, its write cache and its summary.
 //
 // Its data lives in one shard of the node's Store (store.h), every key led by
 // AcgKeyPrefix(id) (P below), in these databases of the shard:
@@ -228,7 +228,7 @@ class Acg {
   // The committed edges (callers commit first).
   Status ListEdges(std::vector<StoredEdge>* edges);
 
-  // ---- splitting (Engine::SplitAcg; DESIGN §5) ----
+  // ---- splitting (Engine::SplitAcg; docs/architecture.md §5) ----
   using FileIdSet = std::unordered_set<FileId, FileIdHash>;
   // The ACG that file `id` moved to when a split took it out of this one, or 0. Thread-safe
   // and cheap (Apply routes every update through it).

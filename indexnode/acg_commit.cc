@@ -1,5 +1,6 @@
-// Acg: the commit path — the write cache into the indexes (acg.h "Commit", DESIGN in
-// docs/architecture.md) — and the per-update writes it makes (ApplyOne and its helpers).
+// Acg: the commit path — the write cache into the indexes (acg.h "Commit",
+// docs/architecture.md §6 Write path) — and the per-update writes it makes (ApplyOne and its
+// helpers).
 #include <algorithm>
 #include <cstring>
 #include <memory>

@@ -1,4 +1,4 @@
-// Search inside one ACG: the planner (DESIGN §6 "Search").
+// Search inside one ACG: the planner (docs/architecture.md §6 "Search").
 //
 // Plan(node) returns a candidate set (sorted, unique FileIds) that is a superset of the node's
 // matches, or "all" when no index helps. Leaves: the six inode axes go to the K-D tree (an AND

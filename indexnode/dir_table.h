@@ -1,6 +1,6 @@
 // DirTable: every directory's owner, group and mode by (volume, path), for the permission
-// filter of searches (DESIGN §10: a path is visible only if every ancestor directory grants
-// the caller read and search permission, as `find` would need).
+// filter of searches (docs/architecture.md §10: a path is visible only if every ancestor directory
+// grants the caller read and search permission, as `find` would need).
 //
 // It is updated when an update is logged (not when it is committed), so a chmod that returned
 // before a search started is always seen by that search. Missing ancestors deny: a search

@@ -1,5 +1,5 @@
-// Engine: the single-node indexing and search engine of an index node (DESIGN §6), usable
-// in-process by tests, benchmarks, the index-node daemon and the embedded mode.
+// Engine: the single-node indexing and search engine of an index node (docs/architecture.md §6),
+// usable in-process by tests, benchmarks, the index-node daemon and the embedded mode.
 //
 // An Engine owns one data directory:
 //   <data_dir>/wal/          the node's write-ahead log (segments; see schemas/wal_format.h)
@@ -14,7 +14,7 @@
 // the cache exceeds its bound, or before a search touches that ACG. After a commit is durable
 // the WAL prefix no ACG needs any more is deleted; Open() replays the rest.
 //
-// Durability (DESIGN §10):
+// Durability (docs/architecture.md §10):
 //   kDefault: Apply returns once the batch is written to the log file (survives kill -9 of the
 //             process); a background thread fsyncs the log at least every
 //             `group_commit_interval_ns` (10 ms), so a power loss loses at most that window.
@@ -30,7 +30,7 @@
 // LMDB environments whatever the number of ACGs (layout 5, schemas/LAYOUT.md; a data
 // directory of layout 3 or 4 is converted at its first open).
 //
-// Open ACGs are cached (DESIGN §6): at most `max_open_acgs` ACGs, holding at most
+// Open ACGs are cached (docs/architecture.md §6): at most `max_open_acgs` ACGs, holding at most
 // `max_open_acg_bytes` of hash tables, keep their index objects; beyond that the least
 // recently used idle ones are closed, and are reopened on demand by a commit, a search their
 // summary and K-D tree cannot rule out, Get or ListEdges. A closed ACG keeps its summary,
@@ -87,7 +87,8 @@ struct EngineOptions {
   // the bounds (tests use this to control timing). The log sync thread still runs in kDefault.
   bool background_commit = true;
 
-  // ---- The cache of open ACGs (DESIGN §6; indexnode/README.md "Open and closed ACGs") ----
+  // ---- The cache of open ACGs (docs/architecture.md §6 Open ACGs; indexnode/README.md "Open
+  // and closed ACGs") ----
   // An ACG stays open once opened: its index objects hold no memory to speak of, and it holds
   // no descriptor or map of its own (the store's are shared). What is bounded is the tables of
   // user hash indexes, loaded when a search first probes them: at most `max_open_acgs` ACGs
@@ -109,15 +110,15 @@ struct EngineOptions {
   // backpressure when updates outpace commits. Bursts below it are absorbed (at 10 M files a
   // commit costs ~10x an acknowledgement). 0 = unbounded.
   uint64_t max_cache_bytes = 1ull << 30;
-  // ---- Automatic splits (DESIGN §5) ----
+  // ---- Automatic splits (docs/architecture.md §5) ----
   // A committed ACG with more files than this is split in two by a background thread (PlanSplit,
   // then SplitAcg), when split_target_id is set. 0 = never.
   uint64_t split_threshold_files = 50'000;
   // How often the background thread looks at ACG sizes.
   int64_t split_check_interval_ns = 1'000'000'000;
   // Asks the cluster for the id of a new ACG to take half of ACG `source` (the master gives
-  // ids; DESIGN §5). Called on the background thread; an error postpones that split (retried
-  // after 30 s). Null: the engine never splits by itself.
+  // ids; docs/architecture.md §5). Called on the background thread; an error postpones that split
+  // (retried after 30 s). Null: the engine never splits by itself.
   std::function<Result<uint64_t>(uint64_t source)> split_target_id;
   // Told after a split committed (on the background thread): `moved` went from `source` to
   // `target`. Until the cluster's map says so, the engine routes updates sent to `source`.
@@ -145,7 +146,7 @@ struct EngineOptions {
 };
 
 struct SearchRequest {
-  std::string query;                 // DESIGN §8 text
+  std::string query;                 // query text (docs/query.md)
   std::string scope = "/";           // only paths equal to or below this (absolute, in-volume)
   std::optional<uint32_t> volume;    // only this volume; unset = all
   // Unset = no filtering (members of the service, docs/security.md). Set: a hit is shown only
@@ -292,8 +293,8 @@ class Engine {
   // directory grants r and x, as searches filter); false when none is left. uid 0 keeps all.
   bool RestrictToVisible(FileRecord* record, const Credentials& creds);
 
-  // User-defined indexes (DESIGN §3), fed by the user attribute of the same name. Creating
-  // builds the index in every ACG. AlreadyExists / NotFound / InvalidArgument (bad name,
+  // User-defined indexes (docs/architecture.md §3), fed by the user attribute of the same name.
+  // Creating builds the index in every ACG. AlreadyExists / NotFound / InvalidArgument (bad name,
   // built-in name).
   Status CreateIndex(const std::string& name, IndexType type);
   Status DropIndex(const std::string& name);
@@ -309,8 +310,8 @@ class Engine {
   // The edges of `acg` (src, dst, weight), for tests and the partitioner.
   Status ListEdges(uint64_t acg, std::vector<StoredEdge>* edges);
 
-  // Moves the files `moving` of ACG `source` into the new ACG `target` (DESIGN §5: the
-  // node-side half of a split). Updates and searches continue meanwhile; searches pause only
+  // Moves the files `moving` of ACG `source` into the new ACG `target` (docs/architecture.md §5:
+  // the node-side half of a split). Updates and searches continue meanwhile; searches pause only
   // for the final switch. Afterwards updates and Get addressed to `source` for a moved file
   // are routed to `target` (also after a restart: the routes are stored in `source`); this
   // holds for every id in `moving`, also one `source` did not hold (nothing moves for it, but
@@ -320,16 +321,16 @@ class Engine {
   // exists); an I/O error after the target was created stops the engine (reopen to recover,
   // see engine.cc).
   Status SplitAcg(uint64_t source, uint64_t target, std::span<const FileId> moving);
-  // The half of `acg` a split should move (DESIGN §5): a 2-way METIS partition of the graph
-  // of its files and the edges between them (symmetrised; balanced halves within `imbalance`,
+  // The half of `acg` a split should move (docs/architecture.md §5): a 2-way METIS partition of the
+  // graph of its files and the edges between them (symmetrised; balanced halves within `imbalance`,
   // minimal weight of cut; deterministic for `seed`), the lighter half. `report` (may be null)
   // receives the partition's figures. NotFound for an unknown ACG.
   Result<std::vector<FileId>> PlanSplit(uint64_t acg, double imbalance = 0.05, int seed = 1,
                                         SplitReport* report = nullptr);
   // Moves every file of the small ACG `source` (at most 20,000 files) into ACG `target` of
-  // this node, with searches paused for the move (DESIGN §5: small ACGs of one application
-  // are merged). Afterwards `source` is hidden and routes every update and Get to `target`,
-  // also after a restart; every file is in exactly one ACG at every instant a search can
+  // this node, with searches paused for the move (docs/architecture.md §5: small ACGs of one
+  // application are merged). Afterwards `source` is hidden and routes every update and Get to
+  // `target`, also after a restart; every file is in exactly one ACG at every instant a search can
   // observe and after a crash at any point. OK at once when `source` was merged into `target`
   // already. Errors: InvalidArgument (equal or zero ids, a source too large, an ACG merged
   // before), NotFound; an I/O error during the move stops the engine (reopen to recover).
@@ -349,7 +350,7 @@ class Engine {
   Status SplitAcgCrashingForTesting(uint64_t source, uint64_t target,
                                     std::span<const FileId> moving, int step);
 
-  // ---- Moving an ACG to another node in bulk (DESIGN §5) ----
+  // ---- Moving an ACG to another node in bulk (docs/architecture.md §5) ----
   // Only a plain ACG moves: not one with routes (a split or merge source), nor one being split
   // into or holding an unreported split (InvalidArgument).
   //

@@ -1,4 +1,4 @@
-// Crash safety of the engine (DESIGN §10).
+// Crash safety of the engine (docs/architecture.md §10).
 //
 // 1. FaultInjection: the log goes through a FaultInjectionEnv that refuses every write after
 //    a random number of operations (the process "dies" there), the engine is abandoned with

@@ -200,8 +200,8 @@ class Engine::Impl {
 
   // ---- splits ----
 
-  // Moves the files `moving` of ACG `source` into the new ACG `target` (DESIGN §5), while
-  // updates and searches go on:
+  // Moves the files `moving` of ACG `source` into the new ACG `target` (docs/architecture.md §5),
+  // while updates and searches go on:
   //   1. commit the source and watch its commits; copy the moving files' records and edges
   //      from a snapshot into the target, built under a marker file and hidden from searches;
   //   2. then, with searches held at the gate and both ACGs locked: switch routes under the log
@@ -235,9 +235,9 @@ class Engine::Impl {
     return reports_.Reported(source, target);
   }
 
-  // Moves every file of the small ACG `source` into ACG `target` on this node (DESIGN §5:
-  // small ACGs of one application are merged). Everything happens at one switch, with
-  // searches held at the gate and both ACGs locked:
+  // Moves every file of the small ACG `source` into ACG `target` on this node
+  // (docs/architecture.md §5: small ACGs of one application are merged). Everything happens at one
+  // switch, with searches held at the gate and both ACGs locked:
   //   - under the log lock, `source` starts routing everything to `target`;
   //   - both are committed up to there; the source's records and edges are copied into the
   //     target (a MERGING marker in the target's directory, written first, names the source);

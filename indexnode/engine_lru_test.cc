@@ -1,7 +1,7 @@
-// The cache of open ACGs (DESIGN §6, acg.h "Open and closed"): the whole engine against the
-// brute-force model with at most one or two ACGs holding hash tables (or a 1-byte bound), so
-// nearly every search that probes a user hash index unloads another ACG's tables — commits,
-// searches (including ones the K-D trees answer from memory), Get, ListEdges, user indexes
+// The cache of open ACGs (docs/architecture.md §6, acg.h "Open and closed"): the whole engine
+// against the brute-force model with at most one or two ACGs holding hash tables (or a 1-byte
+// bound), so nearly every search that probes a user hash index unloads another ACG's tables —
+// commits, searches (including ones the K-D trees answer from memory), Get, ListEdges, user indexes
 // created, dropped and re-typed, clean reopens and process crashes. PROPELLER_SEED=<n>
 // replays a failure.
 #include <gtest/gtest.h>

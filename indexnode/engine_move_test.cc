@@ -1,7 +1,7 @@
 // Moving an ACG between two engines in bulk (Engine::FreezeAndCopyAcg, AdoptAcg,
-// DropMovedAcg, ThawAcg; DESIGN §5), against the brute-force model: the destination answers
-// exactly what the source held, nothing acknowledged is lost (updates that arrive during the
-// move wait, then get a Redirect), the source never recreates the ACG (not by an update, a
+// DropMovedAcg, ThawAcg; docs/architecture.md §5), against the brute-force model: the destination
+// answers exactly what the source held, nothing acknowledged is lost (updates that arrive during
+// the move wait, then get a Redirect), the source never recreates the ACG (not by an update, a
 // route or its log's replay), the destination's log replays its own updates into the copy,
 // and an interrupted adoption or drop is resolved by Open. PROPELLER_SEED=<n> replays a
 // failure.

@@ -1,5 +1,5 @@
-// Credential filtering (DESIGN §10): a search returns a path only if every ancestor directory
-// grants the caller r and x. Checked against an independent oracle that walks the model's
+// Credential filtering (docs/architecture.md §10): a search returns a path only if every ancestor
+// directory grants the caller r and x. Checked against an independent oracle that walks the model's
 // directories, over random trees, modes, owners and callers; also across chmod and reopen.
 #include <gtest/gtest.h>
 

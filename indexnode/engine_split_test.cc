@@ -1,6 +1,6 @@
-// Engine::SplitAcg (DESIGN §5, the node-side half of a split) and Engine::MergeAcg against the
-// brute-force model: the files move, updates addressed to the old ACG follow them (also after
-// a restart), every search equals the model before, during and after the move, and a crash at
+// Engine::SplitAcg (docs/architecture.md §5, the node-side half of a split) and Engine::MergeAcg
+// against the brute-force model: the files move, updates addressed to the old ACG follow them (also
+// after a restart), every search equals the model before, during and after the move, and a crash at
 // each step of it leaves every acknowledged update present and every file in exactly one ACG.
 // PROPELLER_SEED=<n> replays a failure.
 #include <gtest/gtest.h>

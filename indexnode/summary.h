@@ -1,6 +1,6 @@
 // AcgSummary: what an ACG partition could contain, small enough to keep for every ACG in
 // memory, so a search skips partitions that cannot match without opening or committing them
-// (DESIGN §6; the idea of Magellan's Bloom filters and GUFI's directory summaries).
+// (docs/architecture.md §6; the idea of Magellan's Bloom filters and GUFI's directory summaries).
 //
 // It holds min/max of the six inode axes, a Bloom filter over keyword tokens and uids, and,
 // for each power-of-two size class, the min/max mtime of the files in it: a conjunction of a

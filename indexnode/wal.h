@@ -1,5 +1,5 @@
 // Wal: the index node's write-ahead log — one log for all ACGs, sequential appends, group
-// commit (DESIGN §6, §10). Format: schemas/wal_format.h.
+// commit (docs/architecture.md §6, §10). Format: schemas/wal_format.h.
 //
 // Append() writes a record and hands it to the OS before returning (it survives kill -9).
 // Each segment is preallocated (segment_bytes) so that appends overwrite reserved zeros and a

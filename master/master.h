@@ -1,6 +1,6 @@
-// Master: the master's request semantics (DESIGN §5, §7; cluster.md) on typed messages —
-// node registration and heartbeats, file lookup/assignment (placement.h), ACG location, the
-// index catalogue, volumes and cluster status — over a MasterStore and a Membership.
+// Master: the master's request semantics (docs/architecture.md §5, §7; master/README.md) on typed
+// messages — node registration and heartbeats, file lookup/assignment (placement.h), ACG location,
+// the index catalogue, volumes and cluster status — over a MasterStore and a Membership.
 // MasterService (service.h) puts the wire encoding around it; MasterServer (master_server.h)
 // puts the network around that. In-process users (tests, the embedded mode) may call it
 // directly.
@@ -38,8 +38,8 @@ struct MasterConfig {
   // different nodes: the smaller moves to the other's node first (HeartbeatReply.moves).
   // 0 = never.
   int64_t merge_after_ms = 300'000;
-  // Splits (DESIGN §5): the half a node split off (the new ACG) moves to the up node with the
-  // fewest files when that node, even with the half, stays below the splitting node
+  // Splits (docs/architecture.md §5): the half a node split off (the new ACG) moves to the up node
+  // with the fewest files when that node, even with the half, stays below the splitting node
   // (HeartbeatReply.moves). false = halves stay where they were split.
   bool move_split_halves = true;
   // Tests only: called after a MoveAcg committed, before it returns (a hook may end the
@@ -110,8 +110,8 @@ class Master {
   // heartbeat of learning it). Errors: NotFound (no such index).
   Status IndexHolders(const wire::IndexName& req, wire::NodesReply* reply);
 
-  // Splits (DESIGN §5). NewAcg creates an empty ACG on req.node_id, tagged with the source's
-  // app, for half of ACG req.source; the app's current ACG for placement stays the source.
+  // Splits (docs/architecture.md §5). NewAcg creates an empty ACG on req.node_id, tagged with the
+  // source's app, for half of ACG req.source; the app's current ACG for placement stays the source.
   // SplitDone moves the listed files that are mapped to req.source to req.target, keeping each
   // mapping's generation (files mapped elsewhere or not at all are skipped, so a repeated
   // report changes nothing). Errors (nothing changed): InvalidArgument (zero or equal ids),
@@ -119,11 +119,11 @@ class Master {
   // errors.
   Status NewAcg(const wire::NewAcgRequest& req, wire::NewAcgReply* reply);
   Status SplitDone(const wire::SplitDoneRequest& req, wire::SplitDoneReply* reply);
-  // Migration (DESIGN §5): the node req.to_node adopted ACG req.acg from req.from_node and
-  // becomes its owner; every later lookup names it. OK when it owns the ACG already (a repeated
-  // request). Errors (nothing changed): InvalidArgument (zero ids, equal nodes, an unknown
-  // destination node, a retired ACG), NotFound (no such ACG), PermissionDenied (req.from_node
-  // does not own it), store errors.
+  // Migration (docs/architecture.md §5): the node req.to_node adopted ACG req.acg from
+  // req.from_node and becomes its owner; every later lookup names it. OK when it owns the ACG
+  // already (a repeated request). Errors (nothing changed): InvalidArgument (zero ids, equal nodes,
+  // an unknown destination node, a retired ACG), NotFound (no such ACG), PermissionDenied
+  // (req.from_node does not own it), store errors.
   Status MoveAcg(const wire::MoveAcgRequest& req);
 
   MasterStore& store() { return *store_; }

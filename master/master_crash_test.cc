@@ -1,7 +1,8 @@
-// Crash safety (DESIGN §7, §10): a child process assigns files and reports every mapping the
-// master acknowledged through a pipe; the parent kills it with SIGKILL at a random moment,
-// reopens the store and finds every acknowledged mapping (and a consistent store). The child
-// is forked before this process touches LMDB (PITFALLS: never use an env across fork()).
+// Crash safety (docs/architecture.md §7, §10): a child process assigns files and reports every
+// mapping the master acknowledged through a pipe; the parent kills it with SIGKILL at a random
+// moment, reopens the store and finds every acknowledged mapping (and a consistent store). The
+// child is forked before this process touches LMDB (docs/pitfalls.md LMDB-3: never use an env
+// across fork()).
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>

@@ -1,4 +1,5 @@
-// propeller-master: the master daemon (DESIGN §7; trust model: docs/security.md). See --help.
+// propeller-master: the master daemon (docs/architecture.md §7; trust model: docs/security.md). See
+// --help.
 //
 // Exit codes: 0 stopped by SIGINT/SIGTERM after a clean shutdown, 1 runtime error (cannot
 // open the data directory, cannot bind, bad key files), 2 usage error.

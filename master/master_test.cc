@@ -550,7 +550,7 @@ TEST_F(ForgetTest, RandomLateForgetsNeverUnmapALiveFile) {
   EXPECT_EQ(master_->store().FileCount(), live.size());
 }
 
-// ---- splits: a new ACG for half of one, then the map flip (DESIGN §5) ----------------------
+// ---- splits: a new ACG for half of one, then the map flip (docs/architecture.md §5) --------
 
 TEST_F(ForgetTest, SplitGivesANewAcgAndRemapsOnlyWhatTheSourceStillHas) {
   std::vector<wire::FileLocation> before;
@@ -648,8 +648,8 @@ TEST_F(ForgetTest, MoveAcgFlipsTheOwnerOnceAndSurvivesRestart) {
   EXPECT_EQ(master_->store().GetAcg(acg)->node_id, other);
 }
 
-// DESIGN §5: the half a node split off goes to a less loaded node, through the splitting
-// node's heartbeats (HeartbeatReply.moves), when that narrows the gap between the two.
+// docs/architecture.md §5: the half a node split off goes to a less loaded node, through the
+// splitting node's heartbeats (HeartbeatReply.moves), when that narrows the gap between the two.
 TEST_F(ForgetTest, SplitHalvesMoveToALighterNode) {
   for (uint64_t ino = 1; ino <= 20; ++ino) ASSERT_NE(Assign(ino, "cc", true).acg, 0u);
   const uint64_t source = Lookup(1).acg;

@@ -1,6 +1,6 @@
-// Membership: the master's table of index nodes (DESIGN §7) — which nodes exist (persisted in
-// the MasterStore: id -> endpoint), which are up, and what their last heartbeat said (memory
-// only: a restarted master learns it again within one heartbeat interval).
+// Membership: the master's table of index nodes (docs/architecture.md §7) — which nodes exist
+// (persisted in the MasterStore: id -> endpoint), which are up, and what their last heartbeat said
+// (memory only: a restarted master learns it again within one heartbeat interval).
 //
 // A node is up from its registration or a heartbeat until node_timeout_ms pass without one;
 // then it is down (checked on every access against the injected clock, so tests control time

@@ -1,5 +1,5 @@
-// Placement: which ACG a newly seen file joins (DESIGN §5, cluster.md), decided by the master
-// inside the store transaction that records the decision.
+// Placement: which ACG a newly seen file joins (docs/architecture.md §5 Placement of new files),
+// decided by the master inside the store transaction that records the decision.
 //
 // For each item, in request order (later items see the mappings of earlier ones):
 //   1. a file already mapped keeps its ACG;

@@ -164,8 +164,8 @@ Result<std::unique_ptr<MasterStore>> MasterStore::Open(const MasterStoreOptions&
   PROPELLER_RETURN_IF_ERROR(MakeDirs(options.dir, 0700).WithContext("master data directory"));
   std::unique_ptr<MasterStore> store(new MasterStore(options));
   // flock conflicts between open file descriptions, so this also refuses a second
-  // MasterStore on the same directory in this process (PITFALLS: open an LMDB environment
-  // once per process), and O_CLOEXEC keeps exec'd children from inheriting it.
+  // MasterStore on the same directory in this process (docs/pitfalls.md LMDB-3: open an LMDB
+  // environment once per process), and O_CLOEXEC keeps exec'd children from inheriting it.
   const std::string lock_path = options.dir + "/LOCK";
   store->lock_fd_ = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (store->lock_fd_ < 0) return Status::IOError("opening " + lock_path, errno);
@@ -232,7 +232,7 @@ Status MasterStore::OpenEnv() {
   rc = mdb_env_open(env_, options_.dir.c_str(), flags, 0600);
   if (rc != 0) return LmdbStatus(rc, "opening LMDB environment");
   int dead = 0;
-  mdb_reader_check(env_, &dead);  // slots of crashed processes (PITFALLS)
+  mdb_reader_check(env_, &dead);  // slots of crashed processes (docs/pitfalls.md LMDB-5)
 
   MDB_txn* raw = nullptr;
   rc = mdb_txn_begin(env_, nullptr, 0, &raw);
@@ -402,7 +402,7 @@ Status MasterStore::Update(const std::function<Status(Txn& txn)>& fn) {
           ++mirror_version_;
           return Status::OK();
         }
-        // PITFALLS: MDB_MAP_FULL can come from the commit too.
+        // MDB_MAP_FULL can come from the commit too (docs/pitfalls.md LMDB-4).
         if (rc == MDB_MAP_FULL) txn.map_full_ = true;
         s = LmdbStatus(rc, "mdb_txn_commit");
       }

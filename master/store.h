@@ -1,6 +1,6 @@
-// MasterStore: the master's persistent state (DESIGN §7) in one LMDB environment — which ACG
-// each file belongs to, which node owns each ACG, the node table, the index catalogue and the
-// registered volumes. Every mutation runs in one write transaction that is committed (synced,
+// MasterStore: the master's persistent state (docs/architecture.md §7) in one LMDB environment —
+// which ACG each file belongs to, which node owns each ACG, the node table, the index catalogue and
+// the registered volumes. Every mutation runs in one write transaction that is committed (synced,
 // unless options.sync is false) before Update() returns, so a restarted master has all of it.
 //
 // On disk, <dir>/ holds data.mdb and lock.mdb (LMDB) and LOCK (an flock(2) lock: one process,
@@ -69,8 +69,8 @@ inline constexpr uint64_t kMasterFormatVersion = 2;
 // App tags longer than this are refused (they are LMDB keys in `apps`).
 inline constexpr size_t kMaxAppBytes = 255;
 
-// The lifecycle of an ACG (DESIGN §5). kRetired: merged into another ACG of its node, which
-// now holds its files; the node routes whatever still names it. Programs from before merges
+// The lifecycle of an ACG (docs/architecture.md §5). kRetired: merged into another ACG of its node,
+// which now holds its files; the node routes whatever still names it. Programs from before merges
 // refuse a store holding a retired ACG (unknown state) rather than misread it.
 enum class AcgState : uint8_t { kActive = 1, kRetired = 2 };
 
@@ -113,7 +113,8 @@ struct MasterStoreOptions {
   // false = MDB_NOSYNC: commits survive a crash of the process (kill -9) but not of the
   // machine. With sync_interval_ms > 0 a background thread fsyncs the environment that often
   // (group commit: a power loss loses at most that window — the index nodes' default
-  // durability level, DESIGN §10); with 0 nothing is synced until close (tests, benchmarks).
+  // durability level, docs/architecture.md §10); with 0 nothing is synced until close (tests,
+  // benchmarks).
   bool sync = true;
   int64_t sync_interval_ms = 0;
 };

@@ -4,8 +4,8 @@
 // the sorted unique list then fills the CSR rows in order. Because the list is sorted by
 // (low, high), each row receives its lower neighbours (ascending) before its higher ones
 // (ascending), so rows come out sorted without a per-row sort. Peak extra memory is one
-// 16-byte record per input edge; for the 6 M-edge split budget (DESIGN §11) that is ~96 MB,
-// half of what building both directions first and sorting each row would take.
+// 16-byte record per input edge; for the 6 M-edge split budget (docs/architecture.md §11) that is
+// ~96 MB, half of what building both directions first and sorting each row would take.
 #include "partitioner/graph.h"
 
 #include <algorithm>

@@ -1,10 +1,10 @@
-// CsrGraph: an access-causality graph (DESIGN §3, §5) as an undirected, weighted graph in the
-// compressed-sparse-row form METIS takes, plus connected components.
+// CsrGraph: an access-causality graph (docs/architecture.md §3, §5) as an undirected, weighted
+// graph in the compressed-sparse-row form METIS takes, plus connected components.
 //
 // ACG edges are directed (a → b: a process read a, then wrote b). Partitioning cares about how
 // strongly two files are tied, not the direction, and METIS silently returns a wrong split on a
-// one-way CSR (PITFALLS: METIS), so the graph is symmetrised when it is built: weight(u, v) =
-// weight(u → v) + weight(v → u), self-loops dropped, duplicates merged.
+// one-way CSR (docs/pitfalls.md METIS-2), so the graph is symmetrised when it is built:
+// weight(u, v) = weight(u → v) + weight(v → u), self-loops dropped, duplicates merged.
 //
 // Pure computation, no I/O. A CsrGraph is immutable after construction: any number of threads
 // may read one concurrently. Free functions are thread-safe.
@@ -27,8 +27,8 @@ struct WeightedEdge {
 
 class CsrGraph {
  public:
-  // METIS's idx_t is 32-bit on Debian (PITFALLS), so vertex numbers, offsets and weights in the
-  // CSR arrays are int32_t and must stay below this bound.
+  // METIS's idx_t is 32-bit on Debian (docs/pitfalls.md METIS-1), so vertex numbers, offsets and
+  // weights in the CSR arrays are int32_t and must stay below this bound.
   static constexpr int64_t kMaxIndex = std::numeric_limits<int32_t>::max();
 
   // The empty graph (0 vertices).

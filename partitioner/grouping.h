@@ -1,5 +1,6 @@
 // GroupComponents: packs the small connected components of one application into shared ACGs
-// (DESIGN §5 "Grouping"), so the index is not fragmented into thousands of tiny partitions.
+// (docs/architecture.md §5 "Grouping"), so the index is not fragmented into thousands of tiny
+// partitions.
 //
 // Rules, for every vertex v with an application tag (the executable that created the file):
 // - A component's tag is the tag most of its vertices carry (ties: the smallest tag id; for
@@ -29,7 +30,7 @@ namespace propeller {
 
 struct GroupOptions {
   // The most vertices (files) a group of several components may hold. Default: the split
-  // threshold (DESIGN §5), so a fresh group never needs a split.
+  // threshold (docs/architecture.md §5), so a fresh group never needs a split.
   uint64_t max_group_size = 50000;
 };
 

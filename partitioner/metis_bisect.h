@@ -1,7 +1,7 @@
 // MetisBisect: the only place that calls METIS (internal to partitioner/; use split.h).
 //
 // It owns the process-wide METIS mutex: METIS 5.1 keeps global state (its random generator,
-// its memory core) and is not thread-safe (PITFALLS: METIS), so every call is serialised.
+// its memory core) and is not thread-safe (docs/pitfalls.md METIS-4), so every call is serialised.
 // It never calls METIS with fewer than 2 vertices (METIS_PartGraphKway with nparts = 1 dies
 // with SIGFPE, and a 0-vertex graph is an input error).
 //

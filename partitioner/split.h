@@ -1,5 +1,5 @@
-// SplitInTwo: the 2-way split of an ACG that has outgrown the threshold (DESIGN §5): two
-// balanced halves with a minimal weight of cut, computed by METIS, plus the report the paper's
+// SplitInTwo: the 2-way split of an ACG that has outgrown the threshold (docs/architecture.md §5):
+// two balanced halves with a minimal weight of cut, computed by METIS, plus the report the paper's
 // Table II prints for each partitioning (vertices, edges, total weight, time, halves, cut).
 //
 // Balance. Every vertex has a weight (default 1, i.e. "number of files"); W is their sum and
@@ -14,7 +14,8 @@
 // best cut gain to the other half until the bound holds.
 //
 // Steps, cheapest first:
-//  1. n <= 1: nothing to split (and METIS must not see nparts > n; PITFALLS: SIGFPE).
+//  1. n <= 1: nothing to split (and METIS must not see nparts > n; docs/pitfalls.md METIS-3:
+//     SIGFPE).
 //  2. Whole connected components packed into the halves (largest first, each to the lighter
 //     half): if that meets the bound the cut is 0, optimal, and METIS is not called. This
 //     covers graphs without edges, all-isolated files, and groups of small components.
@@ -30,7 +31,7 @@
 // call, and the repair breaks ties by vertex number.
 //
 // Threads. Any thread may call SplitInTwo. METIS keeps global state and is not thread-safe
-// (PITFALLS: METIS), so calls into it are serialised by one process-wide mutex; everything
+// (docs/pitfalls.md METIS-4), so calls into it are serialised by one process-wide mutex; everything
 // else (copying weights, checking, repairing, reporting) runs outside it.
 #ifndef PROPELLER_PARTITIONER_SPLIT_H_
 #define PROPELLER_PARTITIONER_SPLIT_H_
@@ -49,12 +50,12 @@ struct SplitOptions {
   // Allowed imbalance: each half weighs at most (1 + imbalance) * W / 2 (see MaxSideWeight for
   // the floor that keeps tiny graphs feasible). Must be in [0, 1]. Passed to METIS as
   // METIS_OPTION_UFACTOR = round(imbalance * 1000); set explicitly because METIS's own defaults
-  // differ between its two algorithms (0.1% recursive, 3% k-way; PITFALLS).
+  // differ between its two algorithms (0.1% recursive, 3% k-way; docs/pitfalls.md METIS-5).
   double imbalance = 0.05;
   // METIS_OPTION_SEED. The same seed gives the same split. Any int is valid.
   int seed = 1;
   // false: METIS_PartGraphRecursive (the default: ~30% faster for 2 parts, similar cut;
-  // PITFALLS). true: METIS_PartGraphKway.
+  // docs/pitfalls.md METIS-5). true: METIS_PartGraphKway.
   bool use_kway = false;
 };
 

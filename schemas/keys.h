@@ -1,5 +1,6 @@
-// Order-preserving key encodings for LMDB databases (DESIGN §6, PITFALLS: LMDB keys are at
-// most 511 bytes; signed and composite keys must be big-endian with the sign bit flipped).
+// Order-preserving key encodings for LMDB databases (docs/architecture.md §6, docs/pitfalls.md
+// LMDB-6: LMDB keys are at most 511 bytes; signed and composite keys must be big-endian with the
+// sign bit flipped).
 //
 // Every encoding here compares with memcmp in the same order as the values it encodes. The
 // layouts are byte tables in keys.cc; golden bytes are pinned in keys_test.cc. Version:

@@ -6,10 +6,10 @@
 //   field   the struct member
 //   type    msgpack type on the wire. "uint" / "int" = any msgpack integer form (writers use
 //           the smallest); "uint32" = uint <= 2^32-1; "int64" = an integer in the int64 range;
-//           "float64" = written as float64 (0xcb) even for whole numbers (PITFALLS), read from
-//           float32, float64 or any integer; "T?" = nil (std::nullopt) or T; "[T]" = array of T;
-//           struct names = that struct's array (its own table); FileId = [volume: uint32,
-//           ino: uint]; FileRecord and Update = the arrays of record_format.cc.
+//           "float64" = written as float64 (0xcb) even for whole numbers (docs/pitfalls.md MP-3),
+//           read from float32, float64 or any integer; "T?" = nil (std::nullopt) or T; "[T]" =
+//           array of T; struct names = that struct's array (its own table); FileId = [volume:
+//           uint32, ino: uint]; FileRecord and Update = the arrays of record_format.cc.
 //   R       "R" = required: a shorter array is Corruption. Fields without R take the struct's
 //           default when the array ends before them (an older writer). Required fields are
 //           those without which the message means nothing or something dangerous (e.g. a
@@ -690,7 +690,7 @@ Status Get(const msgpack::object& o, WireCredentials* m) {
 
 // SearchQuery (kSearch)
 //   index field                  type               R  meaning                          since
-//   0     query                  str                R  DESIGN §8 text                   1.0
+//   0     query                  str                R  query text (docs/query.md)       1.0
 //   1     scope                  str                   default "/"                      1.0
 //   2     volume                 uint32?               nil = every volume               1.0
 //   3     creds                  WireCredentials?      nil = none given                 1.0

@@ -1,5 +1,5 @@
-// The wire protocol between Propeller processes (DESIGN §2, §7, §9): every message a client,
-// the master and an index node exchange, as plain structs, with their msgpack encodings.
+// The wire protocol between Propeller processes (docs/architecture.md §2, §7, §9): every message a
+// client, the master and an index node exchange, as plain structs, with their msgpack encodings.
 // Transport framing (request ids, streamed replies) is common/rpc's; this file gives the bytes
 // inside a frame. Field tables, one per message, are in messages.cc next to the code; golden
 // bytes are pinned in messages_test.cc.
@@ -12,7 +12,7 @@
 // where `body` is the encoding of the message struct named below (an empty bin when the status
 // is not OK). Partial frames of a streamed reply (Search) carry a SearchHitsChunk encoding
 // directly, without an envelope. Each body is a msgpack array of its fields in the order
-// declared below (array form, PITFALLS: ~5x faster than maps on hot paths).
+// declared below (array form, docs/pitfalls.md MP-2: ~5x faster than maps on hot paths).
 //
 // Compatibility rule: fields are only ever appended at the end of a body; a decoder ignores
 // trailing fields it does not know and fills fields missing at the end with their defaults.
@@ -147,7 +147,7 @@ struct NodesReply {
   std::vector<NodeInfo> nodes;
 };
 
-// ---- routing and placement (DESIGN §5, §7) -------------------------------------------------
+// ---- routing and placement (docs/architecture.md §5, §7) -----------------------------------
 
 struct FilesRequest {
   std::vector<FileId> files;
@@ -188,7 +188,7 @@ struct AcgLocationsReply {
   std::vector<AcgLocation> locations;  // in request order
 };
 
-// ---- splits (DESIGN §5; since 1.2) --------------------------------------------------------
+// ---- splits (docs/architecture.md §5; since 1.2) ------------------------------------------
 // An index node splitting ACG `source` first asks for the id of the ACG that takes half of it
 // (created on the asking node, tagged with the source's app), splits locally, then reports
 // which files moved; the master remaps those still mapped to `source` (keeping each mapping's
@@ -214,7 +214,7 @@ struct SplitDoneReply {
   uint64_t remapped = 0;  // files that were mapped to `source` and now map to `target`
 };
 
-// ---- migration between index nodes (DESIGN §5; since 1.3) ---------------------------------
+// ---- migration between index nodes (docs/architecture.md §5; since 1.3) -------------------
 // The owner of ACG `acg` moves it to node `to` (kMigrateAcg, asked by an operator or a tool):
 // it freezes and copies it (Engine::FreezeAndCopyAcg) and sends the copy in kAdoptAcg chunks;
 // with the last one the destination adopts it (frozen), asks the master to flip the ACG's
@@ -291,7 +291,7 @@ struct WireCredentials {
   std::vector<uint32_t> groups;
 };
 struct SearchQuery {
-  std::string query;            // DESIGN §8 text
+  std::string query;            // query text (docs/query.md)
   std::string scope = "/";
   std::optional<uint32_t> volume;
   std::optional<WireCredentials> creds;  // honoured only from trusted peers (see indexnode)

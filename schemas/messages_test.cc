@@ -825,7 +825,7 @@ TEST(MessagesGoldenTest, HeartbeatRequest) {
                "cb" "3fe0000000000000"                // load 0.5 (float64)
                "07"                                   // cached_updates
                "91" "a3" "746167");                   // indexes ["tag"]
-  // A whole-number double stays a float64 (PITFALLS: msgpack-c would write 0x02).
+  // A whole-number double stays a float64 (docs/pitfalls.md MP-3: msgpack-c would write 0x02).
   EXPECT_EQ(Hex(Enc(HeartbeatRequest{0, {}, 0, 2.0, 0, {}})),
             "96" "00" "90" "00" "cb4000000000000000" "00" "90");
 }

@@ -3,7 +3,7 @@
 //
 // Writing: msgpack-c's packer writes integers and strings in their smallest msgpack form; a
 // double is always written as float64 (PackFloat64) because the packer turns whole-number
-// doubles into integers (PITFALLS).
+// doubles into integers (docs/pitfalls.md MP-3).
 //
 // Reading untrusted bytes: ParseAndDecode first checks that the input is exactly one
 // complete msgpack object (CheckMsgpack: one linear pass, no allocation), and only then lets

@@ -4,10 +4,10 @@
 // msgpack-c is used in two ways (helpers in msgpack_util.h): its packer writes ints and strings
 // (always in the smallest msgpack form), and its unpacker parses untrusted input under tight
 // limits. Doubles are NOT written with packer::pack_double, which turns whole-number doubles
-// into msgpack integers (2.0 -> 0x02, PITFALLS): a double is always written as float64 (0xcb +
-// 8 bytes big-endian) so that the reader, in any language, gets back a double. Every exception
-// msgpack-c throws is caught and becomes Corruption. The record and update arrays are also
-// nested inside wire messages (messages.cc), hence their codecs live in msgpack_util.
+// into msgpack integers (2.0 -> 0x02, docs/pitfalls.md MP-3): a double is always written as float64
+// (0xcb + 8 bytes big-endian) so that the reader, in any language, gets back a double. Every
+// exception msgpack-c throws is caught and becomes Corruption. The record and update arrays are
+// also nested inside wire messages (messages.cc), hence their codecs live in msgpack_util.
 #include "schemas/record_format.h"
 
 #include <msgpack.hpp>
@@ -126,7 +126,7 @@ void PackRecord(const FileRecord& r, std::string* out) {
     if (const auto* i = std::get_if<int64_t>(&value)) {
       w.Int(*i);
     } else if (const auto* d = std::get_if<double>(&value)) {
-      w.Float64(*d);  // always float64, even for whole numbers (PITFALLS)
+      w.Float64(*d);  // always float64, even for whole numbers (docs/pitfalls.md MP-3)
     } else {
       w.Str(std::get<std::string>(value));
     }

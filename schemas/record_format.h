@@ -1,12 +1,12 @@
 // Byte encodings of the data model (common/record.h): the FileRecord stored in an ACG's
 // `files` database, and the Update batches written to the write-ahead log.
 //
-// Both are msgpack arrays (array form: ~5x faster to decode than maps, PITFALLS) whose first
-// element is a format version. Compatibility rule: a reader accepts its own version and any
+// Both are msgpack arrays (array form: ~5x faster to decode than maps, docs/pitfalls.md MP-2) whose
+// first element is a format version. Compatibility rule: a reader accepts its own version and any
 // older one it knows; fields are only ever appended at the end, and a reader ignores trailing
-// fields it does not know. A version newer than the reader's is Corruption ("unsupported
-// version N"). The field tables are in record_format.cc next to the code, and golden bytes
-// are pinned in record_format_test.cc.
+// fields it does not know. A version newer than the reader's is Corruption ("unsupported version
+// N"). The field tables are in record_format.cc next to the code, and golden bytes are pinned in
+// record_format_test.cc.
 //
 // Decoders take untrusted bytes: they never throw, never crash, and never allocate more than
 // a small multiple of the input size (unpack limits); garbage gives Corruption.

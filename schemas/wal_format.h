@@ -1,4 +1,4 @@
-// The on-disk format of an index node's write-ahead log (DESIGN §6).
+// The on-disk format of an index node's write-ahead log (docs/architecture.md §6).
 //
 // The log is a directory of segment files named "<first_lsn as 20 decimal digits>.wal"; a new
 // segment is started when the current one exceeds the configured size. Segments are deleted

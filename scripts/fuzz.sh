@@ -76,8 +76,8 @@ rm -rf "$corpus/seeds"
 run_target() {
   local t="$1"
   mkdir -p "$corpus/$t"
-  # malloc_limit_mb: a decode of a <= 4 KiB input must never ask for 64 MiB at once (PITFALLS:
-  # msgpack-c pre-allocates claimed array sizes).
+  # malloc_limit_mb: a decode of a <= 4 KiB input must never ask for 64 MiB at once
+  # (docs/pitfalls.md MP-1: msgpack-c pre-allocates claimed array sizes).
   "$build/schemas/${t}_fuzz" -max_total_time="$seconds" -max_len=4096 -timeout=10 \
     -rss_limit_mb=1024 -malloc_limit_mb=64 -print_final_stats=1 \
     -artifact_prefix="$artifacts/$t-" "$corpus/$t" "$corpus/seeds/$t" \

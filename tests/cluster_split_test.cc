@@ -1,5 +1,5 @@
-// ACG splits on a real 2-node cluster (issue 5, DESIGN §5): index nodes run with a low split
-// threshold, split in the background while a client keeps updating and searching, ask the
+// ACG splits on a real 2-node cluster (issue 5, docs/architecture.md §5): index nodes run with a
+// low split threshold, split in the background while a client keeps updating and searching, ask the
 // master for the new ACG's id and report the moved files so the master's map follows.
 //
 //  - SplitsUnderLoadMatchTheOracle: every search during the splits, and during the moves of
@@ -294,7 +294,7 @@ TEST(ClusterSplitTest, SplitsUnderLoadMatchTheOracle) {
     ASSERT_NO_FATAL_FAILURE(run_batch(20, 10));
   }
   // Keep changing and searching while the splits finish and are reported, and while the
-  // master has split halves move to the other node, which starts empty (DESIGN §5).
+  // master has split halves move to the other node, which starts empty (docs/architecture.md §5).
   const auto deadline = std::chrono::steady_clock::now() + seconds(90);
   Status agreed = Status::Timeout(
       "within 90 s the ACGs never were >= 4 on both nodes with a map the nodes agree with");

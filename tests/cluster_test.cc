@@ -321,8 +321,8 @@ TEST(ClusterTest, ASearchReachesANodeThatJoinedSinceTheLastSearch) {
   EXPECT_EQ(again.status().code(), StatusCode::kUnavailable) << again.status().ToString();
 }
 
-// DESIGN §4: concurrent Update calls bound for one node share Apply requests. The first
-// kMaxAppliesInFlightPerNode callers' Applies are held (test hook) until seven more callers
+// docs/architecture.md §4: concurrent Update calls bound for one node share Apply requests. The
+// first kMaxAppliesInFlightPerNode callers' Applies are held (test hook) until seven more callers
 // queue behind them; those seven must then go in one Apply, each call returning its own
 // outcome: the caller whose update the node refuses gets the error, the others' updates are
 // applied (checked by Get and a search).

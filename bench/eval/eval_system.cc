@@ -13,7 +13,7 @@ constexpr uint64_t kGiB = 1ull << 30;
 constexpr uint64_t k16MiB = 16ull << 20;
 
 // True when `path` has "firefox" as one of its tokens: maximal runs of letters and digits,
-// compared lowercased (DESIGN §3's keyword index). Bytes >= 0x80 belong to tokens.
+// compared lowercased (docs/architecture.md §3's keyword index). Bytes >= 0x80 belong to tokens.
 bool HasFirefoxToken(std::string_view path) {
   size_t i = 0;
   while (i < path.size()) {

@@ -3,7 +3,7 @@
 //    loopback (tests/cluster_harness.h), reached through libpropeller over ZeroMQ — the fair
 //    match for a database server behind a socket. Each Session is its own Client.
 //  - propeller-engine: the index node's Engine in the driver's process (no network), the
-//    figure of DESIGN §11's in-process budgets.
+//    figure of docs/architecture.md §11's in-process budgets.
 // Both run at the default durability level (log written before the ack, fsync by group commit
 // every 10 ms).
 #include <cstdlib>

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# PostMark on three file systems side by side, in ONE invocation (DESIGN §11: FUSE capture
-# overhead >= 0.9x the files/s of libfuse's passthrough_ll with writeback cache):
+# PostMark on three file systems side by side, in ONE invocation (docs/architecture.md §11: FUSE
+# capture overhead >= 0.9x the files/s of libfuse's passthrough_ll with writeback cache):
 #   ext4            a plain directory on the local ext4 file system
 #   passthrough_ll  libfuse's example, -o writeback -o cache=always, over a fresh ext4 directory
 #   propeller       the Propeller mount (command from --propeller-cmd; skipped without it)

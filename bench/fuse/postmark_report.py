@@ -9,7 +9,7 @@ The manifest has one tab-separated line per run:
 
 Numbers are taken as PostMark prints them (its clock counts whole seconds, so short runs are
 coarse; the wall time measured around the process is kept next to them). Per system the median
-over its successful runs is reported; ratios are medians divided (DESIGN section 11 target:
+over its successful runs is reported; ratios are medians divided (docs/architecture.md §11 target:
 propeller / passthrough_ll >= 0.9 on files created per second).
 """
 import argparse
@@ -182,11 +182,12 @@ def markdown(doc):
     lines.append("")
     t = doc["target"]
     if t["ratio"] is None:
-        lines.append("Target (DESIGN §11) propeller / passthrough_ll ≥ %.1f on files created/s: "
-                     "not measured." % TARGET_RATIO)
+        lines.append("Target (docs/architecture.md §11) propeller / passthrough_ll ≥ %.1f "
+                     "on files created/s: not measured." % TARGET_RATIO)
     else:
-        lines.append("Target (DESIGN §11) propeller / passthrough_ll ≥ %.1f on files created/s: "
-                     "%.2f — **%s**." % (TARGET_RATIO, t["ratio"], "met" if t["met"] else "NOT met"))
+        lines.append("Target (docs/architecture.md §11) propeller / passthrough_ll ≥ %.1f "
+                     "on files created/s: %.2f — **%s**."
+                     % (TARGET_RATIO, t["ratio"], "met" if t["met"] else "NOT met"))
     lines.append("")
     lines.append("| system | run | status | created/s | creation alone/s | mixed/s | tx/s | "
                  "total s | wall s | load before → after |")

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Query-directory listing latency on a Propeller mount (DESIGN section 11: a query directory
+"""Query-directory listing latency on a Propeller mount (docs/architecture.md §11: a query directory
 listing on a 140 k-file namespace, warm, <= 2 ms).
 
 Creates the namespace THROUGH the mount (so Propeller captures it): DIRS directories x
@@ -302,7 +302,8 @@ def markdown(doc):
         v["targets"]))
     med = doc["timings"]["listdir"]["median_ms"]
     lines.append("")
-    lines.append("Target (DESIGN §11) warm listing ≤ %.0f ms: median %.3f ms — **%s**%s." % (
+    lines.append("Target (docs/architecture.md §11) warm listing ≤ %.0f ms: median %.3f ms — "
+                 "**%s**%s." % (
         TARGET_MS, med, "met" if doc["target"]["met"] else "NOT met",
         "" if doc["mode"] != "plain-test" else " (plain directory: a self-test, not the budget)"))
     return "\n".join(lines) + "\n"

@@ -1,4 +1,5 @@
-// propeller acg stats|show|export: the captured access-causality graphs (DESIGN §3, §9).
+// propeller acg stats|show|export: the captured access-causality graphs (docs/architecture.md §3,
+// §9).
 #include <unistd.h>
 
 #include <cerrno>

@@ -1,4 +1,4 @@
-// propeller import DIR: index an existing tree (DESIGN §9), with progress, resumable.
+// propeller import DIR: index an existing tree (docs/architecture.md §9), with progress, resumable.
 //
 // The walk order is deterministic (common/tree_walk.h: depth-first, names sorted), so a
 // checkpoint is just the last path whose batch the cluster acknowledged. It is written to the

@@ -1,5 +1,6 @@
-// propeller mount BACKING MOUNTPOINT: the capture file system (DESIGN §4, §9), connected to a
-// cluster (--master) or, by default, with a master and an index node embedded in this process.
+// propeller mount BACKING MOUNTPOINT: the capture file system (docs/architecture.md §4, §9),
+// connected to a cluster (--master) or, by default, with a master and an index node embedded in
+// this process.
 #include <pthread.h>
 #include <signal.h>
 #include <sys/stat.h>

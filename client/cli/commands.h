@@ -1,6 +1,6 @@
-// The propeller CLI's commands (DESIGN §9). Each takes its arguments after the command name and
-// returns the process exit code: 0 success, 1 runtime error (printed as one line on stderr:
-// "propeller: <what went wrong>"), 2 usage error.
+// The propeller CLI's commands (docs/architecture.md §9). Each takes its arguments after the
+// command name and returns the process exit code: 0 success, 1 runtime error (printed as one line
+// on stderr: "propeller: <what went wrong>"), 2 usage error.
 #ifndef PROPELLER_CLIENT_CLI_COMMANDS_H_
 #define PROPELLER_CLIENT_CLI_COMMANDS_H_
 

@@ -1,4 +1,4 @@
-// propeller: the command-line client of a Propeller cluster (DESIGN §9).
+// propeller: the command-line client of a Propeller cluster (docs/architecture.md §9).
 #include <csignal>
 #include <cstdio>
 #include <cstring>

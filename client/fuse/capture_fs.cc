@@ -252,7 +252,7 @@ class CaptureFs::Impl {
     } else {
       conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
     }
-    // Plain readdir: readdirplus would take a lookup per entry (PITFALLS).
+    // Plain readdir: readdirplus would take a lookup per entry (docs/pitfalls.md FUSE-9).
     conn->want &= ~FUSE_CAP_READDIRPLUS;
     conn->want &= ~FUSE_CAP_READDIRPLUS_AUTO;
     // Never FUSE_CAP_NO_OPEN_SUPPORT / no-flush: they silently stop open/close tracking.
@@ -608,8 +608,8 @@ class CaptureFs::Impl {
 
   int OpenFlags(int flags) {
     if (options_.writeback) {
-      // PITFALLS: with the writeback cache the kernel may read a file opened write-only and
-      // owns the file's end; open read-write and without O_APPEND.
+      // docs/pitfalls.md FUSE-7: with the writeback cache the kernel may read a file opened
+      // write-only and owns the file's end; open read-write and without O_APPEND.
       if ((flags & O_ACCMODE) == O_WRONLY) flags = (flags & ~O_ACCMODE) | O_RDWR;
       flags &= ~O_APPEND;
     }
@@ -675,7 +675,7 @@ class CaptureFs::Impl {
     auto h = std::make_unique<Handle>();
     h->fd = fd;
     h->inode = inode;
-    h->write = true;  // create is a write-open (DESIGN §4)
+    h->write = true;  // create is a write-open (docs/architecture.md §4)
     std::vector<FileId> producers;
     Capture(req, inode, h.get(), fi->flags, /*created=*/true, &producers);
     std::string dir;

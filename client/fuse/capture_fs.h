@@ -1,5 +1,5 @@
-// CaptureFs: the Propeller mount (DESIGN §2, §4, §9). A low-level libfuse passthrough of a
-// backing directory that
+// CaptureFs: the Propeller mount (docs/architecture.md §2, §4, §9). A low-level libfuse passthrough
+// of a backing directory that
 //   - captures, per process, which files were opened before which file was written (the ACG
 //     edges of ProcessTable), kept in RAM and sent to the index nodes by a flusher thread;
 //   - keeps the index exact: on create, mkdir, mknod, symlink, link, unlink, rmdir, rename
@@ -17,7 +17,7 @@
 //     at once keeps its record and its mapping;
 //   - serves query directories: any path component starting with '?' is a read-only directory
 //     of symbolic links to the matches under its parent, computed at opendir with the calling
-//     process's credentials (DESIGN §10).
+//     process's credentials (docs/architecture.md §10).
 //
 // Files are identified as (volume, backing inode number); the volume is the backing root
 // registered with the master.
@@ -80,7 +80,7 @@ struct CaptureFsOptions {
   // A query directory's listing waits this long for updates still queued under its scope,
   // then fails with EAGAIN ("index catching up", logged).
   int64_t search_wait_ms = 2000;
-  // Kernel caching (PITFALLS: writeback cache makes the kernel own size and mtime).
+  // Kernel caching (docs/pitfalls.md FUSE-7: writeback cache makes the kernel own size and mtime).
   bool writeback = false;
   // Kernel passthrough of open files' reads, writes and mmap to the backing files
   // (kernel_io.h; Linux 6.9+, root). The kernel refuses it with the writeback cache; without
@@ -90,7 +90,7 @@ struct CaptureFsOptions {
   size_t dir_cache = 256;
   double entry_timeout_s = 1.0;
   double attr_timeout_s = 1.0;
-  // allow_other + default_permissions (DESIGN §10); needs root (or user_allow_other).
+  // allow_other + default_permissions (docs/architecture.md §10); needs root (or user_allow_other).
   bool allow_other = true;
   int max_threads = 10;               // libfuse worker threads
   // After each request it served, one more thread (the poller) keeps reading /dev/fuse this

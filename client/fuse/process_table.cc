@@ -184,7 +184,8 @@ void ProcessTable::AddEdgesTo(const ProcessInfo& p, const FileId& file, uint32_t
     if (proc->edges.size() < kMaxPendingEdges) {
       proc->edges[{f, file}] = {f_generation, generation};
     } else {
-      ++dropped_edges_;  // weakly consistent (DESIGN §4); flushed sets make room again
+      // Weakly consistent (docs/architecture.md §4); flushed sets make room again.
+      ++dropped_edges_;
     }
     if (producers != nullptr && producers->size() < kMaxProducers) producers->push_back(f);
   };

@@ -1,8 +1,8 @@
 // ProcessTable: who opened what, per process, for the access-causality graph (docs/capture.md).
 //
-// A FUSE request names the calling *thread* (PITFALLS: fuse_req_ctx()->pid is a tid). The table
-// maps it to its process — thread-group id plus the process's start time, so a reused pid is a
-// different process — reading /proc once per thread and caching the answer.
+// A FUSE request names the calling *thread* (docs/pitfalls.md FUSE-1: fuse_req_ctx()->pid is a
+// tid). The table maps it to its process — thread-group id plus the process's start time, so a
+// reused pid is a different process — reading /proc once per thread and caching the answer.
 //
 // Per process it keeps the files opened so far for reading, in order. Opening g for writing
 // adds the edge f -> g for every f opened before (f != g), and so does closing g after
@@ -98,8 +98,8 @@ class ProcessTable {
 
   // Process `p` opened `file`: `reads` = its content is read (a producer from now on),
   // `writes` = it is written. For a write-open, `producers` (may be null) receives the files
-  // read before, most recent first, at most kMaxProducers: the placement hint of DESIGN §5.
-  // Returns a mark of this moment for OnWriteClose (increasing; never 0).
+  // read before, most recent first, at most kMaxProducers: the placement hint of
+  // docs/architecture.md §5. Returns a mark of this moment for OnWriteClose (increasing; never 0).
   // `generation`: the file's inode generation (0 = unknown), carried into its edges.
   uint64_t OnOpen(const ProcessInfo& p, const FileId& file, bool reads, bool writes,
                   int64_t now_ns, std::vector<FileId>* producers, uint32_t generation = 0);

@@ -236,8 +236,8 @@ class Forgetter {
 // At most this many updates go in one coalesced Apply; a caller's own batch is never split.
 constexpr size_t kMaxCoalescedUpdates = 4096;
 
-// Concurrent Update calls bound for one index node share its Apply requests (DESIGN §4: "a
-// batch of updates from many files is sent together when many closes happen at once"). Up to
+// Concurrent Update calls bound for one index node share its Apply requests
+// (docs/architecture.md §4 Index updates: many closes at once cost few round trips). Up to
 // kMaxAppliesInFlightPerNode requests go out at once, each caller sending its own. Callers
 // that find them all in flight queue; when one returns, the first queued caller sends every
 // queued batch in one Apply and hands each caller the outcome (a group commit, like LevelDB's
@@ -554,8 +554,8 @@ class Client::Impl {
     PROPELLER_RETURN_IF_ERROR(CheckSortKey(opts.sort_by));
     if (!opts.volume && !opts.creds) {
       // A scope inside a Propeller mount: that mount's query engine answers, as the caller
-      // the kernel names (DESIGN §9, §10), with paths under the mount point. The whole
-      // cluster ("/") is inside no mount, so it skips reading the mount table.
+      // the kernel names (docs/architecture.md §9, §10), with paths under the mount point. The
+      // whole cluster ("/") is inside no mount, so it skips reading the mount table.
       const std::string scope = NormalisePath(opts.scope.empty() ? "/" : opts.scope);
       if (scope != "/") {
         PROPELLER_ASSIGN_OR_RETURN(std::optional<MountRecord> mount, FindMountFor(scope));

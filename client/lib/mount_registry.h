@@ -1,5 +1,5 @@
-// Where a Propeller mount's query engine listens (DESIGN §9: `propeller search --scope
-// MOUNTPOINT/dir` and libpropeller find it on their own).
+// Where a Propeller mount's query engine listens (docs/architecture.md §9: `propeller search
+// --scope MOUNTPOINT/dir` and libpropeller find it on their own).
 //
 // A mount writes one small record file per mount point into the registry directory
 // <runtime dir>/mounts (common/secure_dir.h: /run/propeller/mounts when running as root, else

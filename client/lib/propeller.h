@@ -1,5 +1,5 @@
-// libpropeller: the C++ client API of a Propeller cluster (DESIGN §9). A Client talks to the
-// master for routing and placement and to the index nodes for updates and searches; it needs
+// libpropeller: the C++ client API of a Propeller cluster (docs/architecture.md §9). A Client talks
+// to the master for routing and placement and to the index nodes for updates and searches; it needs
 // nothing but an endpoint of the master. (C callers: client/lib/propeller_c.h.)
 //
 //   auto client = propeller::Client::Connect({});          // PROPELLER_MASTER or the default
@@ -81,7 +81,7 @@ using ClientCredentials = Credentials;  // uid, gid, supplementary groups
 struct ClientSearchOptions {
   std::string scope = "/";  // a host path inside a volume, or in-volume when `volume` is set
   std::optional<uint32_t> volume;
-  // Filter by what this user may see (DESIGN §10). Unset = the calling process's own
+  // Filter by what this user may see (docs/architecture.md §10). Unset = the calling process's own
   // credentials (geteuid/getegid/getgroups); uid 0 sees every file.
   std::optional<ClientCredentials> creds;
   size_t limit = 0;        // 0 = none
@@ -108,9 +108,9 @@ struct ClientSearchStats {
 // One file-indexing change. For kPut the record is the file's whole new state; kDelete needs
 // record.id only; kSetAttrs/kRemoveAttrs use record.id and record.attrs; kAddEdge adds the ACG
 // edge record.id -> edge_dst. `app` and `producers` steer the placement of files the master has
-// not seen yet (DESIGN §5). `created` (kPut only) says the file was just created, so its inode
-// number is new: whatever the master still maps under it belongs to a deleted file (a forget
-// still queued, or lost in a crash), and the file is placed afresh. Set it only when the
+// not seen yet (docs/architecture.md §5). `created` (kPut only) says the file was just created, so
+// its inode number is new: whatever the master still maps under it belongs to a deleted file (a
+// forget still queued, or lost in a crash), and the file is placed afresh. Set it only when the
 // creation is certain (O_EXCL, mkdir, ...): an existing file placed afresh could be indexed in
 // two ACGs. `acg` and `generation` (kDelete): the file's route taken before its name went
 // (Client::ResolveRoutes); 0 = look it up when sending, which after an unlink may find the
@@ -132,10 +132,10 @@ struct FileUpdate {
   uint64_t generation = 0;
 };
 
-// One captured access-causality edge: a process read `src`, then wrote `dst` (DESIGN §3);
-// `weight` counts the executions that did. The generations are the ends' inode generations
-// when it was captured (0 = unknown): an edge whose end's generation is not that file's
-// record's any more belonged to a deleted file that had the same number (`acg show` and
+// One captured access-causality edge: a process read `src`, then wrote `dst`
+// (docs/architecture.md §3); `weight` counts the executions that did. The generations are the ends'
+// inode generations when it was captured (0 = unknown): an edge whose end's generation is not that
+// file's record's any more belonged to a deleted file that had the same number (`acg show` and
 // `acg export` leave such edges out).
 struct AcgEdge {
   uint64_t acg = 0;
@@ -212,8 +212,8 @@ class Client {
   // in its log). Updates are grouped per node and sent in parallel; a redirect refreshes the
   // routing and resends that group. Files seen for the first time are placed by the master.
   // Not atomic across nodes: on error some groups may have been applied.
-  // Concurrent calls share requests (DESIGN §4): while kMaxAppliesInFlightPerNode Apply
-  // requests to a node are in flight, the groups other threads have for that node queue,
+  // Concurrent calls share requests (docs/architecture.md §4): while kMaxAppliesInFlightPerNode
+  // Apply requests to a node are in flight, the groups other threads have for that node queue,
   // and go together in the next Apply (at most 4,096 updates; a call's own group is never
   // split). Each call still returns only once its own updates are acknowledged, with its own
   // outcome (ClientUpdateStats counts what was shared).
@@ -234,7 +234,7 @@ class Client {
 
   // The current record of `id`. NotFound when the file is not indexed.
   Result<FileRecord> Get(FileId id);
-  // User attributes (DESIGN §3): set or remove one attribute of an indexed file.
+  // User attributes (docs/architecture.md §3): set or remove one attribute of an indexed file.
   Status SetAttr(FileId id, const std::string& name, const AttrValue& value);
   Status RemoveAttr(FileId id, const std::string& name);
 
@@ -251,8 +251,8 @@ class Client {
   // holds more than one reply carries.
   Result<std::vector<AcgEdge>> ListEdges();
 
-  // Moves ACG `acg` to index node `to_node` (DESIGN §5): its owner freezes it, sends a
-  // compacted copy of its data (one file), and drops it once `to_node` adopted it and the
+  // Moves ACG `acg` to index node `to_node` (docs/architecture.md §5): its owner freezes it, sends
+  // a compacted copy of its data (one file), and drops it once `to_node` adopted it and the
   // master names `to_node`.
   // Updates and searches go on meanwhile (updates to that ACG wait for the move, for at most
   // a few seconds). Returns the copy's size, the ACG's files and the time from freeze to drop.

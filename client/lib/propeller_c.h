@@ -1,4 +1,4 @@
-/* libpropeller C ABI: search and attribute calls for other languages (DESIGN §9).
+/* libpropeller C ABI: search and attribute calls for other languages (docs/architecture.md §9).
  *
  * A thin, stable wrapper over the C++ Client (client/lib/propeller.h). Every function returns
  * 0 on success or a StatusCode number (common/status.h: 1 not found, 2 invalid argument,

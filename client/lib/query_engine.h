@@ -1,13 +1,14 @@
-// QueryEngine: the File Query Engine of a mount (DESIGN §2): a local RPC service on a unix
-// socket that answers searches scoped to the mount for `propeller search --scope MOUNTPOINT/..`
-// and libpropeller (which find it through the mount registry, client/lib/mount_registry.h).
+// QueryEngine: the File Query Engine of a mount (docs/architecture.md §2): a local RPC service on a
+// unix socket that answers searches scoped to the mount for `propeller search --scope
+// MOUNTPOINT/..` and libpropeller (which find it through the mount registry,
+// client/lib/mount_registry.h).
 //
 // It speaks the index node's search messages (kSearch: SearchQuery -> SearchHitsChunk*,
 // SearchDone): the scope is an in-volume path, hits carry in-volume paths, and the caller maps
 // them under the mount point. kMountStatus answers the mount's queue of index updates
 // (`propeller status`). Whatever credentials a request carries, the search runs as the
 // peer the kernel names (SO_PEERCRED: uid, gid and the supplementary groups of its process):
-// DESIGN §10 — a user sees only what they could find by walking the tree.
+// docs/architecture.md §10 — a user sees only what they could find by walking the tree.
 //
 // Thread-safe; handlers run on the rpc server's workers.
 #ifndef PROPELLER_CLIENT_LIB_QUERY_ENGINE_H_

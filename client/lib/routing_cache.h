@@ -1,4 +1,5 @@
-// RoutingCache: the client's memory of where files and ACGs live (DESIGN §2 "routing cache").
+// RoutingCache: the client's memory of where files and ACGs live (docs/architecture.md §2,
+// "Routing cache").
 //
 // file -> ACG and ACG -> node, filled from the master's answers and corrected by redirects.
 // Entries may be stale; users of the cache must treat a redirect as "forget and ask again".

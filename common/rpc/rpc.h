@@ -1,6 +1,7 @@
-// rpc: the request/reply transport every Propeller process uses (DESIGN §2, §10): ZeroMQ
-// ROUTER (server) and DEALER (client) sockets moving opaque byte strings. What the bytes mean
-// is schemas/messages.h's business; this layer only frames, routes, times out and secures them.
+// rpc: the request/reply transport every Propeller process uses (docs/architecture.md §2, §10):
+// ZeroMQ ROUTER (server) and DEALER (client) sockets moving opaque byte strings. What the bytes
+// mean is schemas/messages.h's business; this layer only frames, routes, times out and secures
+// them.
 //
 // Endpoints are ZeroMQ addresses, handled by the same code: "tcp://127.0.0.1:7470" (port 0 =
 // any free port; Server::endpoint() reports the one bound), "ipc:///run/propeller/q.sock",

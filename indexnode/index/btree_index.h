@@ -1,5 +1,5 @@
-// The `btree` index structure (index.h, DESIGN §3/§6): an ordered index of one attribute over
-// the files of one ACG, answering kEqual, kRange and kPrefix.
+// The `btree` index structure (index.h, docs/architecture.md §3/§6): an ordered index of one
+// attribute over the files of one ACG, answering kEqual, kRange and kPrefix.
 //
 // Storage: the LMDB named database "bt.<name>" holds one key per entry,
 // IndexEntryKey(value, id) = AppendIndexValue(value) ‖ FileIdKey(id) -> "" (schemas/keys.h).

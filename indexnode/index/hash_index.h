@@ -1,5 +1,5 @@
-// The `hash` index structure (index.h, DESIGN §3/§6): equality lookups (kEqual only) on one
-// attribute over the files of one ACG — the `keyword` index and user hash indexes.
+// The `hash` index structure (index.h, docs/architecture.md §3/§6): equality lookups (kEqual only)
+// on one attribute over the files of one ACG — the `keyword` index and user hash indexes.
 //
 // Storage: the LMDB named database "hs.<name>" holds one key per entry,
 // FileIdKey(id) ‖ AppendIndexValue(value) -> "" (schemas/keys.h), and the whole index is

@@ -1,4 +1,5 @@
-// The three index structures of an ACG partition behind one interface (DESIGN §3, §6):
+// The three index structures of an ACG partition behind one interface (docs/architecture.md §3,
+// §6):
 //
 //   btree  — an LMDB named database "bt.<name>" of IndexEntryKey(value, id) -> "" (schemas/keys.h),
 //            or "bp.<name>" of posting chunks (btree_index.h; the built-in `keyword` index).
@@ -104,8 +105,9 @@ class Index {
   // Bytes of heap memory held by in-memory structures (0 for btree and when not loaded).
   virtual uint64_t MemoryBytes() const = 0;
 
-  // ---- Lazy loading (the ACG cache of DESIGN §6: an ACG that is closed, or open only to be
-  // committed, does not pay for in-memory structures it does not search) ----
+  // ---- Lazy loading (the cache of open ACGs, docs/architecture.md §6 Open ACGs: an ACG that
+  // is closed, or open only to be committed, does not pay for in-memory structures it does
+  // not search) ----
   // Whether the in-memory contents are loaded. btree indexes have none and are always loaded.
   // An index that is not loaded still takes Insert/Remove/InsertPoint/RemovePoint — they change
   // only LMDB, which is authoritative (a kdtree reading scan_points changes nothing: its source
@@ -123,8 +125,9 @@ class Index {
   // the old environment closed.
   virtual Status Reattach(MDB_txn* txn) = 0;
   // Restructures in-memory contents now if they have drifted (the kdtree's rebuild), so the
-  // next Search does not pay for it. The ACG calls it after large commits (DESIGN §6: "rebalanced
-  // when it is committed"). OK and no-op for structures that never need it.
+  // next Search does not pay for it. The ACG calls it after large commits (in-memory
+  // structures are rebalanced at commit, docs/architecture.md §6). OK and no-op for
+  // structures that never need it.
   virtual Status Rebalance() = 0;
   // Between BeginBatch() and EndBatch() — one ACG commit — mutations skip the restructuring
   // they would otherwise do to bound memory (the kdtree's compaction when tombstones pile up),

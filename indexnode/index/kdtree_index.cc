@@ -1,7 +1,7 @@
 // The kdtree index: a static nanoflann tree + a linear delta + tombstones (see kdtree_index.h).
 //
-// Memory layout, per point version ("slot"), chosen for DESIGN §11 (≤ 200 B per file for the
-// whole node; this structure is the largest in-memory part):
+// Memory layout, per point version ("slot"), chosen for docs/architecture.md §11 (≤ 200 B per file
+// for the whole node; this structure is the largest in-memory part):
 //   float codes 24 B | inode 8 B | volume 4 B | tombstone 1 bit       (parallel vectors)
 //   FileId -> slot table: 4 B buckets at load 0.35-0.8                 (~5-11 B per point)
 //   nanoflann nodes at leaf size 32: 48 B per node, ~1 node per 10 points   (~5 B)

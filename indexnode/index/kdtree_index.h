@@ -1,5 +1,5 @@
-// The `kdtree` index structure (index.h, DESIGN §3/§6): multi-attribute range search over the
-// kNumInodeAxes int64 axes (size, mtime, ctime, atime, uid, gid) of the files of one ACG.
+// The `kdtree` index structure (index.h, docs/architecture.md §3/§6): multi-attribute range search
+// over the kNumInodeAxes int64 axes (size, mtime, ctime, atime, uid, gid) of the files of one ACG.
 //
 // Persistence, one of two kinds (KdTreeOptions::scan_points):
 //   - its own LMDB database "kd.<name>", key = FileIdKey(id) (12 bytes), value = 6 ordered int64
@@ -65,8 +65,8 @@ using KdPointScan = std::function<Status(MDB_txn*, const KdReserve&, const KdAdd
 
 // Tuning knobs; the defaults are what OpenIndex uses. Tests shrink them to exercise rebuilds.
 struct KdTreeOptions {
-  // Maximum points per tree leaf. 32 costs ~5 bytes of tree nodes per point (10 would cost ~15,
-  // PITFALLS) for a few more exact checks per visited leaf.
+  // Maximum points per tree leaf. 32 costs ~5 bytes of tree nodes per point (10 would cost ~15;
+  // docs/pitfalls.md NF-4) for a few more exact checks per visited leaf.
   size_t leaf_size = 32;
   // Slots outside the tree (or tombstoned) tolerated on top of the size-proportional thresholds:
   // scanning a few hundred points linearly costs well under a microsecond.

@@ -783,8 +783,8 @@ TEST(KdTreeIndexTest, ConcurrentSearchesAfterChanges) {
   }
 }
 
-// DESIGN §11 budget: ≤ 200 B per file for the whole node; this structure stays resident for
-// every ACG (open or closed), so it gets at most ~60.
+// docs/architecture.md §11 budget: ≤ 200 B per file for the whole node; this structure stays
+// resident for every ACG (open or closed), so it gets at most ~60.
 TEST(KdTreeIndexTest, MemoryPerPoint) {
   Harness h(TestSeed(), Profile::kRealistic);
   constexpr uint64_t kN = 50000;

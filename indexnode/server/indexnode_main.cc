@@ -1,5 +1,5 @@
-// propeller-indexnode: the index-node daemon (DESIGN §2, §6). Serves updates, searches and
-// index management for the ACGs the master placed on it; registers with the master and
+// propeller-indexnode: the index-node daemon (docs/architecture.md §2, §6). Serves updates,
+// searches and index management for the ACGs the master placed on it; registers with the master and
 // heartbeats. Runs until SIGINT or SIGTERM, then commits, syncs and exits 0.
 //
 // Exit codes: 0 clean stop, 1 runtime error (cannot open the data directory, bind, ...),

@@ -73,8 +73,8 @@ class IndexNodeServer::Impl {
   void ReconcileLoop();
   Status Register();
   Status Heartbeat();
-  // Splits (DESIGN §5): the engine's splitter asks the master for the new ACG's id here, and
-  // the membership thread reports committed splits until the master acknowledges them.
+  // Splits (docs/architecture.md §5): the engine's splitter asks the master for the new ACG's id
+  // here, and the membership thread reports committed splits until the master acknowledges them.
   Result<uint64_t> NewSplitTarget(uint64_t source);
   void ReportSplits();
   // Runs the merges the last heartbeat reply asked for (reported by ReportSplits).

@@ -1,6 +1,6 @@
-// IndexNodeServer: a running index node (DESIGN §2, §6) — the Engine on its data directory, an
-// rpc::Server answering the index-node protocol through NodeService, and a membership thread
-// that registers with the master and heartbeats.
+// IndexNodeServer: a running index node (docs/architecture.md §2, §6) — the Engine on its data
+// directory, an rpc::Server answering the index-node protocol through NodeService, and a membership
+// thread that registers with the master and heartbeats.
 //
 // Membership:
 //   - The node id the master gave is persisted in <data_dir>/node_id (decimal text, written

@@ -505,7 +505,7 @@ std::string NodeService::HandlePing(std::string_view body) {
   return wire::EncodeOkReply(ping);
 }
 
-// ---- migration (DESIGN §5) ------------------------------------------------------------------
+// ---- migration (docs/architecture.md §5) ----------------------------------------------------
 
 namespace {
 

@@ -1,5 +1,5 @@
-// NodeService: the request handler of an index node (DESIGN §6, §9): it turns wire requests
-// (schemas/messages.h) into Engine calls and Engine results into wire replies. It is the
+// NodeService: the request handler of an index node (docs/architecture.md §6, §9): it turns wire
+// requests (schemas/messages.h) into Engine calls and Engine results into wire replies. It is the
 // rpc::Handler of IndexNodeServer, and tests call Handle() directly with arbitrary bytes.
 //
 // Requests served (everything else, including the master's message types, gets NotSupported):
@@ -15,11 +15,12 @@
 //   kNodeStatus, kCreateIndex (idempotent: an existing user index of the same type is OK),
 //   kDropIndex, kListIndexes (user indexes by name, from a copy refreshed after every index
 //   change made through this service), kPing (echo).
-//   kMigrateAcg   moves an ACG this node owns to another node (DESIGN §5; schemas/messages.h
-//                 "migration"): freeze and copy (Engine::FreezeAndCopyAcg), send the copy in
-//                 kAdoptAcg parts, drop it here once the destination adopted it and the master
-//                 names the destination, then kReleaseAcg. Needs `connect_peer` and
-//                 `scratch_dir`. Synchronous: the reply comes when the move is over.
+//   kMigrateAcg   moves an ACG this node owns to another node (docs/architecture.md §5;
+//                 schemas/messages.h "migration"): freeze and copy (Engine::FreezeAndCopyAcg),
+//                 send the copy in kAdoptAcg parts, drop it here once the destination adopted
+//                 it and the master names the destination, then kReleaseAcg. Needs
+//                 `connect_peer` and `scratch_dir`. Synchronous: the reply comes when the move
+//                 is over.
 //   kAdoptAcg     the destination's side: the parts go to `scratch_dir`; with the last one
 //                 (CRC-checked) the engine adopts the copy frozen and the master flips the
 //                 ACG's owner (kMoveAcg); an error undoes the adoption.

@@ -1,5 +1,5 @@
-// Reads an existing directory tree into file records (DESIGN §9 `import`): lstat of every
-// entry, user.* extended attributes as user attributes, hard links merged into one record
+// Reads an existing directory tree into file records (docs/architecture.md §9 `import`): lstat of
+// every entry, user.* extended attributes as user attributes, hard links merged into one record
 // with several paths. Single-threaded; used by the propeller-engine tool.
 #ifndef PROPELLER_INDEXNODE_TOOLS_TREE_IMPORT_H_
 #define PROPELLER_INDEXNODE_TOOLS_TREE_IMPORT_H_
