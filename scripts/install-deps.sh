@@ -16,7 +16,9 @@ PACKAGES=(
   libsqlite3-dev sqlite3
   clang-14 libclang-rt-14-dev  # scripts/fuzz.sh: libFuzzer and the sanitizer runtimes (only
                                # recommended by clang-14, so --no-install-recommends skips it)
-  python3
+  python3             # scripts/md2man.py (man pages, at build time)
+  groff-base          # the man pages' check (docs/check_man_pages.cmake)
+  findutils           # GNU find, the oracle of `propeller find`'s test
   postmark            # the FUSE benchmark (bench/fuse/postmark.sh)
 )
 
