@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "client/lib/propeller.h"
+#include "common/json.h"
 #include "common/status.h"
 
 namespace propeller::cli {
@@ -38,10 +39,6 @@ int RunVolume(const GlobalOptions& global, const std::vector<std::string>& args)
 int ReportError(const Status& status, bool usage = false);
 // Connects or reports; null on failure (already reported).
 std::unique_ptr<Client> ConnectOrReport(const GlobalOptions& global);
-// JSON string literal of arbitrary bytes: valid UTF-8 as is, each other byte B as the lone
-// surrogate \uDCBB (Python's "surrogateescape"), so the output is valid JSON and the bytes
-// come back exactly.
-std::string JsonString(std::string_view s);
 
 // `search --format`: find -printf's common directives over a hit (see kSearchHelp).
 class Format {

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "common/json.h"
 #include "common/logging.h"
 #include "indexnode/engine.h"
 #include "indexnode/tools/tree_import.h"
@@ -83,36 +84,16 @@ std::string DefaultDataDir() {
   return std::string(home && *home ? home : ".") + "/.propeller/engine";
 }
 
-std::string JsonEscape(std::string_view s) {
-  std::string out;
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (c < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof(buf), "\\u%04x", c);
-          out += buf;
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-  }
-  return out;
-}
-
 void PrintHit(const SearchHit& h, const Args& a) {
   if (a.nul) {
     std::fwrite(h.path.data(), 1, h.path.size(), stdout);
     std::fputc('\0', stdout);
   } else if (a.json) {
     const FileRecord& r = h.record;
-    std::printf("{\"path\":\"%s\",\"ino\":%" PRIu64 ",\"type\":\"%c\",\"size\":%" PRIu64
+    // The path as common/json.h writes any bytes (a name need not be UTF-8).
+    std::printf("{\"path\":%s,\"ino\":%" PRIu64 ",\"type\":\"%c\",\"size\":%" PRIu64
                 ",\"mtime\":%s,\"uid\":%u,\"gid\":%u,\"mode\":%u,\"acg\":%" PRIu64 "}\n",
-                JsonEscape(h.path).c_str(), r.id.ino, static_cast<char>(r.type), r.size,
+                JsonString(h.path).c_str(), r.id.ino, static_cast<char>(r.type), r.size,
                 FileTimeToString(r.mtime).c_str(),
                 r.uid, r.gid, r.mode, h.acg);
   } else {
