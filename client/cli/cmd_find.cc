@@ -8,11 +8,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <set>
 
 #include "client/cli/args.h"
 #include "client/cli/commands.h"
 #include "client/cli/find_expr.h"
+#include "client/lib/mount_registry.h"
 
 namespace propeller::cli {
 namespace {
@@ -91,15 +93,36 @@ int RunFind(const GlobalOptions& global, const std::vector<std::string>& argv) {
     std::fprintf(stderr, "propeller find: %s\n", prog.status().message().c_str());
     return kExitError;
   }
-  auto client = ConnectOrReport(global);
-  if (!client) return kExitError;
+  // One client per service: a PATH inside a Propeller mount is answered by the service that
+  // mount uses (unless --master names one), under the backing path the index knows.
+  std::map<std::string, std::unique_ptr<Client>> clients;
+  auto client_for = [&](const std::string& master) -> Client* {
+    auto it = clients.find(master);
+    if (it != clients.end()) return it->second.get();
+    GlobalOptions g = global;
+    if (!master.empty()) g.client.master_endpoint = master;
+    std::unique_ptr<Client> c = ConnectOrReport(g);
+    Client* raw = c.get();
+    if (c) clients.emplace(master, std::move(c));
+    return raw;
+  };
 
   int status = kExitOk;
   std::string out;
   bool go_on = true;
   for (const std::string& start : prog->start_paths()) {
     if (!go_on) break;
-    const std::string indexed = IndexPathOf(start);
+    std::string indexed = IndexPathOf(start);
+    std::string master;  // "" = the global choice
+    if (Result<std::optional<MountRecord>> mount = FindMountFor(indexed);
+        mount.ok() && *mount) {
+      const MountRecord& m = **mount;
+      const std::string rest = indexed.substr(m.mountpoint == "/" ? 0 : m.mountpoint.size());
+      indexed = m.backing == "/" ? (rest.empty() ? "/" : rest) : m.backing + rest;
+      if (global.client.master_endpoint.empty()) master = m.master_endpoint;
+    }
+    Client* client = client_for(master);
+    if (client == nullptr) return kExitError;
     // The start point itself, by its own record (its name in the index need not be the one
     // written: "." or a volume's root).
     Result<FileId> id = client->FileIdOf(indexed);

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <climits>
 #include <condition_variable>
 #include <cstdlib>
 #include <deque>
@@ -1420,11 +1421,26 @@ std::string DefaultMasterEndpoint() {
   if (const char* env = std::getenv("PROPELLER_MASTER"); env != nullptr && *env != '\0') {
     return env;
   }
+  // Working inside a Propeller mount: the service that holds it (an embedded mount's master
+  // listens on a socket of its own, not on master.sock).
+  char cwd[PATH_MAX];
+  if (::getcwd(cwd, sizeof(cwd)) != nullptr) {
+    Result<std::optional<MountRecord>> mount = FindMountFor(cwd);
+    if (mount.ok() && *mount && !(*mount)->master_endpoint.empty()) {
+      return (*mount)->master_endpoint;
+    }
+  }
   for (const std::string& dir : {DefaultRuntimeDir(), std::string("/run/propeller")}) {
     const std::string socket = dir + "/master.sock";
     struct stat st;
     if (::stat(socket.c_str(), &st) == 0 && S_ISSOCK(st.st_mode)) return "ipc://" + socket;
   }
+  // No `propeller up`: the one service every mount of this host uses, if they share one.
+  std::set<std::string> masters;
+  for (const MountRecord& m : ListMounts()) {
+    if (!m.master_endpoint.empty()) masters.insert(m.master_endpoint);
+  }
+  if (masters.size() == 1) return *masters.begin();
   return kDefaultMasterEndpoint;
 }
 
