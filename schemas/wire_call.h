@@ -17,9 +17,27 @@
 
 namespace propeller::wire {
 
+// A remote peer's error as the caller reports it: about the request itself (a bad argument,
+// something missing or existing, no permission, not supported) as the peer worded it — the
+// user asked, and which socket answered is noise — and otherwise (the peer's disk, data or
+// state failed) with "<endpoint>: " before it, so an operator knows which node to look at.
+inline Status RemoteError(Status st, std::string_view endpoint) {
+  switch (st.code()) {
+    case StatusCode::kInvalidArgument:
+    case StatusCode::kNotFound:
+    case StatusCode::kAlreadyExists:
+    case StatusCode::kPermissionDenied:
+    case StatusCode::kNotSupported:
+    case StatusCode::kRedirect:
+      return st;
+    default:
+      return st.WithContext(std::string(endpoint));
+  }
+}
+
 // Sends `request` as `type` on `channel` and decodes the final reply into *reply. Returns the
 // transport's error (Timeout, Unavailable), Corruption for undecodable bytes, or the remote
-// status (with "<endpoint>: " before its message). With StatusCode::kRedirect the owners are
+// status (RemoteError). With StatusCode::kRedirect the owners are
 // stored in *redirects when it is not null. Partial frames go to `on_chunk` (raw bytes).
 template <typename Req, typename Rep>
 Status WireCall(rpc::Channel& channel, MsgType type, const Req& request, Rep* reply,
@@ -40,7 +58,7 @@ Status WireCall(rpc::Channel& channel, MsgType type, const Req& request, Rep* re
   if (!st.ok()) return st.WithContext(channel.endpoint());
   if (!envelope.status.ok()) {
     if (redirects != nullptr) *redirects = std::move(envelope.redirects);
-    return envelope.status.WithContext(channel.endpoint());
+    return RemoteError(std::move(envelope.status), channel.endpoint());
   }
   st = Decode(envelope.body, reply);
   if (!st.ok()) return st.WithContext(std::string(channel.endpoint()) + ": " + MsgTypeName(type));

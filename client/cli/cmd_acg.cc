@@ -27,8 +27,8 @@ constexpr const char* kAcgHelp = R"(usage: propeller acg stats [--json]
 
 The access-causality graphs the mounts captured (an edge a -> b: a process read a, then wrote
 b; its weight counts the processes that did).
-  stats    per ACG and in total, the columns of the Propeller paper's Table II: files
-           (vertices), edges, total weight, and what a METIS 2-way split would give now —
+  stats    per ACG and in total: files (vertices), edges, total weight, and what a
+           METIS 2-way split would give now —
            its time, the sizes of the halves, the weight of the cut and its share of the total
   show     the ACG of FILE and its neighbours (producers and products) with weights
   export   every edge, as Graphviz (--dot, the default; one cluster per ACG) or JSON

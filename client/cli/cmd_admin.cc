@@ -316,7 +316,7 @@ int RunStatus(const GlobalOptions& global, const std::vector<std::string>& argv)
   }
   PrintMountQueues(mounts);
   std::printf("master   %s\n", s.master_endpoint.c_str());
-  std::printf("files    %" PRIu64 " in %" PRIu64 " partitions (ACGs)\n", s.files, s.acgs);
+  std::printf("files    %" PRIu64 " in %s (ACGs)\n", s.files, Counted(s.acgs, "partition").c_str());
   std::printf("nodes    %zu\n", s.nodes.size());
   for (const NodeStatus& n : s.nodes) {
     std::printf("  node %-4u %-28s %-5s %6" PRIu64 " ACGs %10" PRIu64 " files",

@@ -139,14 +139,11 @@ int RunSearch(const GlobalOptions& global, const std::vector<std::string>& argv)
   if (args->Has("--stats")) {
     const double ms = std::chrono::duration<double, std::milli>(
                           std::chrono::steady_clock::now() - start).count();
-    std::fprintf(stderr,
-                 "%llu hits from %llu nodes; %llu partitions, %llu skipped by summaries; "
-                 "%llu candidates verified; %.2f ms\n",
-                 static_cast<unsigned long long>(stats.hits),
-                 static_cast<unsigned long long>(stats.nodes),
-                 static_cast<unsigned long long>(stats.acgs_total),
+    std::fprintf(stderr, "%s from %s; %s, %llu skipped by summaries; %s verified; %.2f ms\n",
+                 Counted(stats.hits, "hit").c_str(), Counted(stats.nodes, "node").c_str(),
+                 Counted(stats.acgs_total, "partition").c_str(),
                  static_cast<unsigned long long>(stats.acgs_skipped),
-                 static_cast<unsigned long long>(stats.candidates), ms);
+                 Counted(stats.candidates, "candidate").c_str(), ms);
   }
   return kExitOk;
 }

@@ -57,6 +57,9 @@ class Format {
   std::vector<Piece> pieces_;
   mutable std::map<uint32_t, std::string> users_, groups_;
 };
+// "1 partition", "2 partitions": a count with its noun, singular or plural (`plural` when
+// not the noun plus "s").
+std::string Counted(uint64_t n, std::string_view noun, std::string_view plural = "");
 // "2024-05-01T12:00:00Z" (UTC) for nanoseconds since the epoch.
 std::string FormatTime(FileTime ns);
 // A record as one JSON object (path first).

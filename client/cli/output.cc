@@ -30,6 +30,12 @@ std::unique_ptr<Client> ConnectOrReport(const GlobalOptions& global) {
   return std::move(client).value();
 }
 
+std::string Counted(uint64_t n, std::string_view noun, std::string_view plural) {
+  std::string out = std::to_string(n) + " ";
+  if (n == 1) return out.append(noun);
+  return plural.empty() ? out.append(noun).append("s") : out.append(plural);
+}
+
 Result<Format> Format::Parse(std::string_view text) {
   Format f;
   std::string literal;
