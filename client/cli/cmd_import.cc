@@ -103,16 +103,17 @@ Result<Checkpoint> DecodeCheckpoint(const std::string& text, const std::string& 
 class Progress {
  public:
   explicit Progress(bool quiet) : quiet_(quiet), tty_(::isatty(2) != 0) {}
+  // Progress only on a terminal (stderr): a pipe or a log gets the summary line alone.
   void Update(uint64_t done, bool final = false) {
-    if (quiet_ || (final && !tty_)) return;  // the summary line follows
+    if (quiet_ || !tty_) return;
     const auto now = std::chrono::steady_clock::now();
     const double since_print = std::chrono::duration<double>(now - last_print_).count();
-    if (!final && since_print < (tty_ ? 0.5 : 10.0)) return;
+    if (!final && since_print < 0.5) return;
     last_print_ = now;
     const double secs = std::chrono::duration<double>(now - start_).count();
-    std::fprintf(stderr, "%simported %llu entries (%.0f/s)%s", tty_ ? "\r" : "",
+    std::fprintf(stderr, "\rimported %llu entries (%.0f/s)%s",
                  static_cast<unsigned long long>(done), secs > 0 ? done / secs : 0.0,
-                 tty_ && !final ? "" : "\n");
+                 final ? "\n" : "");
   }
   double Seconds() const {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();

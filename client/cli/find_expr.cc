@@ -350,7 +350,9 @@ class Parser {
   }
 
   Result<std::string> Arg(const std::string& option) {
-    if (pos_ >= args_.size()) return Status::InvalidArgument("missing argument to `" + option + "'");
+    if (pos_ >= args_.size()) {
+      return Status::InvalidArgument("missing argument to `" + option + "'");
+    }
     return args_[pos_++];
   }
 

@@ -177,8 +177,11 @@ TEST(QueryEval, CaseInsensitiveAndRegex) {
   ExpectAll(LinkedFile(), {
       {"iname=report.pdf", true},    {"name=report.pdf", false},  {"iname=REPORT.PDF", true},
       {"iname~rePORT*", true},       {"iname~*LINK*", true},      {"iname!=report.pdf", false},
-      {"ipath~/DATA/*", true},       {"path~/DATA/*", false},     {"ipath=/DATA/RUN42/report.pdf", true},
-      {"name=~\"^Report\\.\"", true}, {"name=~^Report\\.PDF$", true}, {"name=~^report", true} /* the link */, {"name=~^report\\.", false},   {"iname=~^REPORT-", true},
+      {"ipath~/DATA/*", true},       {"path~/DATA/*", false},
+      {"ipath=/DATA/RUN42/report.pdf", true},
+      {"name=~\"^Report\\.\"", true}, {"name=~^Report\\.PDF$", true},
+      {"name=~^report", true} /* the link */, {"name=~^report\\.", false},
+      {"iname=~^REPORT-", true},
       {"path=~\"run[0-9]+/\"", true}, {"path=~\"run[a-z]+/\"", false},
       {"ext=~^p", true},             {"ext=~^P", true},           // ext is lowercased: PDF, pdf
       {"project=~^al", true},        {"project=~^AL", false},     {"n=~5", false},
