@@ -773,6 +773,27 @@ TEST_F(CliTest, FindAnswersRandomExpressionsAsGnuFindDoes) {
   }
 }
 
+// `up` has options of the same names as global ones (--cluster-key, --insecure): after `up`
+// they are its own, not taken as global options (a regression of "options anywhere").
+TEST(CliUpTest, UpKeepsItsOwnClusterKeyOption) {
+  TempDir dir;
+  const std::string key = dir.path() + "/my.key";
+  ChildProcess up({PROPELLER_CLI_BIN, "up", "--data", dir.path() + "/data", "--listen",
+                   "tcp://127.0.0.1:0", "--node-listen", "ipc://" + dir.path() + "/n.sock",
+                   "--cluster-key", key, "--ready-file", dir.path() + "/ready", "--log-level",
+                   "warning"},
+                  dir.path() + "/up.log");
+  ASSERT_TRUE(up.Start());
+  for (int i = 0; i < 300 && !fs::exists(dir.path() + "/ready"); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_TRUE(fs::exists(dir.path() + "/ready"));
+  struct stat st;
+  ASSERT_EQ(::stat(key.c_str(), &st), 0) << "up did not make its key at --cluster-key";
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  EXPECT_EQ(up.Terminate(), 0);
+}
+
 TEST_F(CliTest, ErrorsAreOneLineWithDocumentedExitCodes) {
   CliResult bad_query = Cli({"search", "size>>1m"});
   EXPECT_EQ(bad_query.code, 1);

@@ -38,7 +38,7 @@ b; its weight counts the processes that did).
            Updates to that ACG wait meanwhile; searches go on. An ACG with routes (one that
            was split or merged) stays where it is.
 With a FILE inside a Propeller mount, or --master, the command finds the cluster itself;
-otherwise it uses the default master ($PROPELLER_MASTER or tcp://127.0.0.1:7470).
+otherwise it uses the default master (see propeller --help, --master).
 )";
 
 struct Graphs {

@@ -30,8 +30,10 @@ Real-time file-metadata search. Commands:
 Run `propeller COMMAND --help` for a command's options.
 
 Global options (before or after the command):
-  --master ENDPOINT  the master (default $PROPELLER_MASTER, else the unix socket of a local
-                     `propeller up` (yours, then root's), else tcp://127.0.0.1:7470)
+  --master ENDPOINT  the master (default $PROPELLER_MASTER, else that of the Propeller mount
+                     the current directory is in, else the unix socket of a local
+                     `propeller up` (yours, then root's), else the one master all mounts
+                     of this host use, else tcp://127.0.0.1:7470)
   --timeout-ms N     per-request timeout (default 5000)
   --cluster-key FILE the cluster key, for tcp:// endpoints (default $PROPELLER_CLUSTER_KEY,
                      else /etc/propeller/cluster.key for root)
@@ -118,15 +120,18 @@ int main(int argc, char** argv) {
   }
   const std::string command = all[i];
   // Global options may also follow the command (`propeller search Q --master X`); "--" ends
-  // them, and `up` keeps --insecure as its own option.
+  // them, and `up` keeps --insecure and --cluster-key as its own options.
   std::vector<std::string> rest;
   for (size_t j = i + 1; j < all.size(); ++j) {
     if (all[j] == "--") {
       rest.insert(rest.end(), all.begin() + static_cast<long>(j), all.end());
       break;
     }
-    if (command == "up" && all[j] == "--insecure") {
+    if (command == "up" && (all[j] == "--insecure" || all[j] == "--cluster-key" ||
+                            all[j].rfind("--cluster-key=", 0) == 0)) {
+      // `up`'s own options of these names (the key it serves with): passed on, value too.
       rest.push_back(all[j]);
+      if (all[j] == "--cluster-key" && j + 1 < all.size()) rest.push_back(all[++j]);
       continue;
     }
     const int taken = TakeGlobalOption(all, &j, &global);

@@ -12,8 +12,12 @@ namespace propeller::cli {
 
 int ReportError(const Status& status, bool usage) {
   std::string text = status.message().empty() ? status.ToString() : status.message();
-  if ((status.code() == StatusCode::kUnavailable || status.code() == StatusCode::kTimeout) &&
-      !IsIndexCatchingUp(status)) {
+  // The hint only where nothing answered at all (not for a damaged ACG, a node reported
+  // down or a busy queue, which are Unavailable too).
+  const bool unreached = status.code() == StatusCode::kTimeout ||
+                         (status.code() == StatusCode::kUnavailable &&
+                          status.message().find("no connection to ") != std::string::npos);
+  if (unreached && !IsIndexCatchingUp(status)) {
     text += " (is Propeller running? `propeller up` starts it; --master or $PROPELLER_MASTER "
             "names another master)";
   }
