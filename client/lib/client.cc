@@ -19,6 +19,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "client/lib/forgetter.h"
 #include "client/lib/mount_registry.h"
 #include "client/lib/propeller.h"
 #include "client/lib/routing_cache.h"
@@ -93,146 +94,6 @@ bool IsIdempotent(std::span<const Update> updates) {
 std::string FileName(FileId id) {
   return "file (volume " + std::to_string(id.volume) + ", inode " + std::to_string(id.ino) + ")";
 }
-
-// How long the forget thread lets forgets gather before sending a batch, and the batch size
-// that sends at once. A forget only steers placement and ACG sizes, so a few milliseconds of
-// delay cost nothing; one master transaction per batch instead of per delete is the point.
-constexpr auto kForgetGather = std::chrono::milliseconds(5);
-constexpr size_t kForgetBatch = 1024;
-constexpr int kForgetAttempts = 3;
-
-// The master forgets of deleted files, off the delete path: Add queues one, a background
-// thread (started by the first Add) sends them in batches as conditional forgets (the
-// generation the client saw), so a forget that arrives after the inode number was reused by a
-// fresh placement changes nothing at the master. Settle keeps this client's own requests in
-// order: before it asks the master about a file again, a queued forget of it is dropped and
-// one in flight is waited for. A forget that fails kForgetAttempts times, or is lost in a
-// crash, only leaves a stale mapping, which a later create of that inode number replaces
-// (AssignItem::fresh).
-//
-// Thread-safe.
-class Forgetter {
- public:
-  using SendFn = std::function<Status(const wire::FilesRequest&)>;
-  explicit Forgetter(SendFn send) : send_(std::move(send)) {}
-  // Sends what is still queued (one attempt each), then stops the thread.
-  ~Forgetter() {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      stop_ = true;
-    }
-    work_cv_.notify_all();
-    if (thread_.joinable()) thread_.join();
-    (void)Flush(1);
-  }
-  Forgetter(const Forgetter&) = delete;
-  Forgetter& operator=(const Forgetter&) = delete;
-
-  void Add(FileId file, uint64_t generation) {
-    bool wake;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      queued_[file] = generation;
-      if (!thread_.joinable() && !stop_) thread_ = std::thread([this] { Run(); });
-      // Only what Run() waits for: a first forget, or a full batch. Waking it for every
-      // forget of a burst (it then goes back to gathering) cost a futex wake and a context
-      // switch per delete, on the deleting caller's thread.
-      wake = queued_.size() == 1 || queued_.size() == kForgetBatch;
-    }
-    if (wake) work_cv_.notify_one();
-  }
-
-  // Call before asking the master about `file`: drops its queued forget; with `wait`, also
-  // waits until a batch in flight that holds it has been answered.
-  void Settle(FileId file, bool wait) {
-    std::unique_lock<std::mutex> lock(mu_);
-    if (queued_.empty() && in_flight_.empty()) return;
-    queued_.erase(file);
-    if (wait) done_cv_.wait(lock, [&] { return in_flight_.count(file) == 0; });
-  }
-
-  // Sends everything queued now on the calling thread, then waits for any batch the thread
-  // has in flight. The first error, or OK.
-  Status Flush(int attempts = kForgetAttempts) {
-    std::vector<std::pair<FileId, uint64_t>> batch;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      batch = TakeLocked(SIZE_MAX);
-    }
-    Status st = batch.empty() ? Status::OK() : Send(batch, attempts);
-    std::unique_lock<std::mutex> lock(mu_);
-    done_cv_.wait(lock, [&] { return in_flight_.empty(); });
-    return st;
-  }
-
- private:
-  void Run() {
-    std::unique_lock<std::mutex> lock(mu_);
-    for (;;) {
-      work_cv_.wait(lock, [&] { return stop_ || !queued_.empty(); });
-      if (stop_) return;
-      // Let a batch gather (many deletes come in bursts), unless it is full already.
-      work_cv_.wait_for(lock, kForgetGather,
-                        [&] { return stop_ || queued_.size() >= kForgetBatch; });
-      if (stop_) return;
-      std::vector<std::pair<FileId, uint64_t>> batch = TakeLocked(kForgetBatch);
-      if (batch.empty()) continue;  // Settle took them back
-      lock.unlock();
-      (void)Send(batch, kForgetAttempts);
-      lock.lock();
-    }
-  }
-
-  // Moves up to `max` queued forgets into the in-flight set. REQUIRES: mu_ held.
-  std::vector<std::pair<FileId, uint64_t>> TakeLocked(size_t max) {
-    std::vector<std::pair<FileId, uint64_t>> batch;
-    for (auto it = queued_.begin(); it != queued_.end() && batch.size() < max;) {
-      batch.emplace_back(it->first, it->second);
-      in_flight_.insert(it->first);
-      it = queued_.erase(it);
-    }
-    return batch;
-  }
-
-  // Sends `batch` (in flight), retrying failures; then marks it done.
-  Status Send(const std::vector<std::pair<FileId, uint64_t>>& batch, int attempts) {
-    wire::FilesRequest req;
-    req.files.reserve(batch.size());
-    req.generations.reserve(batch.size());
-    for (const auto& [file, gen] : batch) {
-      req.files.push_back(file);
-      req.generations.push_back(gen);
-    }
-    Status st;
-    for (int a = 0; a < attempts; ++a) {
-      // Conditional forgets are idempotent: resending one that was applied changes nothing.
-      st = send_(req);
-      if (st.ok()) break;
-      if (a + 1 < attempts) std::this_thread::sleep_for(std::chrono::milliseconds(50 << a));
-    }
-    if (!st.ok()) {
-      Log(LogLevel::kWarning,
-          "client: the master did not forget %zu deleted files (%s); their placements stay "
-          "until the inode numbers are reused",
-          batch.size(), st.ToString().c_str());
-    }
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      for (const auto& entry : batch) in_flight_.erase(entry.first);
-    }
-    done_cv_.notify_all();
-    return st;
-  }
-
-  const SendFn send_;
-  std::mutex mu_;
-  std::condition_variable work_cv_;  // queued_ grew, or stop_
-  std::condition_variable done_cv_;  // a batch left in_flight_
-  std::unordered_map<FileId, uint64_t, FileIdHash> queued_;  // file -> generation; under mu_
-  std::unordered_set<FileId, FileIdHash> in_flight_;         // Under mu_.
-  bool stop_ = false;                                        // Under mu_.
-  std::thread thread_;                                       // Started under mu_.
-};
 
 // At most this many updates go in one coalesced Apply; a caller's own batch is never split.
 constexpr size_t kMaxCoalescedUpdates = 4096;
@@ -601,7 +462,7 @@ class Client::Impl {
       size_t running = 0;
       Status error;
       ClientSearchStats stats;
-      Migrations migrations;
+      NodeReports reports;
     } shared;
     std::atomic<bool> stop{false};
     shared.running = nodes.size();
@@ -612,7 +473,7 @@ class Client::Impl {
           std::lock_guard<std::mutex> lock(shared.mu);
           shared.ready.push_back(std::move(hits));
           shared.cv.notify_one();
-        }, &shared.stats, &shared.mu, &shared.migrations);
+        }, &shared.stats, &shared.mu, &shared.reports);
         std::lock_guard<std::mutex> lock(shared.mu);
         if (!st.ok() && shared.error.ok() && !stop.load()) shared.error = st;
         --shared.running;
@@ -670,13 +531,13 @@ class Client::Impl {
     }
     for (std::thread& t : threads) t.join();
     if (!shared.error.ok() && !stopped) return shared.error;
-    if (shared.migrations.unknown_attrs && !shared.migrations.unknown_attrs->empty()) {
+    if (shared.reports.unknown_attrs && !shared.reports.unknown_attrs->empty()) {
       // No node knows it: a typo (`sise>1m`), refused as the parser words it. (Hits of the
       // query's other branches may have been delivered already.)
       ParseOptions po;
       po.now_ns = q.now_ns;
-      const std::vector<std::string> unknown(shared.migrations.unknown_attrs->begin(),
-                                             shared.migrations.unknown_attrs->end());
+      const std::vector<std::string> unknown(shared.reports.unknown_attrs->begin(),
+                                             shared.reports.unknown_attrs->end());
       PROPELLER_RETURN_IF_ERROR(UnknownAttrError(query, unknown, po));
     }
     // An ACG that moved away from a node before its request arrived there, to a node that had
@@ -684,11 +545,11 @@ class Client::Impl {
     // node it went to (which may have passed it on: follow, a few hops at most).
     for (int hop = 0; hop < kMaxRouteAttempts && !stopped && shared.error.ok(); ++hop) {
       std::map<uint32_t, std::vector<uint64_t>> missed;  // node -> ACGs
-      for (const auto& [acg, to] : shared.migrations.moved) {
-        if (shared.migrations.adopted.count(acg) == 0) missed[to].push_back(acg);
+      for (const auto& [acg, to] : shared.reports.moved) {
+        if (shared.reports.adopted.count(acg) == 0) missed[to].push_back(acg);
       }
       if (missed.empty()) break;
-      shared.migrations = Migrations{};
+      shared.reports = NodeReports{};
       for (const auto& [to, acgs] : missed) {
         wire::NodeInfo target;
         target.node_id = to;
@@ -708,7 +569,7 @@ class Client::Impl {
             [&](std::vector<ClientHit>&& hits) {
               for (ClientHit& h : hits) got.push_back(std::move(h));
             },
-            &shared.stats, &shared.mu, &shared.migrations));
+            &shared.stats, &shared.mu, &shared.reports));
         deliver(got);
         if (stopped) break;
       }
@@ -861,8 +722,9 @@ class Client::Impl {
     return true;
   }
 
-  // What the nodes of one search said about ACGs migrating (SearchDone.moved, .adopted).
-  struct Migrations {
+  // What the nodes of one search reported beside their hits (SearchDone): ACGs migrating
+  // (.moved, .adopted) and user attributes they do not know (.unknown_attrs).
+  struct NodeReports {
     std::vector<std::pair<uint64_t, uint32_t>> moved;  // ACG, the node it went to
     std::set<uint64_t> adopted;
     // The user attributes of the query that no node answering so far knows (SearchDone
@@ -873,7 +735,7 @@ class Client::Impl {
   Status SearchNode(const wire::NodeInfo& node, const wire::SearchQuery& q,
                     const std::atomic<bool>& stop,
                     const std::function<void(std::vector<ClientHit>&&)>& emit,
-                    ClientSearchStats* stats, std::mutex* stats_mu, Migrations* migrations) {
+                    ClientSearchStats* stats, std::mutex* stats_mu, NodeReports* reports) {
     PROPELLER_ASSIGN_OR_RETURN(rpc::Channel * ch, NodeChannel(node.endpoint));
     Status chunk_error;
     auto on_chunk = [&](std::string_view bytes) -> bool {
@@ -912,15 +774,15 @@ class Client::Impl {
     stats->acgs_total += done.acgs_total;
     stats->acgs_skipped += done.acgs_skipped;
     stats->candidates += done.candidates;
-    for (const wire::AcgLocation& m : done.moved) migrations->moved.emplace_back(m.acg, m.node_id);
-    migrations->adopted.insert(done.adopted.begin(), done.adopted.end());
+    for (const wire::AcgLocation& m : done.moved) reports->moved.emplace_back(m.acg, m.node_id);
+    reports->adopted.insert(done.adopted.begin(), done.adopted.end());
     std::set<std::string> unknown(done.unknown_attrs.begin(), done.unknown_attrs.end());
-    if (migrations->unknown_attrs) {
+    if (reports->unknown_attrs) {
       std::erase_if(unknown, [&](const std::string& n) {
-        return migrations->unknown_attrs->count(n) == 0;
+        return reports->unknown_attrs->count(n) == 0;
       });
     }
-    migrations->unknown_attrs = std::move(unknown);
+    reports->unknown_attrs = std::move(unknown);
     return Status::OK();
   }
 
