@@ -134,6 +134,29 @@ bool DeleteApplies(const FileRecord& stored, const FileRecord& cond) {
   return false;
 }
 
+void ApplyToState(UpdateOp op, const FileRecord& rec, std::optional<FileRecord>* state) {
+  switch (op) {
+    case UpdateOp::kPut:
+      *state = rec;
+      return;
+    case UpdateOp::kDelete:
+      if (*state && DeleteApplies(**state, rec)) state->reset();
+      return;
+    case UpdateOp::kSetAttrs:
+      if (*state) {
+        for (const auto& [name, value] : rec.attrs) (*state)->attrs[name] = value;
+      }
+      return;
+    case UpdateOp::kRemoveAttrs:
+      if (*state) {
+        for (const auto& [name, value] : rec.attrs) (*state)->attrs.erase(name);
+      }
+      return;
+    case UpdateOp::kAddEdge:
+      return;
+  }
+}
+
 const char* IndexTypeName(IndexType type) {
   switch (type) {
     case IndexType::kBTree:

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -195,6 +196,11 @@ struct StoredEdge {
 // file elsewhere (newer ctime, another path) leaves the new file alone, while a stale record
 // of the old file (an older ctime) still goes.
 bool DeleteApplies(const FileRecord& stored, const FileRecord& cond);
+
+// The state of a file after update `op` with record `rec` (Update::record) — what a commit
+// makes of it, inode generations aside: *state is the record before (nullopt = not indexed)
+// and becomes the record after. kAddEdge changes no record.
+void ApplyToState(UpdateOp op, const FileRecord& rec, std::optional<FileRecord>* state);
 
 }  // namespace propeller
 

@@ -567,6 +567,33 @@ Result<FileRecord> Acg::Get(FileId id) {
   return rec;
 }
 
+Result<std::optional<FileRecord>> Acg::GetCurrent(FileId id) {
+  std::optional<FileRecord> current;
+  PROPELLER_RETURN_IF_ERROR(WithReadTxn([&](MDB_txn* txn) -> Status {
+    FileRecord rec;
+    bool found = false;
+    PROPELLER_RETURN_IF_ERROR(ReadRecord(txn, id, &rec, &found));
+    if (found) current = std::move(rec);
+    MutexLock cl(&cache_mu_);
+    for (const Slice& slice : cache_) {
+      const StagedBatch& b = *slice.batch;
+      for (uint32_t k = slice.begin; k < slice.end; ++k) {
+        const CachedUpdate& e = b.entries[k];
+        if (e.id != id || e.op == UpdateOp::kAddEdge) continue;
+        FileRecord u;
+        if (e.size > 0) {
+          PROPELLER_RETURN_IF_ERROR(
+              DecodeRecord(std::string_view(b.data).substr(e.offset, e.size), &u));
+        }
+        u.id = e.id;
+        ApplyToState(e.op, u, &current);
+      }
+    }
+    return Status::OK();
+  }));
+  return current;
+}
+
 Status Acg::ListDirectories(std::vector<FileRecord>* dirs) {
   return WithReadTxn([&](MDB_txn* txn) {
     MDB_cursor* cur = nullptr;

@@ -218,6 +218,10 @@ class Acg {
   Status Search(const AcgSearchRequest& request, AcgSearchStats* stats);
   // The committed record of `id` (callers commit first). NotFound when absent.
   Result<FileRecord> Get(FileId id);
+  // The record of `id` with this ACG's cached updates folded in, without committing them
+  // (nullopt: absent). A commit never runs meanwhile (rw_ shared), so every update is seen
+  // once, in the cache or in the store. Costs a scan of the cache (watches: Engine::Watch).
+  Result<std::optional<FileRecord>> GetCurrent(FileId id);
   // Every committed directory record, for the node's permission table.
   Status ListDirectories(std::vector<FileRecord>* dirs);
   // The ids of the committed records, in key order (callers commit first).

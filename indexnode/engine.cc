@@ -13,6 +13,7 @@
 #include <mutex>
 #include <set>
 #include <thread>
+#include <unordered_map>
 
 #include "common/crc32c.h"
 #include "common/lmdb_check.h"
@@ -133,6 +134,7 @@ Engine::Impl::~Impl() {
 Status Engine::Impl::Close() {
   if (closed_) return Status::OK();
   closed_ = true;
+  watches_.Shutdown();
   StopCommitter();
   Status result;
   if (!crashed_ && wal_) {  // no log: Open failed before anything could be cached
@@ -325,11 +327,62 @@ Status Engine::Impl::Apply(std::span<const Update> updates) {
   // DropMovedAcg), then goes again: it is applied, or it gets the Redirect of a moved ACG.
   for (;;) {
     uint64_t frozen = 0;
-    Status s = ApplyOnce(updates, &frozen);
+    Status s;
+    bool watched = watches_.active();
+    if (!watched) {
+      ReaderLock lock(&watch_mu_);
+      watched = watches_.active();  // registered meanwhile (Watch holds watch_mu_ alone)
+      if (!watched) s = ApplyOnce(updates, &frozen);
+    }
+    if (watched) s = ApplyWatched(updates, &frozen);
     if (frozen == 0) return s;
     PROPELLER_RETURN_IF_ERROR(
         frozen_.WaitUntilThawed(frozen, options_.env, kMoveWaitNs, crashed_));
   }
+}
+
+Status Engine::Impl::ApplyWatched(std::span<const Update> updates, uint64_t* frozen) {
+  WriterLock lock(&watch_mu_);
+  // Each file's record before the batch, then after each of its updates in turn (a batch
+  // may change one file several times).
+  std::unordered_map<FileId, std::optional<FileRecord>, FileIdHash> state;
+  for (const Update& u : updates) {
+    if (u.op == UpdateOp::kAddEdge || state.count(u.record.id) != 0) continue;
+    Result<std::optional<FileRecord>> before = CurrentRecord(u.acg, u.record.id);
+    if (!before.ok()) {
+      // The batch is applied all the same (a watch must not fail updates); the watches are
+      // told they missed changes.
+      watches_.LoseAll("the record of a changed file could not be read (" +
+                       before.status().ToString() + ")");
+      return ApplyOnce(updates, frozen);
+    }
+    state.emplace(u.record.id, std::move(*before));
+  }
+  Status s = ApplyOnce(updates, frozen);
+  if (!s.ok() || *frozen != 0) return s;
+  for (const Update& u : updates) {
+    if (u.op == UpdateOp::kAddEdge) continue;
+    std::optional<FileRecord>& current = state[u.record.id];
+    std::optional<FileRecord> next = current;
+    ApplyToState(u.op, u.record, &next);
+    watches_.Publish(u.acg, current, next);
+    current = std::move(next);
+  }
+  return s;
+}
+
+Result<std::optional<FileRecord>> Engine::Impl::CurrentRecord(uint64_t acg_id, FileId id) {
+  if (any_routes_.load(std::memory_order_acquire)) acg_id = Route(acg_id, id);
+  Acg* acg = FindAcg(acg_id);
+  if (acg == nullptr) return std::optional<FileRecord>();  // a new ACG: nothing in it yet
+  return acg->GetCurrent(id);
+}
+
+Result<std::unique_ptr<EngineWatch>> Engine::Impl::Watch(const WatchSpec& spec) {
+  if (crashed_) return Status::Aborted("engine crashed");
+  // Alone on watch_mu_: no batch is between its read of the records and its publication.
+  WriterLock lock(&watch_mu_);
+  return watches_.Add(spec);
 }
 
 Status Engine::Impl::ApplyOnce(std::span<const Update> updates, uint64_t* frozen) {
@@ -835,6 +888,9 @@ std::string Engine::Impl::DamageOf(Acg* acg) {
 Engine::Engine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Engine::~Engine() = default;
 Status Engine::Close() { return impl_->Close(); }
+Result<std::unique_ptr<EngineWatch>> Engine::Watch(const WatchSpec& spec) {
+  return impl_->Watch(spec);
+}
 
 Result<std::unique_ptr<Engine>> Engine::Open(const EngineOptions& options) {
   auto impl = std::make_unique<Impl>(options);

@@ -53,6 +53,7 @@
 #include "common/record.h"
 #include "common/status.h"
 #include "indexnode/index/index.h"
+#include "indexnode/watch_hub.h"
 #include "partitioner/split.h"
 
 namespace propeller {
@@ -286,6 +287,13 @@ class Engine {
   // Convenience: collects the hits.
   Result<std::vector<SearchHit>> SearchAll(const SearchRequest& request,
                                            SearchStats* stats = nullptr);
+
+  // Live query (indexnode/watch_hub.h): from when this returns, every acknowledged update
+  // that makes a path of `spec`'s scope start or stop matching its query, or changes a
+  // matching file, becomes an event of the watch, in the order the updates were applied.
+  // Destroy the watch to end it. InvalidArgument for a bad query or scope (user attribute
+  // names are not checked: an attribute may appear after the watch began).
+  Result<std::unique_ptr<EngineWatch>> Watch(const WatchSpec& spec);
 
   // The current record of `id` in `acg` (cache included). NotFound when absent.
   Result<FileRecord> Get(uint64_t acg, FileId id);

@@ -31,6 +31,7 @@
 #include "indexnode/split_reports.h"
 #include "indexnode/store.h"
 #include "indexnode/wal.h"
+#include "indexnode/watch_hub.h"
 
 namespace propeller {
 
@@ -109,6 +110,13 @@ class Engine::Impl {
 
   // Apply, unless the batch touches a frozen ACG: then nothing happens and *frozen names it.
   Status ApplyOnce(std::span<const Update> updates, uint64_t* frozen);
+  // ApplyOnce while watches are registered (watch_hub.h): reads every file's record before
+  // the batch, applies it, and publishes each change in order. Holds watch_mu_ exclusively.
+  Status ApplyWatched(std::span<const Update> updates, uint64_t* frozen);
+  // The record of `id` as searches will see it — committed state and the write cache —
+  // without committing (nullopt: not indexed). Follows routes.
+  Result<std::optional<FileRecord>> CurrentRecord(uint64_t acg, FileId id);
+  Result<std::unique_ptr<EngineWatch>> Watch(const WatchSpec& spec);
 
   // Commits caches that are too old or too big; with force_all, every cache. Every
   // store_trim_interval_ns it also bounds the store's mapped pages (TrimMapsIfOver).
@@ -390,6 +398,13 @@ class Engine::Impl {
   std::string catalogue_path_;
   AttrNames attr_names_;  // the user attribute names accepted here (set at Open)
   DirTable dir_table_;
+  // Live queries. Batches are applied under watch_mu_ shared while no watch is registered,
+  // and exclusively while one is (ApplyWatched), so a watch registered under it exclusively
+  // sees every batch acknowledged after Watch returned, and each batch's changes in order.
+  SharedMutex watch_mu_;
+  WatchHub watches_{[this](uint32_t volume, const std::string& path, const Credentials& creds) {
+    return dir_table_.Visible(volume, path, creds);
+  }};
   std::atomic<bool> crashed_{false};
   std::atomic<uint64_t> total_cached_{0};
   // Bytes of the staged batches caches still reference (StagedBatch::bytes()).

@@ -53,6 +53,7 @@ Access AccessOf(MsgType type) {
     case MsgType::kListVolumes:
     case MsgType::kIndexHolders:
     case MsgType::kSearch:
+    case MsgType::kWatch:
     case MsgType::kGetRecord:
     case MsgType::kNodeStatus:
     case MsgType::kListEdges:

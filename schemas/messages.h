@@ -70,6 +70,8 @@ enum class MsgType : uint16_t {
   kMigrateAcg = 37,     // MigrateAcgRequest -> MigrateAcgReply (to the ACG's owner)
   kAdoptAcg = 38,       // AdoptAcgChunk -> Empty (owner to destination, during a migration)
   kReleaseAcg = 39,     // ReleaseAcgRequest -> Empty (owner to destination, after its drop)
+  kWatch = 40,          // WatchRequest -> WatchEventsChunk* (partial frames), Empty (final);
+                        // also served by a mount's query engine (watch_messages.h)
 
   kMountStatus = 48,    // Empty -> MountStatusReply (a mount's query engine)
   kRemoveVolume = 49,   // VolumeInfo (id and root) -> Empty: forget the volume and its files

@@ -1145,6 +1145,7 @@ TEST(EnvelopeTest, MsgTypeNames) {
       {MsgType::kMoveAcg, "move-acg"},          {MsgType::kMigrateAcg, "migrate-acg"},
       {MsgType::kAdoptAcg, "adopt-acg"},        {MsgType::kReleaseAcg, "release-acg"},
       {MsgType::kMountStatus, "mount-status"},  {MsgType::kRemoveVolume, "remove-volume"},
+      {MsgType::kWatch, "watch"},
   };
   for (const auto& [type, name] : names) EXPECT_STREQ(MsgTypeName(type), name);
   // Every number 0..1000 that is not listed is "unknown".

@@ -10,6 +10,7 @@
 
 #include "common/status.h"
 #include "schemas/messages.h"
+#include "schemas/watch_messages.h"
 
 namespace propeller::fuzz {
 
@@ -30,9 +31,9 @@ inline constexpr const char* kReplyTypeNames[] = {
     "LocationsReply", "AcgLocationsReply", "IndexesReply",   "VolumeInfo",
     "VolumesReply", "ClusterStatusReply", "SearchHitsChunk", "SearchDone",
     "RecordReply",  "NodeStatusReply",    "Ping",            "EdgesReply",
-    "NewAcgReply",  "SplitDoneReply",
+    "NewAcgReply",  "SplitDoneReply",     "MountStatusReply", "WatchEventsChunk",
 };
-inline constexpr size_t kNumReplyTypes = 19;
+inline constexpr size_t kNumReplyTypes = 20;
 // storage_fuzz: data[0] % 7 picks 0 DecodeFileIdKey, 1 DecodeEdgeKey, 2 SplitIndexEntryKey,
 // 3 CheckWalHeader, 4 ParseWalRecord (+ DecodeUpdateBatch of its payload),
 // 5 ParseWalSegmentName, 6 DecodeOrdered{U64,I64,Double}.

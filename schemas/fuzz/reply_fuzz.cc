@@ -7,11 +7,12 @@
 #include "schemas/fuzz/fuzz_targets.h"
 #include "schemas/fuzz/fuzz_util.h"
 #include "schemas/messages.h"
+#include "schemas/watch_messages.h"
 
 namespace propeller::fuzz {
 namespace {
 
-// The reply messages (and the SearchHitsChunk partial frame) in kReplyTypeNames order; `pick`
+// The reply messages (and the SearchHitsChunk and WatchEventsChunk partial frames) in kReplyTypeNames order; `pick`
 // chooses one, or every one when it is out of range.
 void CheckReplyBody(size_t pick, std::string_view body) {
   using namespace wire;  // NOLINT: the message names read better unqualified here
@@ -35,6 +36,7 @@ void CheckReplyBody(size_t pick, std::string_view body) {
     case 16: return CheckMessage<NewAcgReply>("NewAcgReply", body);
     case 17: return CheckMessage<SplitDoneReply>("SplitDoneReply", body);
     case 18: return CheckMessage<MountStatusReply>("MountStatusReply", body);
+    case 19: return CheckMessage<WatchEventsChunk>("WatchEventsChunk", body);
     default:
       for (size_t i = 0; i < kNumReplyTypes; ++i) CheckReplyBody(i, body);
   }

@@ -8,6 +8,7 @@
 #include "schemas/fuzz/fuzz_targets.h"
 #include "schemas/fuzz/fuzz_util.h"
 #include "schemas/messages.h"
+#include "schemas/watch_messages.h"
 
 namespace propeller::fuzz {
 namespace {
@@ -41,6 +42,8 @@ void CheckRequestBody(MsgType type, std::string_view body) {
       return CheckMessage<wire::ApplyRequest>("ApplyRequest", body);
     case MsgType::kSearch:
       return CheckMessage<wire::SearchQuery>("SearchQuery", body);
+    case MsgType::kWatch:
+      return CheckMessage<wire::WatchRequest>("WatchRequest", body);
     case MsgType::kGetRecord:
       return CheckMessage<wire::GetRecordRequest>("GetRecordRequest", body);
     case MsgType::kPing:

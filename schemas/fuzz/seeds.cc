@@ -10,6 +10,7 @@
 #include "schemas/fuzz/fuzz_util.h"
 #include "schemas/keys.h"
 #include "schemas/messages.h"
+#include "schemas/watch_messages.h"
 #include "schemas/record_format.h"
 #include "schemas/wal_format.h"
 
@@ -129,6 +130,8 @@ std::vector<std::string> ReplyBodies() {
       Body(SplitDoneReply{2}),
       Body(MountStatusReply{12, 1'700'000'000'000'000'000, "no connection to ipc:///x", 5, 12,
                             0, 0, 0, 0}),
+      Body(WatchEventsChunk{{{WatchKind::kAdded, "/a", SampleRecord(), 9},
+                             {WatchKind::kRemoved, "/src/b.c", SampleRecord(), 9}}}),
   };
 }
 
