@@ -60,7 +60,8 @@ std::vector<std::string> Drain(EngineWatch* w, bool with_ino = false) {
 }
 
 // "path#ino" -> record of every matching path of every file in the model.
-std::map<std::string, FileRecord> Matches(const Model& m, const Query& q, const std::string& scope) {
+std::map<std::string, FileRecord> Matches(const Model& m, const Query& q,
+                                          const std::string& scope) {
   std::map<std::string, FileRecord> out;
   for (const auto& [id, rec] : m.files) {
     for (const std::string& p : rec.paths) {

@@ -136,7 +136,9 @@ PROPELLER_WIRE_CODEC(WatchEventsChunk)
 
 // ---- building blocks ------------------------------------------------------------------------
 
-inline Status Wrong(const char* expected) { return Status::Corruption(std::string("is not ") + expected); }
+inline Status Wrong(const char* expected) {
+  return Status::Corruption(std::string("is not ") + expected);
+}
 
 // A struct: the array of its fields in order.
 template <typename... T>

@@ -89,16 +89,7 @@ int RunSearch(const GlobalOptions& global, const std::vector<std::string>& argv)
   options.limit = *limit;
   options.sort_by = args->GetOr("--sort", "");
   options.descending = args->Has("--desc");
-  if (auto scope = args->Get("--scope")) {
-    char resolved[PATH_MAX];
-    // A real directory is resolved like the volume roots were at import (symlinks, ".."); a
-    // path that does not exist here is taken as written.
-    options.scope = ::realpath(scope->c_str(), resolved) != nullptr ? resolved : *scope;
-    if (options.scope.empty() || options.scope[0] != '/') {
-      char cwd[PATH_MAX];
-      if (::getcwd(cwd, sizeof(cwd)) != nullptr) options.scope = std::string(cwd) + "/" + *scope;
-    }
-  }
+  if (auto scope = args->Get("--scope")) options.scope = ScopeArgument(*scope);
   auto client = ConnectOrReport(global);
   if (!client) return kExitError;
 

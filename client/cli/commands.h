@@ -33,6 +33,7 @@ int RunUp(const GlobalOptions& global, const std::vector<std::string>& args);
 int RunMount(const GlobalOptions& global, const std::vector<std::string>& args);
 int RunAcg(const GlobalOptions& global, const std::vector<std::string>& args);
 int RunVolume(const GlobalOptions& global, const std::vector<std::string>& args);
+int RunWatch(const GlobalOptions& global, const std::vector<std::string>& args);
 
 // Prints "propeller: <status message>" and returns kExitError (kExitUsage for
 // InvalidArgument raised by argument parsing — callers pass usage=true).
@@ -62,6 +63,10 @@ class Format {
 std::string Counted(uint64_t n, std::string_view noun, std::string_view plural = "");
 // "2024-05-01T12:00:00Z" (UTC) for nanoseconds since the epoch.
 std::string FormatTime(FileTime ns);
+// The absolute path a --scope argument names: a real directory resolved as the volume roots
+// were at import (symlinks, ".."), a path that does not exist here taken as written (relative
+// to the working directory when it is relative).
+std::string ScopeArgument(const std::string& arg);
 // A record as one JSON object (path first).
 std::string RecordJson(const std::string& path, const FileRecord& r);
 

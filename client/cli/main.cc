@@ -21,6 +21,8 @@ Real-time file-metadata search. Commands:
   import DIR         index an existing directory tree (resumable, with progress)
   search QUERY       find indexed files: propeller search 'size>1g & mtime<1d'
   find [PATH...] [EXPRESSION]   GNU find's expressions, answered from the index
+  watch QUERY        live query: '+ PATH' / '- PATH' / '~ PATH' as files start or stop
+                     matching or a match changes, until Ctrl-C
   index create|list|drop   user-defined indexes
   attr set|get|rm    user attributes of a file
   status             master, index nodes, volumes, indexes
@@ -142,6 +144,7 @@ int main(int argc, char** argv) {
     }
   }
   if (command == "search") return RunSearch(global, rest);
+  if (command == "watch") return RunWatch(global, rest);
   if (command == "find") return RunFind(global, rest);
   if (command == "import") return RunImport(global, rest);
   if (command == "index") return RunIndex(global, rest);

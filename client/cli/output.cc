@@ -1,8 +1,11 @@
 // Shared output helpers of the CLI: errors, JSON, times, --format.
 #include <grp.h>
 #include <pwd.h>
+#include <unistd.h>
 
 #include <cinttypes>
+#include <climits>
+#include <cstdlib>
 #include <cstdio>
 #include <ctime>
 
@@ -155,6 +158,16 @@ const std::string& Format::NameOf(uint32_t id, bool user) const {
     if (getgrgid_r(id, &gr, buf.data(), buf.size(), &found) == 0 && found) name = gr.gr_name;
   }
   return cache.emplace(id, std::move(name)).first->second;
+}
+
+std::string ScopeArgument(const std::string& arg) {
+  char resolved[PATH_MAX];
+  std::string scope = ::realpath(arg.c_str(), resolved) != nullptr ? resolved : arg;
+  if (scope.empty() || scope[0] != '/') {
+    char cwd[PATH_MAX];
+    if (::getcwd(cwd, sizeof(cwd)) != nullptr) scope = std::string(cwd) + "/" + arg;
+  }
+  return scope;
 }
 
 std::string FormatTime(FileTime ns) {

@@ -23,6 +23,7 @@
 #include "client/lib/mount_registry.h"
 #include "client/lib/propeller.h"
 #include "client/lib/routing_cache.h"
+#include "client/lib/watch_stream.h"
 #include "common/logging.h"
 #include "common/query/query.h"
 #include "common/rpc/rpc.h"
@@ -592,6 +593,75 @@ class Client::Impl {
     return Status::OK();
   }
 
+  // The channel to the query engine of `mount` (a local unix socket: no CURVE).
+  Result<rpc::Channel*> MountChannel(const MountRecord& mount) {
+    std::lock_guard<std::mutex> lock(channels_mu_);
+    auto it = channels_.find(mount.engine_endpoint);
+    if (it == channels_.end()) {
+      rpc::ChannelOptions co;
+      co.endpoint = mount.engine_endpoint;
+      auto link = std::make_unique<NodeLink>();
+      PROPELLER_ASSIGN_OR_RETURN(link->channel, rpc::Channel::Connect(co));
+      it = channels_.emplace(mount.engine_endpoint, std::move(link)).first;
+    }
+    return it->second->channel.get();
+  }
+
+  // ---- live queries (watch_stream.h) --------------------------------------------------------
+
+  Status Watch(const std::string& query, const ClientWatchOptions& opts,
+               const std::function<bool(const ClientWatchEvent&)>& on_event) {
+    wire::WatchRequest q;
+    q.query = query;
+    q.now_ns = opts.now_ns != 0 ? opts.now_ns : WallNanos();
+    q.max_queued = opts.max_queued;
+    {
+      ParseOptions po;
+      po.now_ns = q.now_ns;
+      PROPELLER_RETURN_IF_ERROR(Query::Parse(query, po).status());
+    }
+    const std::string scope = NormalisePath(opts.scope.empty() ? "/" : opts.scope);
+    std::vector<WatchPeer> peers;
+    if (!opts.volume && !opts.creds && scope != "/") {
+      PROPELLER_ASSIGN_OR_RETURN(std::optional<MountRecord> mount, FindMountFor(scope));
+      if (mount) {
+        // The mount's query engine watches as the caller the kernel names.
+        q.scope = scope.size() > mount->mountpoint.size() && mount->mountpoint != "/"
+                      ? scope.substr(mount->mountpoint.size())
+                      : mount->mountpoint == "/" ? scope : "/";
+        PROPELLER_ASSIGN_OR_RETURN(rpc::Channel * ch, MountChannel(*mount));
+        const std::string prefix = mount->mountpoint == "/" ? "" : mount->mountpoint;
+        auto host_path = [prefix](const wire::WatchEvent& e) -> Result<std::string> {
+          return e.path == "/" ? (prefix.empty() ? "/" : prefix) : prefix + e.path;
+        };
+        peers.push_back(WatchPeer{ch, 0, host_path});
+        return RunWatchStreams(peers, q, options_.timeout_ms, opts, on_event);
+      }
+    }
+    ClientSearchOptions as_search;
+    as_search.creds = opts.creds;
+    q.creds = OwnOrGivenCredentials(as_search);
+    if (opts.volume) {
+      q.volume = *opts.volume;
+      q.scope = opts.scope;
+    } else if (scope != "/") {
+      PROPELLER_ASSIGN_OR_RETURN(auto resolved, ResolvePath(scope));
+      q.volume = resolved.first;
+      q.scope = resolved.second;
+    }
+    PROPELLER_ASSIGN_OR_RETURN(std::vector<wire::NodeInfo> nodes, UpNodes());
+    for (const wire::NodeInfo& node : nodes) {
+      PROPELLER_ASSIGN_OR_RETURN(rpc::Channel * ch, NodeChannel(node.endpoint));
+      peers.push_back(WatchPeer{ch, node.node_id,
+                                [this](const wire::WatchEvent& e) -> Result<std::string> {
+                                  PROPELLER_ASSIGN_OR_RETURN(std::string root,
+                                                             VolumeRoot(e.record.id.volume));
+                                  return HostPath(root, e.path);
+                                }});
+    }
+    return RunWatchStreams(peers, q, options_.timeout_ms, opts, on_event);
+  }
+
   // Search through the query engine of `mount` (`scope` is inside it).
   Status SearchViaMount(const MountRecord& mount, const std::string& scope, wire::SearchQuery q,
                         const ClientSearchOptions& opts,
@@ -603,19 +673,7 @@ class Client::Impl {
     q.sort_by = opts.sort_by;
     q.descending = opts.descending;
     q.creds.reset();  // the engine uses the kernel's word, not ours
-    rpc::Channel* ch = nullptr;
-    {
-      std::lock_guard<std::mutex> lock(channels_mu_);
-      auto it = channels_.find(mount.engine_endpoint);
-      if (it == channels_.end()) {
-        rpc::ChannelOptions co;  // a local unix socket: no CURVE
-        co.endpoint = mount.engine_endpoint;
-        auto link = std::make_unique<NodeLink>();
-        PROPELLER_ASSIGN_OR_RETURN(link->channel, rpc::Channel::Connect(co));
-        it = channels_.emplace(mount.engine_endpoint, std::move(link)).first;
-      }
-      ch = it->second->channel.get();
-    }
+    PROPELLER_ASSIGN_OR_RETURN(rpc::Channel * ch, MountChannel(mount));
     const std::string prefix = mount.mountpoint == "/" ? "" : mount.mountpoint;
     Status chunk_error;
     bool stopped = false;
@@ -1333,6 +1391,11 @@ Result<std::vector<ClientHit>> Client::SearchAll(const std::string& query,
       },
       stats));
   return hits;
+}
+
+Status Client::Watch(const std::string& query, const ClientWatchOptions& options,
+                     const std::function<bool(const ClientWatchEvent&)>& on_event) {
+  return impl_->Watch(query, options, on_event);
 }
 
 Result<uint32_t> Client::RegisterVolume(const std::string& root) {

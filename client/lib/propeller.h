@@ -105,6 +105,30 @@ struct ClientSearchStats {
   uint64_t hits = 0;
 };
 
+// A live query (Client::Watch; docs/cli.md `propeller watch`).
+struct ClientWatchOptions {
+  std::string scope = "/";  // as ClientSearchOptions::scope
+  std::optional<uint32_t> volume;
+  std::optional<ClientCredentials> creds;  // as ClientSearchOptions::creds
+  // Changes each index node may hold for this watch while the caller is busy (0 = the
+  // node's default, 10,000); past it the watch ends with ResourceExhausted ("fell behind").
+  size_t max_queued = 0;
+  int64_t now_ns = 0;  // instant for ages (fixed for the whole watch); 0 = now
+  // Called once, when every index node has registered the watch: each update acknowledged
+  // after it is reported. On the calling thread, before any event.
+  std::function<void()> on_ready;
+  // Called about once a second while nothing changes (on the calling thread); return false
+  // to end the watch. Null = none.
+  std::function<bool()> on_idle;
+};
+
+struct ClientWatchEvent {
+  char kind = '+';    // '+' started matching, '-' stopped matching, '~' a match changed
+  std::string path;   // as ClientHit::path
+  FileRecord record;  // after the change ('-': before it)
+  uint32_t node_id = 0;
+};
+
 // One file-indexing change. For kPut the record is the file's whole new state; kDelete needs
 // record.id only; kSetAttrs/kRemoveAttrs use record.id and record.attrs; kAddEdge adds the ACG
 // edge record.id -> edge_dst. `app` and `producers` steer the placement of files the master has
@@ -193,6 +217,17 @@ class Client {
   Result<std::vector<ClientHit>> SearchAll(const std::string& query,
                                            const ClientSearchOptions& options,
                                            ClientSearchStats* stats = nullptr);
+
+  // Streams the changes to the set of matches of `query` (indexnode/watch_hub.h) to
+  // `on_event`, on the calling thread, until it returns false (then OK). A rename is '-'
+  // of the old path then '+' of the new; each index node's changes arrive in the order it
+  // applied them. Searches' rules apply: a scope inside a mount goes to that mount's query
+  // engine, results are filtered by credentials. The watch covers the index nodes up when it
+  // starts. Errors end it: InvalidArgument (bad query or scope), ResourceExhausted (it fell
+  // behind, or too many watches), Unavailable/Timeout (a node or the mount stopped
+  // answering), Aborted (a node is stopping).
+  Status Watch(const std::string& query, const ClientWatchOptions& options,
+               const std::function<bool(const ClientWatchEvent&)>& on_event);
 
   // Volumes: RegisterVolume is idempotent (same root, same id). `root` must be absolute.
   Result<uint32_t> RegisterVolume(const std::string& root);

@@ -3,11 +3,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <map>
+#include <mutex>
+
 #include "client/lib/mount_registry.h"
 #include "common/credentials.h"
 #include "common/rpc/rpc.h"
 #include "common/secure_dir.h"
 #include "schemas/messages.h"
+#include "schemas/watch_messages.h"
 
 namespace propeller {
 namespace {
@@ -29,7 +33,7 @@ class QueryEngine::Impl {
     }
     rpc::ServerOptions so;
     so.endpoint = endpoint;
-    so.worker_threads = options_.worker_threads;
+    so.worker_threads = options_.worker_threads + static_cast<int>(kMaxWatches);
     so.ipc_socket_mode = 0666;  // every user may ask; each request runs as its caller
     PROPELLER_ASSIGN_OR_RETURN(
         server_, rpc::Server::Start(so, [this](std::string_view request, const rpc::PeerInfo& peer,
@@ -56,9 +60,10 @@ class QueryEngine::Impl {
     if (env.type == wire::MsgType::kMountStatus && options_.mount_status) {
       return wire::EncodeOkReply(options_.mount_status());
     }
+    if (env.type == wire::MsgType::kWatch) return HandleWatch(env.body, peer, out);
     if (env.type != wire::MsgType::kSearch) {
       return ErrorReply(Status::NotSupported(std::string("a mount's query engine serves searches "
-                                                         "only, not ") +
+                                                         "and watches only, not ") +
                                              wire::MsgTypeName(env.type)));
     }
     wire::SearchQuery q;
@@ -97,11 +102,7 @@ class QueryEngine::Impl {
     ClientSearchStats stats;
     st = options_.client->Search(q.query, so, [&](const ClientHit& hit) {
       wire::WireHit h;
-      // The in-volume path: the record's path the hit names (under the volume root).
-      h.path = hit.path.size() >= options_.backing.size()
-                   ? hit.path.substr(options_.backing == "/" ? 0 : options_.backing.size())
-                   : hit.path;
-      if (h.path.empty()) h.path = "/";
+      h.path = InVolume(hit.path);
       h.record = hit.record;
       h.acg = hit.acg;
       chunk.hits.push_back(std::move(h));
@@ -119,8 +120,87 @@ class QueryEngine::Impl {
     return wire::EncodeOkReply(done);
   }
 
+  // The in-volume path of a hit or event path the client reports (under the backing root).
+  std::string InVolume(const std::string& host_path) const {
+    std::string p = host_path.size() >= options_.backing.size()
+                        ? host_path.substr(options_.backing == "/" ? 0 : options_.backing.size())
+                        : host_path;
+    return p.empty() ? "/" : p;
+  }
+
+  // kWatch as the peer the kernel names: the cluster's watch (Client::Watch) of this volume,
+  // relayed frame by frame (an empty frame once registered, and for every idle second).
+  std::string HandleWatch(std::string_view body, const rpc::PeerInfo& peer,
+                          rpc::ReplyStream& out) {
+    wire::WatchRequest q;
+    Status st = wire::Decode(body, &q);
+    if (!st.ok()) return ErrorReply(st.WithContext("bad watch request"));
+    if (peer.transport != rpc::PeerTransport::kIpc || !peer.uid || !peer.gid) {
+      return ErrorReply(Status::PermissionDenied("the query engine needs a local (ipc) peer"));
+    }
+    ClientWatchOptions wo;
+    wo.volume = options_.volume;
+    wo.scope = q.scope.empty() ? "/" : q.scope;
+    wo.creds = PeerCredentials(*peer.uid, *peer.gid, peer.pid);
+    wo.max_queued = static_cast<size_t>(q.max_queued);
+    wo.now_ns = q.now_ns;
+    if (!HostPathWalkable(options_.mountpoint, *wo.creds)) {
+      return ErrorReply(Status::PermissionDenied("you may not watch " + options_.mountpoint +
+                                                 ": a directory above it denies you access"));
+    }
+    // Each watch holds a worker of this server (Start reserves kMaxWatches of them).
+    const uint32_t uid = *peer.uid;
+    {
+      std::lock_guard<std::mutex> lock(watch_mu_);
+      if (watches_ >= kMaxWatches || (uid != 0 && user_watches_[uid] >= kMaxWatchesPerUser)) {
+        return ErrorReply(Status::ResourceExhausted(
+            "too many watches on the mount at " + options_.mountpoint + " (" +
+            std::to_string(kMaxWatches) + " in all, " + std::to_string(kMaxWatchesPerUser) +
+            " per user)"));
+      }
+      ++watches_;
+      ++user_watches_[uid];
+    }
+    struct Release {
+      Impl* self;
+      uint32_t uid;
+      ~Release() {
+        std::lock_guard<std::mutex> lock(self->watch_mu_);
+        --self->watches_;
+        if (--self->user_watches_[uid] == 0) self->user_watches_.erase(uid);
+      }
+    } release{this, uid};
+    std::string frame;
+    bool gone = false;
+    auto send = [&](const wire::WatchEventsChunk& chunk) {
+      frame.clear();
+      wire::Encode(chunk, &frame);
+      if (!out.Send(frame)) gone = true;
+      return !gone;
+    };
+    wo.on_ready = [&] { send(wire::WatchEventsChunk{}); };
+    wo.on_idle = [&] { return send(wire::WatchEventsChunk{}); };
+    st = options_.client->Watch(q.query, wo, [&](const ClientWatchEvent& e) {
+      wire::WatchEventsChunk chunk;
+      chunk.events.push_back(wire::WatchEvent{
+          e.kind == '+'   ? wire::WatchKind::kAdded
+          : e.kind == '-' ? wire::WatchKind::kRemoved
+                          : wire::WatchKind::kChanged,
+          InVolume(e.path), e.record, 0});
+      return send(chunk);
+    });
+    if (gone) return ErrorReply(Status::Aborted("watch: the client went away"));
+    return ErrorReply(st.ok() ? Status::Aborted("the watch ended") : st);
+  }
+
+  static constexpr size_t kMaxWatches = 16;
+  static constexpr size_t kMaxWatchesPerUser = 4;
   const QueryEngineOptions options_;
   std::unique_ptr<rpc::Server> server_;
+  std::mutex watch_mu_;
+  size_t watches_ = 0;                       // Under watch_mu_.
+  std::map<uint32_t, size_t> user_watches_;  // Under watch_mu_.
+
 };
 
 QueryEngine::QueryEngine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}

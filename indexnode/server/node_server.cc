@@ -245,7 +245,9 @@ Status IndexNodeServer::Impl::Init(const IndexNodeOptions& options) {
   rpc::ServerOptions ro;
   ro.endpoint = options_.listen_endpoint;
   if (!options_.local_alias.empty()) ro.extra_endpoints.push_back(options_.local_alias);
-  ro.worker_threads = options_.worker_threads;
+  // Each live query holds a worker while it runs (NodeServiceOptions::max_watches): requests
+  // keep worker_threads of their own.
+  ro.worker_threads = options_.worker_threads + static_cast<int>(so.max_watches);
   link->Apply(&ro);
   NodeService* service = service_.get();
   Result<std::unique_ptr<rpc::Server>> server = rpc::Server::Start(

@@ -155,6 +155,7 @@ std::string NodeService::HandleRequest(const wire::RequestEnvelope& env, CallerA
   switch (env.type) {
     case MsgType::kApply: return HandleApply(env.body, caller);
     case MsgType::kSearch: return HandleSearch(env.body, caller, out);
+    case MsgType::kWatch: return HandleWatch(env.body, caller, out);
     case MsgType::kGetRecord: return HandleGetRecord(env.body, caller);
     case MsgType::kNodeStatus: return HandleNodeStatus(env.body);
     case MsgType::kListEdges: return HandleListEdges(env.body, caller);

@@ -15,6 +15,10 @@
 //   kNodeStatus, kCreateIndex (idempotent: an existing user index of the same type is OK),
 //   kDropIndex, kListIndexes (user indexes by name, from a copy refreshed after every index
 //   change made through this service), kPing (echo).
+//   kWatch        a live query (schemas/watch_messages.h, Engine::Watch): an empty chunk once
+//                 registered, then WatchEventsChunk frames as updates change its matches and
+//                 heartbeats while none do, until the client goes away or the watch ends
+//                 (ResourceExhausted when it fell behind, Aborted when the node stops).
 //   kMigrateAcg   moves an ACG this node owns to another node (docs/architecture.md §5;
 //                 schemas/messages.h "migration"): freeze and copy (Engine::FreezeAndCopyAcg),
 //                 send the copy in kAdoptAcg parts, drop it here once the destination adopted
@@ -111,6 +115,13 @@ struct NodeServiceOptions {
   // node of a mount: "index catching up" while the mount's queue holds updates under the
   // scope (client/fuse/index_writer.h). Null = none.
   std::function<Status(const wire::SearchQuery&)> search_gate;
+  // Live queries (kWatch, node_watch.cc): each holds one rpc worker thread for as long as it
+  // runs, so the node's server has this many workers more than it needs for requests; a
+  // user (not a member or root) holds at most max_watches_per_user of them. Beyond either,
+  // kWatch is ResourceExhausted. An idle watch gets a heartbeat frame this often.
+  size_t max_watches = 32;
+  size_t max_watches_per_user = 4;
+  int64_t watch_heartbeat_ms = 1000;
 };
 
 // Counters for tests and status output.
@@ -193,6 +204,7 @@ class NodeService {
                             rpc::ReplyStream& out);
   std::string HandleApply(std::string_view body, CallerAccess& caller);
   std::string HandleSearch(std::string_view body, CallerAccess& caller, rpc::ReplyStream& out);
+  std::string HandleWatch(std::string_view body, CallerAccess& caller, rpc::ReplyStream& out);
   std::string HandleGetRecord(std::string_view body, CallerAccess& caller);
   std::string HandleNodeStatus(std::string_view body);
   std::string HandleListEdges(std::string_view body, CallerAccess& caller);
@@ -237,6 +249,9 @@ class NodeService {
   std::vector<wire::IndexDef> user_indexes_;  // Under list_mu_.
 
   std::atomic<uint64_t> requests_{0}, bad_requests_{0}, redirects_{0}, master_lookups_{0};
+  std::mutex watches_mu_;  // a leaf
+  size_t watches_ = 0;     // running kWatch handlers; Under watches_mu_.
+  std::map<uint32_t, size_t> user_watches_;  // uid -> running; Under watches_mu_.
   std::mutex migrate_mu_;  // one migration out of this node at a time
   std::mutex adopt_mu_;    // one adoption into it at a time
   std::mutex adopted_mu_;  // a leaf
