@@ -6,7 +6,10 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <condition_variable>
 #include <cstring>
+#include <mutex>
+#include <thread>
 #include <vector>
 
 #include "client/lib/propeller.h"
@@ -89,6 +92,40 @@ TEST(CApiTest, SearchAndAttributesThroughTheCAbi) {
   propeller_free(error);
   EXPECT_EQ(propeller_search(c, nullptr, nullptr, 0, nullptr, 0, collect, &paths, nullptr),
             static_cast<int>(StatusCode::kInvalidArgument));
+
+  // A live query through the cluster's own unix sockets (master, then the index node): an
+  // attribute set after the watch registered makes the file match, removing it unmatches.
+  struct WatchState {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool ready = false;
+    std::vector<std::string> lines;
+  } ws;
+  auto on_change = [](void* ctx, char kind, const propeller_hit* hit) -> int {
+    auto* w = static_cast<WatchState*>(ctx);
+    std::lock_guard<std::mutex> lock(w->mu);
+    if (kind == 'r') w->ready = true;
+    if (hit != nullptr) w->lines.push_back(std::string(1, kind) + hit->path);
+    w->cv.notify_all();
+    return w->lines.size() < 2 ? 1 : 0;  // stop after two changes
+  };
+  int watch_rc = -1;
+  char* watch_error = nullptr;
+  std::thread watcher([&] {
+    watch_rc = propeller_watch(c, "team=bob", root, on_change, &ws, &watch_error);
+  });
+  {
+    std::unique_lock<std::mutex> lock(ws.mu);
+    ASSERT_TRUE(ws.cv.wait_for(lock, std::chrono::seconds(20), [&] { return ws.ready; }));
+  }
+  ASSERT_EQ(propeller_set_attr_string(c, target.c_str(), "team", "bob", &error), 0) << error;
+  ASSERT_EQ(propeller_remove_attr(c, target.c_str(), "team", &error), 0) << error;
+  watcher.join();
+  EXPECT_EQ(watch_rc, 0) << (watch_error ? watch_error : "");
+  EXPECT_EQ(ws.lines, (std::vector<std::string>{"+" + target, "-" + target}));
+  EXPECT_EQ(propeller_watch(c, "size>>1", nullptr, on_change, &ws, &error),
+            static_cast<int>(StatusCode::kInvalidArgument));
+  propeller_free(error);
   propeller_close(c);
 }
 

@@ -46,6 +46,25 @@ int propeller_connect(const char* master_endpoint, propeller_client** out, char*
 
 void propeller_close(propeller_client* client) { delete client; }
 
+// A record as the C ABI shows it (valid while `path` and `record` live).
+static propeller_hit HitOf(const std::string& path, const propeller::FileRecord& record) {
+  propeller_hit hit{};
+  hit.path = path.c_str();
+  hit.volume = record.id.volume;
+  hit.ino = record.id.ino;
+  hit.type = static_cast<char>(record.type);
+  hit.size = record.size;
+  // The C ABI keeps int64 nanoseconds: times beyond 1677..2262 are clamped.
+  hit.mtime_ns = propeller::ClampToInt64(record.mtime);
+  hit.ctime_ns = propeller::ClampToInt64(record.ctime);
+  hit.atime_ns = propeller::ClampToInt64(record.atime);
+  hit.uid = record.uid;
+  hit.gid = record.gid;
+  hit.mode = record.mode;
+  hit.nlink = record.nlink;
+  return hit;
+}
+
 int propeller_search(propeller_client* client, const char* query, const char* scope,
                      size_t limit, const char* sort_by, int descending, propeller_hit_fn fn,
                      void* ctx, char** error) {
@@ -61,21 +80,29 @@ int propeller_search(propeller_client* client, const char* query, const char* sc
   options.descending = descending != 0;
   propeller::Status st = client->client->Search(
       query, options, [&](const propeller::ClientHit& h) {
-        propeller_hit hit{};
-        hit.path = h.path.c_str();
-        hit.volume = h.record.id.volume;
-        hit.ino = h.record.id.ino;
-        hit.type = static_cast<char>(h.record.type);
-        hit.size = h.record.size;
-        // The C ABI keeps int64 nanoseconds: times beyond 1677..2262 are clamped.
-        hit.mtime_ns = propeller::ClampToInt64(h.record.mtime);
-        hit.ctime_ns = propeller::ClampToInt64(h.record.ctime);
-        hit.atime_ns = propeller::ClampToInt64(h.record.atime);
-        hit.uid = h.record.uid;
-        hit.gid = h.record.gid;
-        hit.mode = h.record.mode;
-        hit.nlink = h.record.nlink;
+        const propeller_hit hit = HitOf(h.path, h.record);
         return fn(ctx, &hit) != 0;
+      });
+  return Done(st, error);
+}
+
+int propeller_watch(propeller_client* client, const char* query, const char* scope,
+                    propeller_watch_fn fn, void* ctx, char** error) {
+  int rc = 0;
+  if (Missing(client, "client", error, &rc) || Missing(query, "query", error, &rc) ||
+      Missing(reinterpret_cast<const void*>(fn), "fn", error, &rc)) {
+    return rc;
+  }
+  propeller::ClientWatchOptions options;
+  if (scope != nullptr && *scope != '\0') options.scope = scope;
+  bool stopped = false;
+  options.on_ready = [&] { stopped = fn(ctx, 'r', nullptr) == 0; };
+  options.on_idle = [&] { return fn(ctx, 'i', nullptr) != 0; };
+  propeller::Status st = client->client->Watch(
+      query, options, [&](const propeller::ClientWatchEvent& e) {
+        if (stopped) return false;
+        const propeller_hit hit = HitOf(e.path, e.record);
+        return fn(ctx, e.kind, &hit) != 0;
       });
   return Done(st, error);
 }

@@ -50,6 +50,20 @@ int propeller_search(propeller_client* client, const char* query, const char* sc
                      size_t limit, const char* sort_by, int descending, propeller_hit_fn fn,
                      void* ctx, char** error);
 
+/* A live query (propeller.h, Client::Watch; docs/cli.md `propeller watch`): `fn` is called on
+ * the calling thread with kind
+ *   '+' a path started matching, '-' it stopped matching, '~' a match changed
+ *       (`hit`: the path and the record after the change, before it for '-'),
+ *   'r' once, when every index node registered the watch (`hit` NULL): every change
+ *       acknowledged after this call is reported,
+ *   'i' about once a second while nothing changes (`hit` NULL),
+ * until it returns 0 (then propeller_watch returns 0) or the watch ends with an error
+ * (8 unavailable: a node or the mount stopped answering; 11 resource exhausted: the watch fell
+ * behind because `fn` was too slow, or too many watches). scope NULL = everything. */
+typedef int (*propeller_watch_fn)(void* ctx, char kind, const propeller_hit* hit);
+int propeller_watch(propeller_client* client, const char* query, const char* scope,
+                    propeller_watch_fn fn, void* ctx, char** error);
+
 /* User attributes of the file at host path `path` (stat'ed here to find its inode). */
 int propeller_set_attr_int(propeller_client* client, const char* path, const char* name,
                            int64_t value, char** error);
