@@ -7,7 +7,7 @@ _propeller() {
   prev="${COMP_WORDS[COMP_CWORD-1]}"
   local global="--master --timeout-ms --cluster-key --curve-key --server-key --insecure --help
                 --version"
-  local commands="up mount import search find index attr status volume acg"
+  local commands="up mount import search find watch index attr status volume acg"
   # The command: the first word after the program that is not an option or its value.
   local i cmd=""
   for ((i = 1; i < COMP_CWORD; i++)); do
@@ -33,6 +33,7 @@ _propeller() {
   case "$cmd" in
     "") COMPREPLY=($(compgen -W "$commands $global" -- "$cur")); return 0 ;;
     search) opts="--scope --limit --sort --desc --count --long --format --json -0 --stats" ;;
+    watch) opts="--scope --json -0 --queue" ;;
     find)
       opts="-name -iname -path -ipath -wholename -iwholename -regex -iregex -type -size -empty
             -mtime -mmin -atime -amin -ctime -cmin -newer -anewer -cnewer -user -group -uid
