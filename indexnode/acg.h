@@ -97,6 +97,9 @@ struct AcgSearchRequest {
   const Query* query = nullptr;
   std::string scope = "/";
   std::optional<uint32_t> volume;
+  // Sorted; records of these volumes are left out (another pass of the search answers them
+  // with their own query: Engine::Search with volume roots). Null = none.
+  const std::vector<uint32_t>* skip_volumes = nullptr;
   // Called for each matching path: a record with hard links matches once per link in scope
   // that satisfies the query with its own name and path. Return false to stop. The record is
   // a scratch object the callee may move from (each match is decoded afresh, or copied).

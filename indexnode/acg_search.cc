@@ -53,7 +53,7 @@ constexpr size_t kKeywordProbeAbove = 4;
 
 // Whether `n` is an equality the `keyword` index answers (keyword, ext, name).
 bool IsKeywordProbe(const QueryNode& n) {
-  return n.kind == QueryNode::Kind::kPred && n.pred.op == CmpOp::kEq &&
+  return n.kind == QueryNode::Kind::kPred && n.pred.op == CmpOp::kEq && n.pred.root.empty() &&
          (n.pred.attr == Attr::kKeyword || n.pred.attr == Attr::kExt ||
           n.pred.attr == Attr::kName);
 }
@@ -233,6 +233,8 @@ class AcgPlanner {
       if (!inode) return Plan();
       return Run(inode, box);
     }
+    // A path predicate under a root (Query::WithRoot) is about paths no index holds.
+    if (!p.root.empty()) return Plan();
     const std::string* s = std::get_if<std::string>(&p.value);
     switch (p.attr) {
       case Attr::kPath: {
@@ -358,7 +360,8 @@ void CollectIndexNames(const QueryNode& node, std::vector<std::string>* names) {
       std::string name;
       if (InodeAxis(p.attr) >= 0) {
         name = "inode";
-      } else if (p.attr == Attr::kKeyword || p.attr == Attr::kExt || p.attr == Attr::kName) {
+      } else if ((p.attr == Attr::kKeyword || p.attr == Attr::kExt || p.attr == Attr::kName) &&
+                 p.root.empty()) {
         name = "keyword";
       } else if (p.attr == Attr::kUser) {
         name = p.user_attr;
@@ -487,6 +490,10 @@ Status Acg::SearchOpen(const AcgSearchRequest& req, AcgSearchStats* stats,
     if (stats) ++stats->candidates;
     PROPELLER_RETURN_IF_ERROR(DecodeStored(bytes, &rec));
     if (req.volume && rec.id.volume != *req.volume) return true;
+    if (req.skip_volumes != nullptr &&
+        std::binary_search(req.skip_volumes->begin(), req.skip_volumes->end(), rec.id.volume)) {
+      return true;
+    }
     if (routed && RouteOf(rec.id) != 0) return true;
     if (rec.paths.size() == 1) {
       if ((scoped && !PathInScope(rec.paths[0], req.scope)) || !req.query->Matches(rec)) {

@@ -467,6 +467,32 @@ Status Engine::Impl::Search(const SearchRequest& req, const std::function<bool(S
   std::string why = ValidatePath(req.scope);
   if (!why.empty()) return Status::InvalidArgument("bad scope '" + req.scope + "': " + why);
   PROPELLER_RETURN_IF_ERROR(CheckSortKey(req.sort_by));
+  // One pass per distinct meaning of the query: the volumes whose roots change the path
+  // predicates each get their own rewrite (Query::WithRoot), the rest the query as written.
+  struct Pass {
+    const Query* query;
+    std::optional<uint32_t> volume;
+    const std::vector<uint32_t>* skip = nullptr;
+  };
+  std::vector<Query> rewritten;
+  std::vector<uint32_t> rewritten_volumes;  // sorted (the map's order)
+  rewritten.reserve(req.volume_roots.size());
+  for (const auto& [volume, root] : req.volume_roots) {
+    if (req.volume && volume != *req.volume) continue;
+    bool changed = false;
+    Query w = query.WithRoot(root, &changed);
+    if (!changed) continue;
+    rewritten.push_back(std::move(w));
+    rewritten_volumes.push_back(volume);
+  }
+  std::vector<Pass> passes;
+  if (!req.volume || rewritten_volumes.empty()) {
+    passes.push_back(Pass{&query, req.volume, rewritten_volumes.empty() ? nullptr
+                                                                        : &rewritten_volumes});
+  }
+  for (size_t k = 0; k < rewritten.size(); ++k) {
+    passes.push_back(Pass{&rewritten[k], rewritten_volumes[k]});
+  }
 
   // A split's final step (SplitAcg) happens between searches, never during one.
   ReaderLock gate(&search_gate_);
@@ -498,9 +524,17 @@ Status Engine::Impl::Search(const SearchRequest& req, const std::function<bool(S
   auto judge = [&](size_t s) {
     const size_t end = (s + 1) * acgs.size() / slices;
     for (size_t i = s * acgs.size() / slices; i < end; ++i) {
-      verdict[i] = !DamageOf(acgs[i]).empty()          ? kDamaged
-                   : acgs[i]->MayMatch(query.root()) ? kMay
-                                                       : kSkip;
+      if (!DamageOf(acgs[i]).empty()) {
+        verdict[i] = kDamaged;
+        continue;
+      }
+      verdict[i] = kSkip;
+      for (const Pass& pass : passes) {
+        if (acgs[i]->MayMatch(pass.query->root())) {
+          verdict[i] = kMay;
+          break;
+        }
+      }
     }
   };
   if (slices == 1) {
@@ -584,9 +618,7 @@ Status Engine::Impl::Search(const SearchRequest& req, const std::function<bool(S
     const size_t batch_size =
         req.limit != 0 && !sorted ? std::min<size_t>(kHitBatch, req.limit) : kHitBatch;
     AcgSearchRequest ar;
-    ar.query = &query;
     ar.scope = req.scope;
-    ar.volume = req.volume;
     ar.stop = &stop;
     ar.on_match = [&](const std::string& path, FileRecord& rec) {
       if (req.creds) {
@@ -597,11 +629,18 @@ Status Engine::Impl::Search(const SearchRequest& req, const std::function<bool(S
       batch.push_back(SearchHit{path, std::move(rec), acg->id()});
       return batch.size() < batch_size || deliver();
     };
-    AcgSearchStats as;
-    errors[i] = acg->Search(ar, &as);
+    for (const Pass& pass : passes) {
+      if (passes.size() > 1 && !acg->MayMatch(pass.query->root())) continue;
+      ar.query = pass.query;
+      ar.volume = pass.volume;
+      ar.skip_volumes = pass.skip;
+      AcgSearchStats as;
+      errors[i] = acg->Search(ar, &as);
+      candidates.fetch_add(as.candidates);
+      if (as.answered_closed) closed.fetch_add(1);
+      if (!errors[i].ok() || stop.load()) break;
+    }
     if (!batch.empty() && errors[i].ok()) deliver();
-    candidates.fetch_add(as.candidates);
-    if (as.answered_closed) closed.fetch_add(1);
   });
   EnforceOpenBounds();
   for (const Status& s : errors) PROPELLER_RETURN_IF_ERROR(s);

@@ -42,6 +42,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <span>
@@ -169,6 +170,11 @@ struct SearchRequest {
   // parser's "unknown attribute" error — unless this is set (one node of a cluster, where
   // another node may know it): then the search runs and SearchStats::unknown_attrs names them.
   bool report_unknown_attrs = false;
+  // Volume -> the root its paths are shown under (the volume's root, or a mount point): the
+  // path predicates (name, ext, path, keyword) are about those paths (Query::WithRoot), as
+  // results print them; hits still carry in-volume paths. A volume not listed: its
+  // in-volume paths (an engine without a cluster).
+  std::map<uint32_t, std::string> volume_roots;
 };
 
 struct SearchHit {

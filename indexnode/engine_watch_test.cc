@@ -274,6 +274,24 @@ TEST(EngineWatchTest, ScopeAndCredentialsFilter) {
   EXPECT_EQ(Drain(scoped.get()), (std::vector<std::string>{"+/pub/open", "+/pub/both"}));
 }
 
+TEST(EngineWatchTest, PathPredicatesSeeThePathsUnderTheVolumeRoots) {
+  TempDir dir;
+  auto engine = OpenEngine(dir.path());
+  ASSERT_NE(engine, nullptr);
+  WatchSpec spec;
+  spec.query = "keyword=share | path~/srv/data/x/*";
+  spec.volume_roots = {{1, "/usr/share"}, {2, "/srv/data"}};
+  auto w = engine->Watch(spec);
+  ASSERT_TRUE(w.ok()) << w.status().ToString();
+  std::vector<Update> batch = {Put(1, 1, {"/doc/a"}, 1), Put(1, 2, {"/x/b"}, 1)};
+  batch[1].record.id.volume = 2;
+  Update other = Put(1, 3, {"/y/c"}, 1);
+  other.record.id.volume = 2;
+  batch.push_back(other);
+  ASSERT_TRUE(engine->Apply(batch).ok());
+  EXPECT_EQ(Drain(w->get()), (std::vector<std::string>{"+/doc/a", "+/x/b"}));
+}
+
 TEST(EngineWatchTest, SlowReaderIsToldItFellBehind) {
   TempDir dir;
   auto engine = OpenEngine(dir.path());

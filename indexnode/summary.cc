@@ -114,6 +114,7 @@ bool AcgSummary::BloomMayContain(std::string_view key) const {
 }
 
 bool AcgSummary::PredMayMatch(const Predicate& pred) const {
+  if (!pred.root.empty()) return true;  // about paths under a root the summary did not see
   int axis = InodeAxis(pred.attr);
   if (axis >= 0) {
     const int64_t* v = std::get_if<int64_t>(&pred.value);

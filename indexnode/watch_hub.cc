@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <deque>
+#include <map>
 #include <utility>
 
 namespace propeller {
@@ -10,6 +11,11 @@ namespace propeller {
 struct EngineWatch::State {
   // Constant after Add.
   std::optional<Query> query;  // set by Add
+  std::map<uint32_t, Query> rooted;  // volume -> the query under its root, where it differs
+  const Query& QueryFor(uint32_t volume) const {
+    auto it = rooted.find(volume);
+    return it == rooted.end() ? *query : it->second;
+  }
   std::string scope;
   std::optional<uint32_t> volume;
   std::optional<Credentials> creds;
@@ -96,6 +102,11 @@ Result<std::unique_ptr<EngineWatch>> WatchHub::Add(const WatchSpec& spec) {
     return Status::InvalidArgument("a watch queues at most " + std::to_string(kMaxWatchQueue) +
                                    " changes");
   }
+  for (const auto& [volume, root] : spec.volume_roots) {
+    bool changed = false;
+    Query w = state->query->WithRoot(root, &changed);
+    if (changed) state->rooted.emplace(volume, std::move(w));
+  }
   state->scope = spec.scope;
   state->volume = spec.volume;
   state->creds = spec.creds;
@@ -119,10 +130,11 @@ void WatchHub::Publish(uint64_t acg, const std::optional<FileRecord>& before,
       std::vector<std::string> paths;
       if (!rec || (w.volume && rec->id.volume != *w.volume)) return paths;
       if (w.creds && w.volume_visible && !w.volume_visible(rec->id.volume)) return paths;
+      const Query& query = w.QueryFor(rec->id.volume);
       for (const std::string& p : rec->paths) {
         if (!PathInScope(p, w.scope)) continue;
         if (w.creds && w.creds->uid != 0 && !visible_(rec->id.volume, p, *w.creds)) continue;
-        if (w.query->MatchesLink(*rec, p)) paths.push_back(p);
+        if (query.MatchesLink(*rec, p)) paths.push_back(p);
       }
       return paths;
     };

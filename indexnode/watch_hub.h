@@ -24,6 +24,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -52,6 +53,8 @@ struct WatchSpec {
   std::function<bool(uint32_t volume)> volume_visible;  // with creds; null = every volume
   size_t max_queued = 0;           // 0 = kDefaultWatchQueue; at most kMaxWatchQueue
   int64_t now_ns = 0;              // instant for ages; 0 = now
+  // As SearchRequest::volume_roots: path predicates see the paths shown under these roots.
+  std::map<uint32_t, std::string> volume_roots;
 };
 
 struct WatchEvent {

@@ -503,16 +503,17 @@ Status Get(const msgpack::object& o, WireCredentials* m) {
 //   6     descending             bool                                                   1.0
 //   7     now_ns                 int64                 0 = the node's clock             1.0
 //   8     acgs                   [uint]                only these; empty = all          1.3
+//   9     roots                  [VolumeInfo]          paths shown under these roots    1.5
 void Put(Writer& w, const SearchQuery& m) {
   PutFields(w, m.query, m.scope, m.volume, m.creds, m.limit, m.sort_by, m.descending, m.now_ns,
-            m.acgs);
+            m.acgs, m.roots);
 }
 Status Get(const msgpack::object& o, SearchQuery* m) {
   return GetFields(o, 1,
                    {"query", "scope", "volume", "creds", "limit", "sort_by", "descending",
-                    "now_ns", "acgs"},
+                    "now_ns", "acgs", "roots"},
                    &m->query, &m->scope, &m->volume, &m->creds, &m->limit, &m->sort_by,
-                   &m->descending, &m->now_ns, &m->acgs);
+                   &m->descending, &m->now_ns, &m->acgs, &m->roots);
 }
 
 // WireHit (inside SearchHitsChunk)

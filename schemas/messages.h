@@ -302,6 +302,9 @@ struct SearchQuery {
   bool descending = false;
   int64_t now_ns = 0;           // instant for ages; 0 = the node's clock
   std::vector<uint64_t> acgs;   // since 1.3: only these ACGs; empty = every ACG of the node
+  // Since 1.5: the root each volume's paths are shown under (Engine SearchRequest::
+  // volume_roots): path predicates are about root + path, as results print. Empty: in-volume.
+  std::vector<VolumeInfo> roots;
 };
 struct WireHit {
   std::string path;

@@ -110,7 +110,7 @@ PROPELLER_TIE(ClusterStatusReply, m.nodes, m.acgs, m.files, m.indexes, m.volumes
 PROPELLER_TIE(ApplyRequest, m.updates)
 PROPELLER_TIE(WireCredentials, m.uid, m.gid, m.groups)
 PROPELLER_TIE(SearchQuery, m.query, m.scope, m.volume, m.creds, m.limit, m.sort_by,
-              m.descending, m.now_ns, m.acgs)
+              m.descending, m.now_ns, m.acgs, m.roots)
 PROPELLER_TIE(WireHit, m.path, m.record, m.acg)
 PROPELLER_TIE(SearchHitsChunk, m.hits)
 PROPELLER_TIE(SearchDone, m.acgs_total, m.acgs_skipped, m.candidates, m.hits, m.moved,
@@ -328,6 +328,7 @@ void Fill(Gen& g, SearchQuery* m) {
   m->descending = g.Bool();
   m->now_ns = g.I64();
   m->acgs = g.List(4, [&] { return g.U64(); });
+  m->roots = g.List(3, [&] { return RandomVolume(g); });
 }
 void Fill(Gen& g, SearchHitsChunk* m) {
   m->hits = g.List(4, [&] { return WireHit{g.Str(40), g.Record(), g.U64()}; });
@@ -404,8 +405,8 @@ PROPELLER_SPEC(VolumeInfo, 2, "us", "volume", "root")
 PROPELLER_SPEC(VolumesReply, 1, "a", "volumes")
 PROPELLER_SPEC(ClusterStatusReply, 1, "auuaa", "nodes", "acgs", "files", "indexes", "volumes")
 PROPELLER_SPEC(ApplyRequest, 1, "a", "updates")
-PROPELLER_SPEC(SearchQuery, 1, "ssoousbia", "query", "scope", "volume", "creds", "limit",
-               "sort_by", "descending", "now_ns", "acgs")
+PROPELLER_SPEC(SearchQuery, 1, "ssoousbiaa", "query", "scope", "volume", "creds", "limit",
+               "sort_by", "descending", "now_ns", "acgs", "roots")
 PROPELLER_SPEC(SearchHitsChunk, 1, "a", "hits")
 PROPELLER_SPEC(SearchDone, 0, "uuuuaaa", "acgs_total", "acgs_skipped", "candidates", "hits",
                "moved", "adopted", "unknown_attrs")
@@ -765,7 +766,8 @@ TEST(MessagesGoldenTest, SearchQuery) {
   q.descending = true;
   q.now_ns = 1700000000000000000;
   q.acgs = {7, 300};
-  ExpectGolden(q, "99"                   // 9 fields
+  q.roots = {{3, "/usr"}};
+  ExpectGolden(q, "9a"                   // 10 fields
                   "a6" "73697a653e31"    // "size>1"
                   "a4" "2f737263"        // "/src"
                   "03"                   // volume 3
@@ -774,10 +776,11 @@ TEST(MessagesGoldenTest, SearchQuery) {
                   "a5" "6d74696d65"      // "mtime"
                   "c3"                   // descending
                   "cf" "17979cfe362a0000"  // now_ns (positive: uint64 form)
-                  "92" "07" "cd012c");   // acgs [7, 300]
+                  "92" "07" "cd012c"     // acgs [7, 300]
+                  "91" "92" "03" "a4" "2f757372");  // roots [[3, "/usr"]]
   SearchQuery defaults;
   defaults.query = "x";
-  ExpectGolden(defaults, "99" "a178" "a12f" "c0" "c0" "00" "a0" "c2" "00" "90");
+  ExpectGolden(defaults, "9a" "a178" "a12f" "c0" "c0" "00" "a0" "c2" "00" "90" "90");
 }
 
 TEST(MessagesGoldenTest, SearchHitsChunk) {

@@ -25,12 +25,14 @@ namespace codec {
 //   3     creds                  WireCredentials?      nil = none given                 1.5
 //   4     now_ns                 int64                 0 = the node's clock             1.5
 //   5     max_queued             uint                  0 = the node's default           1.5
+//   6     roots                  [VolumeInfo]          as SearchQuery's                 1.5
 void Put(Writer& w, const WatchRequest& m) {
-  PutFields(w, m.query, m.scope, m.volume, m.creds, m.now_ns, m.max_queued);
+  PutFields(w, m.query, m.scope, m.volume, m.creds, m.now_ns, m.max_queued, m.roots);
 }
 Status Get(const msgpack::object& o, WatchRequest* m) {
-  return GetFields(o, 1, {"query", "scope", "volume", "creds", "now_ns", "max_queued"},
-                   &m->query, &m->scope, &m->volume, &m->creds, &m->now_ns, &m->max_queued);
+  return GetFields(o, 1, {"query", "scope", "volume", "creds", "now_ns", "max_queued", "roots"},
+                   &m->query, &m->scope, &m->volume, &m->creds, &m->now_ns, &m->max_queued,
+                   &m->roots);
 }
 
 // WatchEvent (inside WatchEventsChunk)

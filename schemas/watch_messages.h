@@ -34,6 +34,7 @@ struct WatchRequest {
   std::optional<WireCredentials> creds;  // honoured only from members (docs/security.md)
   int64_t now_ns = 0;                    // instant for ages; 0 = the node's clock
   uint64_t max_queued = 0;               // events the node may hold for this watcher; 0 = default
+  std::vector<VolumeInfo> roots;         // as SearchQuery::roots
 };
 
 // How a file's match changed. The numbers are stable (they are on the wire).

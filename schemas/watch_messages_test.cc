@@ -46,8 +46,8 @@ TEST(WatchMessagesTest, RequestGoldenBytes) {
   req.query = "a";
   std::string bytes;
   Encode(req, &bytes);
-  // [ "a", "/", nil, nil, 0, 0 ]
-  EXPECT_EQ(Hex(bytes), "96" "a161" "a12f" "c0" "c0" "00" "00");
+  // [ "a", "/", nil, nil, 0, 0, [] ]
+  EXPECT_EQ(Hex(bytes), "97" "a161" "a12f" "c0" "c0" "00" "00" "90");
   WatchRequest back;
   ASSERT_TRUE(Decode(bytes, &back).ok());
   EXPECT_EQ(back.query, "a");
@@ -56,7 +56,7 @@ TEST(WatchMessagesTest, RequestGoldenBytes) {
   ASSERT_TRUE(Decode(Unhex("91" "a162"), &back).ok());
   EXPECT_EQ(back.query, "b");
   EXPECT_EQ(back.max_queued, 0u);
-  ASSERT_TRUE(Decode(Unhex("97" "a162" "a12f" "07" "c0" "00" "05" "c3"), &back).ok());
+  ASSERT_TRUE(Decode(Unhex("98" "a162" "a12f" "07" "c0" "00" "05" "90" "c3"), &back).ok());
   EXPECT_EQ(back.volume, std::optional<uint32_t>(7));
   EXPECT_EQ(back.max_queued, 5u);
   EXPECT_FALSE(Decode(Unhex("90"), &back).ok());

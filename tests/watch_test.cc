@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdio>
 #include <fstream>
 #include <functional>
 #include <set>
@@ -44,6 +45,19 @@ std::vector<std::string> EventLines(const std::string& log) {
       out.push_back(line);
     }
   }
+  return out;
+}
+
+// The standard output of a shell command (its exit status must be 0).
+std::string Shell(const std::string& command) {
+  FILE* p = ::popen(command.c_str(), "r");
+  if (p == nullptr) return "(popen failed)";
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  const int status = ::pclose(p);
+  EXPECT_EQ(status, 0) << command << "\n" << out;
   return out;
 }
 
@@ -154,6 +168,19 @@ TEST(WatchTest, ScriptedWorkloadThroughTheMountIsReportedInOrderAndNothingElse) 
   ASSERT_FALSE(got.empty());
   got = Step([&] { ASSERT_EQ(::rename((mnt + "/d").c_str(), (mnt + "/d2").c_str()), 0); });
   EXPECT_EQ(got, (V{"- " + mnt + "/d/g.txt", "+ " + mnt + "/d2/g.txt"}));
+
+  // Path predicates see the paths results print: under the mount point through the mount,
+  // under the backing directory through the service (docs/query.md "Paths").
+  const std::string cli = PROPELLER_CLI_BIN;
+  EXPECT_EQ(Shell(cli + " search 'path~" + mnt + "/d2/*' --scope " + mnt), mnt + "/d2/g.txt\n");
+  const std::string mnt_name = mnt.substr(mnt.rfind('/') + 1);  // "mnt"
+  EXPECT_EQ(Shell(cli + " search 'keyword=" + mnt_name + " & name=g.txt' --scope " + mnt),
+            mnt + "/d2/g.txt\n");
+  EXPECT_EQ(Shell("cd " + mnt + " && " + cli + " search 'path~" + m.backing() + "/d2/*'"),
+            m.backing() + "/d2/g.txt\n");
+  // A query directory too: keywords of the mount point's own name.
+  EXPECT_EQ(testing::List(mnt + "/?keyword=" + mnt_name + "&name=g.txt"),
+            std::vector<std::string>{"d2%2Fg.txt"});
 
   // The watch runs on until stopped; a clean stop by signal.
   EXPECT_FALSE(watch.Exited());

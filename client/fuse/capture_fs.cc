@@ -59,7 +59,8 @@ class CaptureFs::Impl {
         tree_(o.tree),
         dirs_(&inodes_, o.tree, o.dir_cache),
         indexer_(&inodes_, &dirs_, o.tree, o.index, o.volume),
-        query_dirs_(QueryDirsOptions{&inodes_, o.client, o.index, o.volume, o.search_wait_ms}),
+        query_dirs_(QueryDirsOptions{&inodes_, o.client, o.index, o.volume, o.search_wait_ms,
+                                      o.mountpoint}),
         edges_(EdgeCaptureOptions{o.client, o.volume, o.edge_flush_interval_ms, o.capture_edges}),
         passthrough_(o.passthrough && !o.writeback),
         open_files_(&passthrough_) {}

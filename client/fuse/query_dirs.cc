@@ -50,6 +50,7 @@ int QueryDirs::List(const Credentials& caller, Inode* qdir, std::vector<QueryEnt
   so.volume = options_.volume;
   so.scope = scope;
   so.creds = caller;
+  so.paths_under = options_.mountpoint;
   std::vector<QueryEntry> entries;
   Status s = options_.client->Search(qdir->query, so, [&](const ClientHit& hit) {
     // The hit's in-volume path under the scope.

@@ -34,6 +34,9 @@ struct QueryDirsOptions {
   IndexWriter* index = nullptr;  // REQUIRED; not owned
   uint32_t volume = 0;           // REQUIRED
   int64_t search_wait_ms = 2000;
+  // The mount point: path predicates see the paths under it, as `ls` shows them
+  // (docs/query.md "Paths").
+  std::string mountpoint;
 };
 
 class QueryDirs {

@@ -408,11 +408,13 @@ class Client::Impl {
     wire::SearchQuery q;
     q.query = query;
     q.now_ns = opts.now_ns != 0 ? opts.now_ns : WallNanos();
+    bool path_predicates = false;
     {
       // Parse here too: a bad query is reported without a round trip, with its position.
       ParseOptions po;
       po.now_ns = q.now_ns;
-      PROPELLER_RETURN_IF_ERROR(Query::Parse(query, po).status());
+      PROPELLER_ASSIGN_OR_RETURN(Query parsed, Query::Parse(query, po));
+      path_predicates = HasPathPredicates(parsed);
     }
     PROPELLER_RETURN_IF_ERROR(CheckSortKey(opts.sort_by));
     if (!opts.volume && !opts.creds) {
@@ -436,6 +438,9 @@ class Client::Impl {
       PROPELLER_ASSIGN_OR_RETURN(auto resolved, ResolvePath(opts.scope));
       q.volume = resolved.first;
       q.scope = resolved.second;
+    }
+    if (path_predicates) {
+      PROPELLER_ASSIGN_OR_RETURN(q.roots, PathRoots(q.volume, opts.paths_under));
     }
     // (Volume roots are not fetched here: a volume's id and root never change, and hits of a
     // volume this client has not seen yet fetch them once, in VolumeRoot.)
@@ -607,6 +612,18 @@ class Client::Impl {
     return it->second->channel.get();
   }
 
+  // The roots path predicates see (docs/query.md "Paths"): `volume`'s (`under`, or its
+  // registered root), or every volume's as the master lists them now.
+  Result<std::vector<wire::VolumeInfo>> PathRoots(std::optional<uint32_t> volume,
+                                                  const std::string& under) {
+    if (volume) {
+      if (!under.empty()) return std::vector<wire::VolumeInfo>{{*volume, under}};
+      PROPELLER_ASSIGN_OR_RETURN(std::string root, VolumeRoot(*volume));
+      return std::vector<wire::VolumeInfo>{{*volume, root}};
+    }
+    return ListVolumes();
+  }
+
   // ---- live queries (watch_stream.h) --------------------------------------------------------
 
   Status Watch(const std::string& query, const ClientWatchOptions& opts,
@@ -615,10 +632,12 @@ class Client::Impl {
     q.query = query;
     q.now_ns = opts.now_ns != 0 ? opts.now_ns : WallNanos();
     q.max_queued = opts.max_queued;
+    bool path_predicates = false;
     {
       ParseOptions po;
       po.now_ns = q.now_ns;
-      PROPELLER_RETURN_IF_ERROR(Query::Parse(query, po).status());
+      PROPELLER_ASSIGN_OR_RETURN(Query parsed, Query::Parse(query, po));
+      path_predicates = HasPathPredicates(parsed);
     }
     const std::string scope = NormalisePath(opts.scope.empty() ? "/" : opts.scope);
     std::vector<WatchPeer> peers;
@@ -648,6 +667,9 @@ class Client::Impl {
       PROPELLER_ASSIGN_OR_RETURN(auto resolved, ResolvePath(scope));
       q.volume = resolved.first;
       q.scope = resolved.second;
+    }
+    if (path_predicates) {
+      PROPELLER_ASSIGN_OR_RETURN(q.roots, PathRoots(q.volume, opts.paths_under));
     }
     PROPELLER_ASSIGN_OR_RETURN(std::vector<wire::NodeInfo> nodes, UpNodes());
     for (const wire::NodeInfo& node : nodes) {

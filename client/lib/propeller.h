@@ -88,6 +88,10 @@ struct ClientSearchOptions {
   std::string sort_by;     // "" or size, mtime, ctime, atime, uid, gid, path, name
   bool descending = false;
   int64_t now_ns = 0;      // instant for ages; 0 = this host's clock
+  // With `volume`: the root its paths show under for the path predicates (name, ext, path,
+  // keyword: docs/query.md "Paths"); "" = the volume's registered root. A mount's query
+  // engine gives its mount point. Hits' paths are under the registered root either way.
+  std::string paths_under;
 };
 
 struct ClientHit {
@@ -114,6 +118,7 @@ struct ClientWatchOptions {
   // node's default, 10,000); past it the watch ends with ResourceExhausted ("fell behind").
   size_t max_queued = 0;
   int64_t now_ns = 0;  // instant for ages (fixed for the whole watch); 0 = now
+  std::string paths_under;  // as ClientSearchOptions::paths_under
   // Called once, when every index node has registered the watch: each update acknowledged
   // after it is reported. On the calling thread, before any event.
   std::function<void()> on_ready;

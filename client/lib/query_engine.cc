@@ -77,6 +77,7 @@ class QueryEngine::Impl {
     so.volume = options_.volume;
     so.scope = q.scope.empty() ? "/" : q.scope;
     so.creds = PeerCredentials(*peer.uid, *peer.gid, peer.pid);
+    so.paths_under = options_.mountpoint;  // path predicates see what results print
     // Results are paths under the mount point: a caller who cannot walk to it sees nothing.
     if (!HostPathWalkable(options_.mountpoint, *so.creds)) {
       return ErrorReply(Status::PermissionDenied("you may not search " + options_.mountpoint +
@@ -144,6 +145,7 @@ class QueryEngine::Impl {
     wo.creds = PeerCredentials(*peer.uid, *peer.gid, peer.pid);
     wo.max_queued = static_cast<size_t>(q.max_queued);
     wo.now_ns = q.now_ns;
+    wo.paths_under = options_.mountpoint;
     if (!HostPathWalkable(options_.mountpoint, *wo.creds)) {
       return ErrorReply(Status::PermissionDenied("you may not watch " + options_.mountpoint +
                                                  ": a directory above it denies you access"));

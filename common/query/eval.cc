@@ -202,17 +202,37 @@ bool NodeMatches(const QueryNode& node, const FileRecord& record,
   return false;
 }
 
-// PredicateMatches with the path predicates (name, ext, path, keyword) evaluated on `paths`.
-bool LinkPredicateMatches(const Predicate& pred, const FileRecord& record,
-                          std::span<const std::string> paths) {
+bool IsPathAttr(Attr attr) {
+  return attr == Attr::kName || attr == Attr::kExt || attr == Attr::kPath ||
+         attr == Attr::kKeyword;
+}
+
+// A path predicate (name, ext, path, keyword) on `paths` — with Predicate::root, on the
+// paths under that root ("/" is the root itself).
+bool PathPredHolds(const Predicate& pred, std::span<const std::string> paths) {
+  if (!pred.root.empty()) {
+    std::vector<std::string> host;
+    host.reserve(paths.size());
+    for (const std::string& p : paths) host.push_back(p == "/" ? pred.root : pred.root + p);
+    Predicate plain = pred;
+    plain.root.clear();
+    return PathPredHolds(plain, host);
+  }
   const CmpOp op = pred.op;
   switch (pred.attr) {
     case Attr::kName: return AnyPathMatches(paths, PathPart::kName, pred, op);
     case Attr::kExt: return AnyPathMatches(paths, PathPart::kExt, pred, op);
     case Attr::kPath: return AnyPathMatches(paths, PathPart::kPath, pred, op);
     case Attr::kKeyword: return KeywordMatches(paths, op, pred.value);
-    default: return PredicateMatches(pred, record);
+    default: return false;
   }
+}
+
+// PredicateMatches with the path predicates (name, ext, path, keyword) evaluated on `paths`.
+bool LinkPredicateMatches(const Predicate& pred, const FileRecord& record,
+                          std::span<const std::string> paths) {
+  if (IsPathAttr(pred.attr)) return PathPredHolds(pred, paths);
+  return PredicateMatches(pred, record);
 }
 
 }  // namespace
@@ -233,10 +253,11 @@ bool PredicateMatches(const Predicate& pred, const FileRecord& record) {
       return IntFieldMatches(op, record.mode & 07777, pred.value);
     case Attr::kNlink: return IntFieldMatches(op, record.nlink, pred.value);
     case Attr::kType: return TypeMatches(record, op, pred.value);
-    case Attr::kName: return AnyPathMatches(record.paths, PathPart::kName, pred, op);
-    case Attr::kExt: return AnyPathMatches(record.paths, PathPart::kExt, pred, op);
-    case Attr::kPath: return AnyPathMatches(record.paths, PathPart::kPath, pred, op);
-    case Attr::kKeyword: return KeywordMatches(record.paths, op, pred.value);
+    case Attr::kName:
+    case Attr::kExt:
+    case Attr::kPath:
+    case Attr::kKeyword:
+      return PathPredHolds(pred, record.paths);
     case Attr::kUser: {
       const auto it = record.attrs.find(pred.user_attr);
       if (it == record.attrs.end()) return op == CmpOp::kNe;
@@ -244,6 +265,10 @@ bool PredicateMatches(const Predicate& pred, const FileRecord& record) {
     }
   }
   return op == CmpOp::kNe;
+}
+
+bool PathPredicateMatches(const Predicate& pred, const std::string& path) {
+  return PathPredHolds(pred, std::span<const std::string>(&path, 1));
 }
 
 bool Query::Matches(const FileRecord& record) const {

@@ -91,6 +91,11 @@ struct Predicate {
   AttrValue value;
   FileTime time = 0;  // mtime/ctime/atime: the exact instant
   size_t pos = 0;  // 1-based position of the attribute in the query text, for messages
+  // name, ext, path, keyword: "" = the predicate sees a record's paths as they are (in its
+  // volume); else it sees them under this root ("/x" as ROOT/x, "/" as ROOT), and no index
+  // or summary may answer it (Query::WithRoot leaves such a predicate where it cannot
+  // rewrite one exactly).
+  std::string root;
 };
 
 struct QueryNode {
@@ -132,6 +137,16 @@ class Query {
   const QueryNode& root() const { return *root_; }
   const std::string& text() const { return text_; }
   int64_t now_ns() const { return now_ns_; }
+  // The query as it applies to the in-volume paths of a volume whose paths are shown under
+  // `root` (its registered root, or a mount point): path predicates (name, ext, path,
+  // keyword) are meant for the paths results print, ROOT + in-volume path, and the records
+  // hold in-volume paths. Exact for every record of that volume: keyword tokens of the root
+  // become true or false, path equalities and globs whose literal part covers the root lose
+  // it (and stay answerable by the indexes), what cannot be rewritten is evaluated under the
+  // root (Predicate::root). *changed (may be null) says whether anything differs. root "/"
+  // or "": an unchanged copy.
+  Query WithRoot(std::string_view root, bool* changed = nullptr) const;
+
   // A canonical rendering with resolved values and parentheses only where the tree needs them,
   // e.g. "size > 1073741824 & (name ~ \"*.c\" | mtime > 2024-05-31T00:00:00)". Parse reads it
   // back into the same tree with the same meaning, independent of the clock and the resolver
@@ -149,6 +164,10 @@ class Query {
   int64_t now_ns_ = 0;
 };
 
+// Whether `query` has a path predicate (name, ext, path, keyword): only such a query reads
+// differently under a root (Query::WithRoot).
+bool HasPathPredicates(const Query& query);
+
 // The user attribute names `query` asks about, sorted and unique.
 std::vector<std::string> UserAttrNames(const Query& query);
 
@@ -161,6 +180,8 @@ Status UnknownAttrError(std::string_view text, const std::vector<std::string>& u
 // Evaluates one predicate against one record (the building block of Query::Matches; the
 // planner uses it to verify candidates). Never throws.
 bool PredicateMatches(const Predicate& pred, const FileRecord& record);
+// A path predicate (name, ext, path, keyword) on the one path `path`.
+bool PathPredicateMatches(const Predicate& pred, const std::string& path);
 
 // Parses a size with an optional unit ("16m" -> 16777216). InvalidArgument on garbage.
 Result<uint64_t> ParseSize(std::string_view text);

@@ -286,6 +286,7 @@ std::string NodeService::HandleSearch(std::string_view body, CallerAccess& calle
   req.descending = q.descending;
   req.now_ns = q.now_ns;
   req.acgs = std::move(q.acgs);
+  for (wire::VolumeInfo& v : q.roots) req.volume_roots[v.volume] = std::move(v.root);
   // Another node may know an attribute this one does not: the client decides (SearchDone).
   req.report_unknown_attrs = true;
   {

@@ -33,6 +33,7 @@ std::string NodeService::HandleWatch(std::string_view body, CallerAccess& caller
   spec.volume = q.volume;
   spec.now_ns = q.now_ns;
   spec.max_queued = static_cast<size_t>(q.max_queued);
+  for (wire::VolumeInfo& v : q.roots) spec.volume_roots[v.volume] = std::move(v.root);
   std::optional<Credentials> claimed;
   if (q.creds) claimed = Credentials{q.creds->uid, q.creds->gid, std::move(q.creds->groups)};
   // Only a member's claim counts; an admin or user is who the kernel says (as for searches).
