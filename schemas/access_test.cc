@@ -52,7 +52,7 @@ TEST(AccessTest, EveryMessageTypeHasItsLevel) {
       MsgType::kLookupFiles, MsgType::kLocateAcgs, MsgType::kListNodes,  MsgType::kListIndexes,
       MsgType::kClusterStatus, MsgType::kListVolumes, MsgType::kIndexHolders, MsgType::kSearch,
       MsgType::kGetRecord,   MsgType::kNodeStatus, MsgType::kListEdges,  MsgType::kPing,
-      MsgType::kMountStatus};
+      MsgType::kMountStatus, MsgType::kWatch};
   const Caller member{Role::kMember, std::nullopt};
   const Caller admin{Role::kAdmin, Credentials{0, 0, {}}};
   const Caller user{Role::kUser, Credentials{1000, 1000, {}}};
@@ -74,7 +74,7 @@ TEST(AccessTest, EveryMessageTypeHasItsLevel) {
       EXPECT_EQ(Authorize(user, type).code(), StatusCode::kPermissionDenied);
     }
   }
-  EXPECT_EQ(named, 28);  // a new message type must be placed in the table above
+  EXPECT_EQ(named, 29);  // a new message type must be placed in the table above
 }
 
 }  // namespace

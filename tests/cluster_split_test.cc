@@ -135,6 +135,8 @@ class World {
     req.query = query;
     ClientSearchOptions co;
     req.now_ns = co.now_ns = kNow;
+    // Path predicates are about the paths results print (docs/query.md "Paths").
+    req.volume_roots = {{volume_, kRoot}};
     Result<std::vector<SearchHit>> want_or = [&] {
       std::lock_guard<std::mutex> lock(oracle_mu_);
       return oracle_->SearchAll(req);

@@ -145,6 +145,8 @@ TEST(ClusterTest, RandomStreamMatchesSingleNodeEngine) {
     SearchRequest req;
     req.query = text;
     req.now_ns = co.now_ns = kNow;
+    // Path predicates are about the paths results print (docs/query.md "Paths").
+    req.volume_roots = {{*volume, kRoot}};
     if (rnd.OneIn(3)) {
       req.scope = gen.RandomDir();
       co.scope = std::string(kRoot) + req.scope;
