@@ -11,14 +11,17 @@
 // - BatchUpdate: Apply calls of 1000 such updates (random files across all ACGs); items/s.
 // - Search*: SearchAll (whole records collected) after CommitAll and one warm-up search, so
 //   caches are committed, ACGs open and their in-memory structures built.
+#include <atomic>
 #include <cinttypes>
 #include <cstdio>
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <system_error>
+#include <thread>
 #include <vector>
 
 #include "bench/bench_common.h"
@@ -208,7 +211,51 @@ void BM_PropellerSearch(benchmark::State& state, uint64_t files, SearchKind kind
       static_cast<double>(files) / world->populate_seconds();
 }
 
-void BM_PropellerUpdateLatency(benchmark::State& state, uint64_t files, Level level) {
+// A live query over every file (Engine::Watch, `size>=0`: each update is an event) with a
+// reader draining it, for the cost a watch adds to the apply path. Ends with the object.
+class WatchAll {
+ public:
+  explicit WatchAll(Engine* engine) {
+    WatchSpec spec;
+    spec.query = "size>=0";
+    spec.max_queued = kMaxWatchQueue;
+    auto w = engine->Watch(spec);
+    if (!w.ok()) {
+      error_ = w.status().ToString();
+      return;
+    }
+    watch_ = std::move(w).value();
+    reader_ = std::thread([this] {
+      std::vector<WatchEvent> events;
+      while (!stop_.load()) {
+        events.clear();
+        Status s = watch_->Next(&events, 10'000'000);
+        if (!s.ok()) {
+          failed_ = true;
+          return;
+        }
+        seen_ += events.size();
+      }
+    });
+  }
+  ~WatchAll() {
+    stop_ = true;
+    if (reader_.joinable()) reader_.join();
+  }
+  const std::string& error() const { return error_; }
+  bool failed() const { return failed_.load(); }
+  uint64_t seen() const { return seen_.load(); }
+
+ private:
+  std::string error_;
+  std::unique_ptr<EngineWatch> watch_;
+  std::thread reader_;
+  std::atomic<bool> stop_{false}, failed_{false};
+  std::atomic<uint64_t> seen_{0};
+};
+
+void BM_PropellerUpdateLatency(benchmark::State& state, uint64_t files, Level level,
+                               bool watched) {
   std::string error;
   EngineWorld* world = EngineWorld::Get(files, &error);
   Engine* engine = world == nullptr ? nullptr : world->At(level, &error);
@@ -217,7 +264,15 @@ void BM_PropellerUpdateLatency(benchmark::State& state, uint64_t files, Level le
     return;
   }
   world->set_dirty();
-  state.SetLabel(std::string("durability=") + LevelName(level));
+  state.SetLabel(std::string("durability=") + LevelName(level) + (watched ? " watched" : ""));
+  std::optional<WatchAll> watch;
+  if (watched) {
+    watch.emplace(engine);
+    if (!watch->error().empty()) {
+      Fail(state, "watch: " + watch->error());
+      return;
+    }
+  }
   UpdatePool pool(world->dataset(), files, kPoolSize, /*seed=*/state.max_iterations);
   LatencyRecorder latencies(state.max_iterations);
   for (auto _ : state) {
@@ -234,9 +289,11 @@ void BM_PropellerUpdateLatency(benchmark::State& state, uint64_t files, Level le
     latencies.Add(ns);
   }
   latencies.Report(state);
+  if (watch && watch->failed()) Fail(state, "the watch fell behind");
 }
 
-void BM_PropellerBatchUpdate(benchmark::State& state, uint64_t files, Level level) {
+void BM_PropellerBatchUpdate(benchmark::State& state, uint64_t files, Level level,
+                             bool watched) {
   std::string error;
   EngineWorld* world = EngineWorld::Get(files, &error);
   Engine* engine = world == nullptr ? nullptr : world->At(level, &error);
@@ -245,7 +302,15 @@ void BM_PropellerBatchUpdate(benchmark::State& state, uint64_t files, Level leve
     return;
   }
   world->set_dirty();
-  state.SetLabel(std::string("durability=") + LevelName(level));
+  state.SetLabel(std::string("durability=") + LevelName(level) + (watched ? " watched" : ""));
+  std::optional<WatchAll> watch;
+  if (watched) {
+    watch.emplace(engine);
+    if (!watch->error().empty()) {
+      Fail(state, "watch: " + watch->error());
+      return;
+    }
+  }
   UpdatePool pool(world->dataset(), files, std::min<uint64_t>(files, kBatchPoolSize),
                   /*seed=*/state.max_iterations + 1);
   // Start from empty caches, so the sustained figure below owes nothing to earlier runs.
@@ -317,18 +382,25 @@ void RegisterPropellerSearch(uint64_t files, SearchKind kind) {
       ->Unit(benchmark::kMillisecond);
 }
 
+// Each also as "<level>+watch": with a live query over every file registered (WatchAll).
 void RegisterPropellerUpdateLatency(uint64_t files, Level level) {
-  benchmark::RegisterBenchmark(Name("UpdateLatency", LevelName(level), files).c_str(),
-                               BM_PropellerUpdateLatency, files, level)
-      ->UseManualTime()
-      ->Unit(benchmark::kMicrosecond);
+  for (bool watched : {false, true}) {
+    const std::string label = std::string(LevelName(level)) + (watched ? "+watch" : "");
+    benchmark::RegisterBenchmark(Name("UpdateLatency", label.c_str(), files).c_str(),
+                                 BM_PropellerUpdateLatency, files, level, watched)
+        ->UseManualTime()
+        ->Unit(benchmark::kMicrosecond);
+  }
 }
 
 void RegisterPropellerBatchUpdate(uint64_t files, Level level) {
-  benchmark::RegisterBenchmark(Name("BatchUpdate", LevelName(level), files).c_str(),
-                               BM_PropellerBatchUpdate, files, level)
-      ->UseManualTime()
-      ->Unit(benchmark::kMillisecond);
+  for (bool watched : {false, true}) {
+    const std::string label = std::string(LevelName(level)) + (watched ? "+watch" : "");
+    benchmark::RegisterBenchmark(Name("BatchUpdate", label.c_str(), files).c_str(),
+                                 BM_PropellerBatchUpdate, files, level, watched)
+        ->UseManualTime()
+        ->Unit(benchmark::kMillisecond);
+  }
 }
 
 void ReleasePropeller() { EngineWorld::ReleaseAll(); }

@@ -505,6 +505,7 @@ size_t Acg::AppendToCache(std::shared_ptr<const StagedBatch> batch, uint32_t beg
   const uint64_t bytes = SliceBytes(slice);
   MutexLock lock(&cache_mu_);
   if (cache_.empty()) oldest_cached_time_ns_ = now_mono_ns;
+  if (track_ids_) CountCachedIds(slice, +1);
   cache_.push_back(std::move(slice));
   busy_.store(true, std::memory_order_release);
   cached_ += end - begin;
@@ -567,6 +568,29 @@ Result<FileRecord> Acg::Get(FileId id) {
   return rec;
 }
 
+void Acg::CountCachedIds(const Slice& slice, int delta) {
+  const StagedBatch& b = *slice.batch;
+  for (uint32_t k = slice.begin; k < slice.end; ++k) {
+    const CachedUpdate& e = b.entries[k];
+    if (e.op == UpdateOp::kAddEdge) continue;
+    if (delta > 0) {
+      ++cached_ids_[e.id];
+    } else if (auto it = cached_ids_.find(e.id); it != cached_ids_.end() && --it->second == 0) {
+      cached_ids_.erase(it);
+    }
+  }
+}
+
+void Acg::TrackCachedIds(bool on) {
+  MutexLock cl(&cache_mu_);
+  if (on == track_ids_) return;
+  track_ids_ = on;
+  std::unordered_map<FileId, uint32_t, FileIdHash>().swap(cached_ids_);
+  if (on) {
+    for (const Slice& slice : cache_) CountCachedIds(slice, +1);
+  }
+}
+
 Result<std::optional<FileRecord>> Acg::GetCurrent(FileId id) {
   std::optional<FileRecord> current;
   PROPELLER_RETURN_IF_ERROR(WithReadTxn([&](MDB_txn* txn) -> Status {
@@ -575,19 +599,34 @@ Result<std::optional<FileRecord>> Acg::GetCurrent(FileId id) {
     PROPELLER_RETURN_IF_ERROR(ReadRecord(txn, id, &rec, &found));
     if (found) current = std::move(rec);
     MutexLock cl(&cache_mu_);
-    for (const Slice& slice : cache_) {
-      const StagedBatch& b = *slice.batch;
-      for (uint32_t k = slice.begin; k < slice.end; ++k) {
-        const CachedUpdate& e = b.entries[k];
+    // The file's cached entries, newest first: with the counts, the scan stops at its oldest
+    // one (a file changed lately is near the end); without them it reads the whole cache.
+    uint32_t want = UINT32_MAX;
+    if (track_ids_) {
+      auto it = cached_ids_.find(id);
+      if (it == cached_ids_.end()) return Status::OK();
+      want = it->second;
+    }
+    std::vector<const CachedUpdate*> mine;
+    std::vector<const StagedBatch*> batch_of;
+    for (auto s = cache_.rbegin(); s != cache_.rend() && mine.size() < want; ++s) {
+      const StagedBatch& b = *s->batch;
+      for (uint32_t k = s->end; k > s->begin && mine.size() < want; --k) {
+        const CachedUpdate& e = b.entries[k - 1];
         if (e.id != id || e.op == UpdateOp::kAddEdge) continue;
-        FileRecord u;
-        if (e.size > 0) {
-          PROPELLER_RETURN_IF_ERROR(
-              DecodeRecord(std::string_view(b.data).substr(e.offset, e.size), &u));
-        }
-        u.id = e.id;
-        ApplyToState(e.op, u, &current);
+        mine.push_back(&e);
+        batch_of.push_back(&b);
       }
+    }
+    for (size_t i = mine.size(); i-- > 0;) {
+      const CachedUpdate& e = *mine[i];
+      FileRecord u;
+      if (e.size > 0) {
+        PROPELLER_RETURN_IF_ERROR(DecodeRecord(
+            std::string_view(batch_of[i]->data).substr(e.offset, e.size), &u));
+      }
+      u.id = e.id;
+      ApplyToState(e.op, u, &current);
     }
     return Status::OK();
   }));

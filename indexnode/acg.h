@@ -225,6 +225,10 @@ class Acg {
   // (nullopt: absent). A commit never runs meanwhile (rw_ shared), so every update is seen
   // once, in the cache or in the store. Costs a scan of the cache (watches: Engine::Watch).
   Result<std::optional<FileRecord>> GetCurrent(FileId id);
+  // While on, the cache counts its entries per file, and GetCurrent reads only the entries of
+  // its file instead of scanning the cache (the engine turns it on while watches exist: each
+  // acknowledged update then pays a hash update).
+  void TrackCachedIds(bool on);
   // Every committed directory record, for the node's permission table.
   Status ListDirectories(std::vector<FileRecord>* dirs);
   // The ids of the committed records, in key order (callers commit first).
@@ -533,6 +537,11 @@ class Acg {
 
   mutable Mutex cache_mu_;
   std::vector<Slice> cache_ PROPELLER_GUARDED_BY(cache_mu_);  // in LSN order
+  // While track_ids_ (TrackCachedIds): how many record-changing entries (not kAddEdge) of
+  // each file cache_ holds, so GetCurrent reads only those.
+  bool track_ids_ PROPELLER_GUARDED_BY(cache_mu_) = false;
+  std::unordered_map<FileId, uint32_t, FileIdHash> cached_ids_ PROPELLER_GUARDED_BY(cache_mu_);
+  void CountCachedIds(const Slice& slice, int delta) PROPELLER_REQUIRES(cache_mu_);
   size_t cached_ PROPELLER_GUARDED_BY(cache_mu_) = 0;         // updates in cache_
   int64_t oldest_cached_time_ns_ PROPELLER_GUARDED_BY(cache_mu_) = 0;
   std::atomic<uint64_t> cache_bytes_{0};  // written under cache_mu_

@@ -187,6 +187,7 @@ Status Acg::TakeDueLocked(uint64_t up_to_lsn, Taken* t) {
   for (const Slice& sl : t->slices) {
     t->count += sl.end - sl.begin;
     t->bytes += SliceBytes(sl);
+    if (track_ids_) CountCachedIds(sl, -1);
   }
   cached_ -= t->count;
   cache_bytes_.store(cache_bytes_.load(std::memory_order_relaxed) - t->bytes,
@@ -217,6 +218,9 @@ void Acg::FinishTakenLocked(Taken* t, const Status& s) {
   committing_lsn_ = 0;
   if (!s.ok()) {
     // Keep every update: put the slices back in front of what arrived meanwhile.
+    if (track_ids_) {
+      for (const Slice& sl : t->slices) CountCachedIds(sl, +1);
+    }
     t->slices.insert(t->slices.end(), std::make_move_iterator(cache_.begin()),
                      std::make_move_iterator(cache_.end()));
     cache_.swap(t->slices);

@@ -329,6 +329,7 @@ Status Engine::Impl::Apply(std::span<const Update> updates) {
     uint64_t frozen = 0;
     Status s;
     bool watched = watches_.active();
+    if (!watched && tracking_ids_.load(std::memory_order_relaxed)) StopTrackingIds();
     if (!watched) {
       ReaderLock lock(&watch_mu_);
       watched = watches_.active();  // registered meanwhile (Watch holds watch_mu_ alone)

@@ -117,6 +117,8 @@ class Engine::Impl {
   // without committing (nullopt: not indexed). Follows routes.
   Result<std::optional<FileRecord>> CurrentRecord(uint64_t acg, FileId id);
   Result<std::unique_ptr<EngineWatch>> Watch(const WatchSpec& spec);
+  // The last watch ended: the ACGs stop counting their cached entries.
+  void StopTrackingIds();
 
   // Commits caches that are too old or too big; with force_all, every cache. Every
   // store_trim_interval_ns it also bounds the store's mapped pages (TrimMapsIfOver).
@@ -402,6 +404,9 @@ class Engine::Impl {
   // and exclusively while one is (ApplyWatched), so a watch registered under it exclusively
   // sees every batch acknowledged after Watch returned, and each batch's changes in order.
   SharedMutex watch_mu_;
+  // The ACGs count their cached entries per file (Acg::TrackCachedIds): on while watches
+  // exist, turned off by the first batch after the last one ends. Written under watch_mu_.
+  std::atomic<bool> tracking_ids_{false};
   WatchHub watches_{[this](uint32_t volume, const std::string& path, const Credentials& creds) {
     return dir_table_.Visible(volume, path, creds);
   }};

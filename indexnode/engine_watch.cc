@@ -44,6 +44,7 @@ Result<std::optional<FileRecord>> Engine::Impl::CurrentRecord(uint64_t acg_id, F
   if (any_routes_.load(std::memory_order_acquire)) acg_id = Route(acg_id, id);
   Acg* acg = FindAcg(acg_id);
   if (acg == nullptr) return std::optional<FileRecord>();  // a new ACG: nothing in it yet
+  acg->TrackCachedIds(true);  // one made since the watch began (cheap when already on)
   return acg->GetCurrent(id);
 }
 
@@ -51,7 +52,19 @@ Result<std::unique_ptr<EngineWatch>> Engine::Impl::Watch(const WatchSpec& spec) 
   if (crashed_) return Status::Aborted("engine crashed");
   // Alone on watch_mu_: no batch is between its read of the records and its publication.
   WriterLock lock(&watch_mu_);
-  return watches_.Add(spec);
+  PROPELLER_ASSIGN_OR_RETURN(std::unique_ptr<EngineWatch> watch, watches_.Add(spec));
+  if (!tracking_ids_.load()) {
+    for (Acg* acg : AllAcgs()) acg->TrackCachedIds(true);
+    tracking_ids_.store(true);
+  }
+  return watch;
+}
+
+void Engine::Impl::StopTrackingIds() {
+  WriterLock lock(&watch_mu_);
+  if (watches_.active() || !tracking_ids_.load()) return;
+  for (Acg* acg : AllAcgs()) acg->TrackCachedIds(false);
+  tracking_ids_.store(false);
 }
 
 }  // namespace propeller
