@@ -454,4 +454,49 @@ TEST(ClusterTest, ConcurrentUpdatesShareApplyRequests) {
 }
 
 }  // namespace
+
+// Path predicates see the paths results print (docs/query.md "Paths"): a keyword of a volume's
+// root matches its files, and a volume registered by another client after this one cached the
+// volume list is searched with its own root too (the cached roots are checked against the
+// master's while the nodes work, and the search starts again when they differ).
+TEST(ClusterTest, PathPredicatesSeeEachVolumesRootAlsoOfANewVolume) {
+  LocalCluster cluster(ClusterConfig{1, 50'000, {}, {}});
+  ASSERT_TRUE(cluster.Start());
+  auto a = Client::Connect(cluster.client_options(5000));
+  auto b = Client::Connect(cluster.client_options(5000));
+  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_TRUE(cluster.WaitNodesUp(**a, 1)) << cluster.Logs();
+  auto put = [&](Client& c, uint32_t volume, uint64_t ino, const std::string& path) {
+    FileUpdate u;
+    u.created = true;
+    u.record.id = FileId{volume, ino};
+    u.record.paths = {path};
+    u.record.size = 1;
+    return c.Update(std::span<const FileUpdate>(&u, 1));
+  };
+  auto first = (*a)->RegisterVolume("/srv/alpha");
+  ASSERT_TRUE(first.ok());
+  ASSERT_TRUE(put(**a, *first, 1, "/x/one.txt").ok());
+  auto paths = [&](const std::string& query) {
+    std::vector<std::string> out;
+    auto hits = (*a)->SearchAll(query, {});
+    EXPECT_TRUE(hits.ok()) << hits.status().ToString();
+    if (hits.ok()) {
+      for (const ClientHit& h : *hits) out.push_back(h.path);
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+  };
+  EXPECT_EQ(paths("keyword=alpha & type=f"), std::vector<std::string>{"/srv/alpha/x/one.txt"});
+  EXPECT_EQ(paths("path~/srv/alpha/x/*"), std::vector<std::string>{"/srv/alpha/x/one.txt"});
+  EXPECT_TRUE(paths("path~/x/*").empty());  // not a path results print
+  // Another client registers a volume; this one's cached list does not have it yet.
+  auto second = (*b)->RegisterVolume("/srv/beta");
+  ASSERT_TRUE(second.ok());
+  ASSERT_TRUE(put(**b, *second, 2, "/x/two.txt").ok());
+  EXPECT_EQ(paths("keyword=beta"), std::vector<std::string>{"/srv/beta/x/two.txt"});
+  EXPECT_EQ(paths("path~/srv/*/x/*"),
+            (std::vector<std::string>{"/srv/alpha/x/one.txt", "/srv/beta/x/two.txt"}));
+}
+
 }  // namespace propeller::testing

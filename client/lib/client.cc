@@ -324,8 +324,19 @@ class Client::Impl {
       q.volume = resolved.first;
       q.scope = resolved.second;
     }
+    // Path predicates see each volume's root (docs/query.md "Paths"). Without a scope, the
+    // roots this client knows go with the request, and the master's list is checked while the
+    // nodes work, as their list is below: a volume registered meanwhile restarts the search.
+    bool roots_guessed = false;
     if (path_predicates) {
-      PROPELLER_ASSIGN_OR_RETURN(q.roots, PathRoots(q.volume, opts.paths_under));
+      if (!q.volume && guess_nodes) {
+        std::lock_guard<std::mutex> lock(volumes_mu_);
+        q.roots = volumes_;
+        roots_guessed = !q.roots.empty();
+      }
+      if (!roots_guessed) {
+        PROPELLER_ASSIGN_OR_RETURN(q.roots, PathRoots(q.volume, opts.paths_under));
+      }
     }
     // (Volume roots are not fetched here: a volume's id and root never change, and hits of a
     // volume this client has not seen yet fetch them once, in VolumeRoot.)
@@ -378,6 +389,15 @@ class Client::Impl {
         stop = true;  // the node threads end at their next chunk
         for (std::thread& t : threads) t.join();
         if (!confirmed.ok()) return confirmed.status();
+        return Search(query, opts, on_hit, stats_out, /*guess_nodes=*/false);
+      }
+    }
+    if (roots_guessed) {
+      Result<std::vector<wire::VolumeInfo>> fresh = ListVolumes();
+      if (!fresh.ok() || !SameVolumes(*fresh, q.roots)) {
+        stop = true;
+        for (std::thread& t : threads) t.join();
+        if (!fresh.ok()) return fresh.status();
         return Search(query, opts, on_hit, stats_out, /*guess_nodes=*/false);
       }
     }
@@ -675,6 +695,15 @@ class Client::Impl {
   std::vector<wire::NodeInfo> LastSearchTargets() {
     std::lock_guard<std::mutex> lock(targets_mu_);
     return last_targets_;
+  }
+
+  static bool SameVolumes(const std::vector<wire::VolumeInfo>& a,
+                          const std::vector<wire::VolumeInfo>& b) {
+    if (a.size() != b.size()) return false;
+    for (size_t i = 0; i < a.size(); ++i) {
+      if (a[i].volume != b[i].volume || a[i].root != b[i].root) return false;
+    }
+    return true;
   }
 
   // Whether two answers of SearchTargets name the same nodes at the same endpoints.

@@ -14,10 +14,7 @@ namespace propeller {
 Status RunWatchStreams(const std::vector<WatchPeer>& peers, const wire::WatchRequest& request,
                        int64_t frame_timeout_ms, const ClientWatchOptions& options,
                        const std::function<bool(const ClientWatchEvent&)>& on_event) {
-  if (peers.empty()) {
-    if (options.on_ready) options.on_ready();
-    return Status::Unavailable("no index node is up to watch");
-  }
+  if (peers.empty()) return Status::Unavailable("no index node is up to watch");
   // What the stream threads hand to this one. The queue is bounded by the peers' own
   // bounds: a stream thread waits here (and its peer's queue fills) while the caller is slow.
   struct Shared {
