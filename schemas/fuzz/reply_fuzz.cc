@@ -12,8 +12,8 @@
 namespace propeller::fuzz {
 namespace {
 
-// The reply messages (and the SearchHitsChunk and WatchEventsChunk partial frames) in kReplyTypeNames order; `pick`
-// chooses one, or every one when it is out of range.
+// The reply messages (and the SearchHitsChunk and WatchEventsChunk partial frames) in
+// kReplyTypeNames order; `pick` chooses one, or every one when it is out of range.
 void CheckReplyBody(size_t pick, std::string_view body) {
   using namespace wire;  // NOLINT: the message names read better unqualified here
   switch (pick) {
