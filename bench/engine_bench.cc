@@ -254,6 +254,17 @@ class WatchAll {
   std::atomic<uint64_t> seen_{0};
 };
 
+// With `watched`: a WatchAll over `engine` in *watch; false (the run failed) when it could
+// not start.
+bool StartWatch(benchmark::State& state, Engine* engine, std::optional<WatchAll>* watch) {
+  watch->emplace(engine);
+  if (!(*watch)->error().empty()) {
+    Fail(state, "watch: " + (*watch)->error());
+    return false;
+  }
+  return true;
+}
+
 void BM_PropellerUpdateLatency(benchmark::State& state, uint64_t files, Level level,
                                bool watched) {
   std::string error;
@@ -266,13 +277,7 @@ void BM_PropellerUpdateLatency(benchmark::State& state, uint64_t files, Level le
   world->set_dirty();
   state.SetLabel(std::string("durability=") + LevelName(level) + (watched ? " watched" : ""));
   std::optional<WatchAll> watch;
-  if (watched) {
-    watch.emplace(engine);
-    if (!watch->error().empty()) {
-      Fail(state, "watch: " + watch->error());
-      return;
-    }
-  }
+  if (watched && !StartWatch(state, engine, &watch)) return;
   UpdatePool pool(world->dataset(), files, kPoolSize, /*seed=*/state.max_iterations);
   LatencyRecorder latencies(state.max_iterations);
   for (auto _ : state) {
@@ -304,13 +309,7 @@ void BM_PropellerBatchUpdate(benchmark::State& state, uint64_t files, Level leve
   world->set_dirty();
   state.SetLabel(std::string("durability=") + LevelName(level) + (watched ? " watched" : ""));
   std::optional<WatchAll> watch;
-  if (watched) {
-    watch.emplace(engine);
-    if (!watch->error().empty()) {
-      Fail(state, "watch: " + watch->error());
-      return;
-    }
-  }
+  if (watched && !StartWatch(state, engine, &watch)) return;
   UpdatePool pool(world->dataset(), files, std::min<uint64_t>(files, kBatchPoolSize),
                   /*seed=*/state.max_iterations + 1);
   // Start from empty caches, so the sustained figure below owes nothing to earlier runs.
@@ -334,6 +333,7 @@ void BM_PropellerBatchUpdate(benchmark::State& state, uint64_t files, Level leve
     applied_ns += ns;
     state.SetIterationTime(static_cast<double>(ns) / 1e9);
   }
+  if (watch && watch->failed()) Fail(state, "the watch fell behind");
   const int64_t updates = state.iterations() * static_cast<int64_t>(kBatchSize);
   state.SetItemsProcessed(updates);
   // items_per_second counts acknowledgements: what the write cache absorbs (up to its bound,

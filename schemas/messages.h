@@ -268,6 +268,7 @@ struct RegisterVolumeRequest {
 struct VolumeInfo {
   uint32_t volume = 0;
   std::string root;
+  bool operator==(const VolumeInfo&) const = default;
 };
 struct VolumesReply {
   std::vector<VolumeInfo> volumes;

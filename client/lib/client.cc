@@ -315,15 +315,8 @@ class Client::Impl {
     q.limit = opts.limit;
     q.sort_by = opts.sort_by;
     q.descending = opts.descending;
-    q.creds = OwnOrGivenCredentials(opts);
-    if (opts.volume) {
-      q.volume = *opts.volume;
-      q.scope = opts.scope;
-    } else if (NormalisePath(opts.scope.empty() ? "/" : opts.scope) != "/") {
-      PROPELLER_ASSIGN_OR_RETURN(auto resolved, ResolvePath(opts.scope));
-      q.volume = resolved.first;
-      q.scope = resolved.second;
-    }
+    q.creds = OwnOrGivenCredentials(opts.creds);
+    PROPELLER_RETURN_IF_ERROR(ResolveScope(opts.volume, opts.scope, &q.volume, &q.scope));
     // Path predicates see each volume's root (docs/query.md "Paths"). Without a scope, the
     // roots this client knows go with the request, and the master's list is checked while the
     // nodes work, as their list is below: a volume registered meanwhile restarts the search.
@@ -394,7 +387,7 @@ class Client::Impl {
     }
     if (roots_guessed) {
       Result<std::vector<wire::VolumeInfo>> fresh = ListVolumes();
-      if (!fresh.ok() || !SameVolumes(*fresh, q.roots)) {
+      if (!fresh.ok() || *fresh != q.roots) {
         stop = true;
         for (std::thread& t : threads) t.join();
         if (!fresh.ok()) return fresh.status();
@@ -503,6 +496,27 @@ class Client::Impl {
     return Status::OK();
   }
 
+  // A search's or watch's volume and in-volume scope: `volume` with `scope` as given (in the
+  // volume), else the volume holding the host path `scope` (none for "/": every volume).
+  Status ResolveScope(std::optional<uint32_t> volume, const std::string& scope,
+                      std::optional<uint32_t>* out_volume, std::string* out_scope) {
+    if (volume) {
+      *out_volume = *volume;
+      *out_scope = scope;
+    } else if (NormalisePath(scope.empty() ? "/" : scope) != "/") {
+      PROPELLER_ASSIGN_OR_RETURN(auto resolved, ResolvePath(scope));
+      *out_volume = resolved.first;
+      *out_scope = resolved.second;
+    }
+    return Status::OK();
+  }
+
+  // The in-volume scope of the host path `scope` inside `mount`.
+  static std::string InMount(const MountRecord& mount, const std::string& scope) {
+    if (mount.mountpoint == "/") return scope;
+    return scope.size() > mount.mountpoint.size() ? scope.substr(mount.mountpoint.size()) : "/";
+  }
+
   // The channel to the query engine of `mount` (a local unix socket: no CURVE).
   Result<rpc::Channel*> MountChannel(const MountRecord& mount) {
     std::lock_guard<std::mutex> lock(channels_mu_);
@@ -550,29 +564,17 @@ class Client::Impl {
       PROPELLER_ASSIGN_OR_RETURN(std::optional<MountRecord> mount, FindMountFor(scope));
       if (mount) {
         // The mount's query engine watches as the caller the kernel names.
-        q.scope = scope.size() > mount->mountpoint.size() && mount->mountpoint != "/"
-                      ? scope.substr(mount->mountpoint.size())
-                      : mount->mountpoint == "/" ? scope : "/";
+        q.scope = InMount(*mount, scope);
         PROPELLER_ASSIGN_OR_RETURN(rpc::Channel * ch, MountChannel(*mount));
-        const std::string prefix = mount->mountpoint == "/" ? "" : mount->mountpoint;
-        auto host_path = [prefix](const wire::WatchEvent& e) -> Result<std::string> {
-          return e.path == "/" ? (prefix.empty() ? "/" : prefix) : prefix + e.path;
+        auto host_path = [mp = mount->mountpoint](const wire::WatchEvent& e) {
+          return Result<std::string>(HostPath(mp, e.path));
         };
         peers.push_back(WatchPeer{ch, 0, host_path});
         return RunWatchStreams(peers, q, options_.timeout_ms, opts, on_event);
       }
     }
-    ClientSearchOptions as_search;
-    as_search.creds = opts.creds;
-    q.creds = OwnOrGivenCredentials(as_search);
-    if (opts.volume) {
-      q.volume = *opts.volume;
-      q.scope = opts.scope;
-    } else if (scope != "/") {
-      PROPELLER_ASSIGN_OR_RETURN(auto resolved, ResolvePath(scope));
-      q.volume = resolved.first;
-      q.scope = resolved.second;
-    }
+    q.creds = OwnOrGivenCredentials(opts.creds);
+    PROPELLER_RETURN_IF_ERROR(ResolveScope(opts.volume, opts.scope, &q.volume, &q.scope));
     if (path_predicates) {
       PROPELLER_ASSIGN_OR_RETURN(q.roots, PathRoots(q.volume, opts.paths_under));
     }
@@ -594,8 +596,7 @@ class Client::Impl {
                         const ClientSearchOptions& opts,
                         const std::function<bool(const ClientHit&)>& on_hit,
                         ClientSearchStats* stats_out) {
-    q.scope = scope.size() > mount.mountpoint.size() ? scope.substr(mount.mountpoint.size()) : "/";
-    if (mount.mountpoint == "/") q.scope = scope;
+    q.scope = InMount(mount, scope);
     q.limit = opts.limit;
     q.sort_by = opts.sort_by;
     q.descending = opts.descending;
@@ -648,12 +649,13 @@ class Client::Impl {
     return Status::OK();
   }
 
-  std::optional<wire::WireCredentials> OwnOrGivenCredentials(const ClientSearchOptions& opts) {
+  std::optional<wire::WireCredentials> OwnOrGivenCredentials(
+      const std::optional<ClientCredentials>& given) {
     wire::WireCredentials c;
-    if (opts.creds) {
-      c.uid = opts.creds->uid;
-      c.gid = opts.creds->gid;
-      c.groups = opts.creds->groups;
+    if (given) {
+      c.uid = given->uid;
+      c.gid = given->gid;
+      c.groups = given->groups;
       return c;
     }
     c.uid = ::geteuid();
@@ -695,15 +697,6 @@ class Client::Impl {
   std::vector<wire::NodeInfo> LastSearchTargets() {
     std::lock_guard<std::mutex> lock(targets_mu_);
     return last_targets_;
-  }
-
-  static bool SameVolumes(const std::vector<wire::VolumeInfo>& a,
-                          const std::vector<wire::VolumeInfo>& b) {
-    if (a.size() != b.size()) return false;
-    for (size_t i = 0; i < a.size(); ++i) {
-      if (a[i].volume != b[i].volume || a[i].root != b[i].root) return false;
-    }
-    return true;
   }
 
   // Whether two answers of SearchTargets name the same nodes at the same endpoints.

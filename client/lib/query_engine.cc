@@ -69,20 +69,13 @@ class QueryEngine::Impl {
     wire::SearchQuery q;
     st = wire::Decode(env.body, &q);
     if (!st.ok()) return ErrorReply(st.WithContext("bad search request"));
-    if (peer.transport != rpc::PeerTransport::kIpc || !peer.uid || !peer.gid) {
-      // Only a unix socket tells who the peer is; never trust the body (docs/security.md).
-      return ErrorReply(Status::PermissionDenied("the query engine needs a local (ipc) peer"));
-    }
+    Result<Credentials> caller = CallerOf(peer, "search");
+    if (!caller.ok()) return ErrorReply(caller.status());
     ClientSearchOptions so;
     so.volume = options_.volume;
     so.scope = q.scope.empty() ? "/" : q.scope;
-    so.creds = PeerCredentials(*peer.uid, *peer.gid, peer.pid);
+    so.creds = std::move(*caller);
     so.paths_under = options_.mountpoint;  // path predicates see what results print
-    // Results are paths under the mount point: a caller who cannot walk to it sees nothing.
-    if (!HostPathWalkable(options_.mountpoint, *so.creds)) {
-      return ErrorReply(Status::PermissionDenied("you may not search " + options_.mountpoint +
-                                                 ": a directory above it denies you access"));
-    }
     if (options_.before_search) {
       if (Status gate = options_.before_search(so.scope); !gate.ok()) return ErrorReply(gate);
     }
@@ -121,6 +114,22 @@ class QueryEngine::Impl {
     return wire::EncodeOkReply(done);
   }
 
+  // Who `peer` is, as the kernel says: only a unix socket tells (never the body;
+  // docs/security.md), and results are paths under the mount point, so a caller who cannot
+  // walk to it may not `verb` ("search", "watch") here. PermissionDenied otherwise.
+  Result<Credentials> CallerOf(const rpc::PeerInfo& peer, const char* verb) const {
+    if (peer.transport != rpc::PeerTransport::kIpc || !peer.uid || !peer.gid) {
+      return Status::PermissionDenied("the query engine needs a local (ipc) peer");
+    }
+    Credentials creds = PeerCredentials(*peer.uid, *peer.gid, peer.pid);
+    if (!HostPathWalkable(options_.mountpoint, creds)) {
+      return Status::PermissionDenied(std::string("you may not ") + verb + " " +
+                                      options_.mountpoint +
+                                      ": a directory above it denies you access");
+    }
+    return creds;
+  }
+
   // The in-volume path of a hit or event path the client reports (under the backing root).
   std::string InVolume(const std::string& host_path) const {
     std::string p = host_path.size() >= options_.backing.size()
@@ -136,20 +145,15 @@ class QueryEngine::Impl {
     wire::WatchRequest q;
     Status st = wire::Decode(body, &q);
     if (!st.ok()) return ErrorReply(st.WithContext("bad watch request"));
-    if (peer.transport != rpc::PeerTransport::kIpc || !peer.uid || !peer.gid) {
-      return ErrorReply(Status::PermissionDenied("the query engine needs a local (ipc) peer"));
-    }
+    Result<Credentials> caller = CallerOf(peer, "watch");
+    if (!caller.ok()) return ErrorReply(caller.status());
     ClientWatchOptions wo;
     wo.volume = options_.volume;
     wo.scope = q.scope.empty() ? "/" : q.scope;
-    wo.creds = PeerCredentials(*peer.uid, *peer.gid, peer.pid);
+    wo.creds = std::move(*caller);
     wo.max_queued = static_cast<size_t>(q.max_queued);
     wo.now_ns = q.now_ns;
     wo.paths_under = options_.mountpoint;
-    if (!HostPathWalkable(options_.mountpoint, *wo.creds)) {
-      return ErrorReply(Status::PermissionDenied("you may not watch " + options_.mountpoint +
-                                                 ": a directory above it denies you access"));
-    }
     // Each watch holds a worker of this server (Start reserves kMaxWatches of them).
     const uint32_t uid = *peer.uid;
     {

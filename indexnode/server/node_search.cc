@@ -23,8 +23,6 @@ size_t EstimateHitBytes(const SearchHit& hit) {
   return n;
 }
 
-std::string ErrorReply(const Status& st) { return wire::EncodeReply(st, {}); }
-
 }  // namespace
 
 std::string NodeService::HandleSearch(std::string_view body, CallerAccess& caller,
@@ -33,7 +31,7 @@ std::string NodeService::HandleSearch(std::string_view body, CallerAccess& calle
   Status st = wire::Decode(body, &q);
   if (!st.ok()) return BadRequest("search", st);
   if (options_.search_gate) {
-    if (Status gate = options_.search_gate(q); !gate.ok()) return ErrorReply(gate);
+    if (Status gate = options_.search_gate(q); !gate.ok()) return wire::EncodeReply(gate, {});
   }
 
   SearchRequest req;
@@ -96,12 +94,14 @@ std::string NodeService::HandleSearch(std::string_view body, CallerAccess& calle
         return true;
       },
       &stats);
-  if (!st.ok()) return ErrorReply(st);
+  if (!st.ok()) return wire::EncodeReply(st, {});
   if (Status v = caller.volume_error(); !v.ok()) {
-    return ErrorReply(Status::Unavailable("cannot check which volumes you may see: " +
-                                          v.ToString()));
+    return wire::EncodeReply(
+        Status::Unavailable("cannot check which volumes you may see: " + v.ToString()), {});
   }
-  if (stream_closed || !flush()) return ErrorReply(Status::Aborted("search: server stopping"));
+  if (stream_closed || !flush()) {
+    return wire::EncodeReply(Status::Aborted("search: server stopping"), {});
+  }
   wire::SearchDone done;
   done.acgs_total = stats.acgs_total;
   done.acgs_skipped = stats.acgs_skipped;

@@ -9,10 +9,6 @@
 namespace propeller {
 namespace {
 
-// Bounds of one WatchEventsChunk frame, as for search chunks.
-constexpr size_t kMaxChunkEvents = 1000;
-constexpr size_t kMaxChunkBytes = 1u << 20;
-
 size_t EstimateEventBytes(const WatchEvent& e) {
   size_t n = 64 + e.path.size();
   for (const std::string& p : e.record.paths) n += p.size() + 2;
@@ -115,7 +111,9 @@ std::string NodeService::HandleWatch(std::string_view body, CallerAccess& caller
           : e.kind == '-' ? wire::WatchKind::kRemoved
                           : wire::WatchKind::kChanged,
           std::move(e.path), std::move(e.record), e.acg});
-      if (chunk.events.size() >= kMaxChunkEvents || chunk_bytes >= kMaxChunkBytes) {
+      // A frame is bounded as a search chunk is (NodeServiceOptions::max_chunk_*).
+      if (chunk.events.size() >= options_.max_chunk_hits ||
+          chunk_bytes >= options_.max_chunk_bytes) {
         if (!flush()) return wire::EncodeReply(Status::Aborted("watch: the client went away"), {});
       }
     }
