@@ -147,9 +147,13 @@ void Master::SuggestMoves(const wire::HeartbeatRequest& req,
   std::vector<uint64_t> mine;
   {
     std::lock_guard<std::mutex> lock(halves_mu_);
+    std::vector<std::pair<int, uint64_t>> by_asks;
     for (const auto& [acg, half] : halves_) {
-      if (half.node_id == req.node_id) mine.push_back(acg);
+      if (half.node_id == req.node_id) by_asks.emplace_back(half.asked, acg);
     }
+    // The least asked first: a half the node keeps refusing does not hold up the others.
+    std::sort(by_asks.begin(), by_asks.end());
+    for (const auto& [asked, acg] : by_asks) mine.push_back(acg);
   }
   if (mine.empty()) return;
   std::map<uint64_t, uint64_t> reported;
@@ -386,10 +390,15 @@ Status Master::SplitDone(const wire::SplitDoneRequest& req, wire::SplitDoneReply
     }
   }
   reply->remapped = remapped;
-  if (!req.merged && config_.move_split_halves) {
-    // The new half may go to a lighter node (SuggestMoves, with the node's next heartbeats).
+  {
     std::lock_guard<std::mutex> lock(halves_mu_);
-    halves_.try_emplace(req.target, Half{req.node_id, 0});
+    // The source of a split or merge keeps routes for its moved files, and a node never moves
+    // an ACG with routes (docs/architecture.md §5): a half that was split again stays.
+    halves_.erase(req.source);
+    // The new half may go to a lighter node (SuggestMoves, with the node's next heartbeats).
+    if (!req.merged && config_.move_split_halves) {
+      halves_.try_emplace(req.target, Half{req.node_id, 0});
+    }
   }
   return Status::OK();
 }

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <set>
 #include <vector>
 
 #include "common/random.h"
@@ -702,6 +703,40 @@ TEST_F(ForgetTest, SplitHalvesMoveToALighterNode) {
   ASSERT_TRUE(Beat(other));
   const uint64_t kept = split(half, 1, 5);
   EXPECT_TRUE(beat(node_, {{source, 10}, {merged, 5}, {half, 5}, {kept, 5}}).empty());
+}
+
+// A half split again keeps routes, and a node never moves an ACG with routes: the master stops
+// asking for it and asks for the new halves instead. One the node keeps refusing does not hold
+// up the others (cluster_split_test once waited 90 s on such a half).
+TEST_F(ForgetTest, AHalfSplitAgainStaysAndTheOtherHalvesMove) {
+  for (uint64_t ino = 1; ino <= 40; ++ino) ASSERT_NE(Assign(ino, "cc", true).acg, 0u);
+  const uint64_t source = Lookup(1).acg;
+  const uint32_t other = *Register(0, "tcp://127.0.0.1:7472");
+  ASSERT_TRUE(Beat(other));
+  auto split = [&](uint64_t from, uint64_t first, uint64_t last) {
+    wire::NewAcgReply created;
+    EXPECT_TRUE(master_->NewAcg({node_, from}, &created).ok());
+    wire::SplitDoneRequest report{node_, from, created.acg, {}, false};
+    for (uint64_t ino = first; ino <= last; ++ino) report.files.push_back(FileId{volume_, ino});
+    wire::SplitDoneReply done;
+    EXPECT_TRUE(master_->SplitDone(report, &done).ok());
+    return created.acg;
+  };
+  const uint64_t half = split(source, 1, 20);     // 20 + 20
+  const uint64_t quarter = split(half, 1, 10);    // the half split again: 20 + 10 + 10
+  const uint64_t other_quarter = split(source, 21, 30);  // 10 + 10 + 10 + 10
+  std::vector<wire::AcgLoad> loads = {{source, 10}, {half, 10}, {quarter, 10},
+                                      {other_quarter, 10}};
+  std::set<uint64_t> asked;
+  for (int i = 0; i < 4; ++i) {
+    const std::vector<wire::AcgLocation> moves = BeatWith(node_, loads).moves;
+    ASSERT_EQ(moves.size(), 1u) << "beat " << i;
+    EXPECT_NE(moves[0].acg, half) << "a split source keeps routes and cannot move";
+    EXPECT_EQ(moves[0].node_id, other);
+    asked.insert(moves[0].acg);
+  }
+  EXPECT_EQ(asked, (std::set<uint64_t>{quarter, other_quarter}))
+      << "both movable halves are asked for, whichever the node refuses";
 }
 
 // Two small ACGs of one app on different nodes: the smaller moves to the other's node
