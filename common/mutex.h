@@ -37,7 +37,10 @@
   PROPELLER_THREAD_ANNOTATION(release_shared_capability(__VA_ARGS__))
 #define PROPELLER_RELEASE_GENERIC(...) \
   PROPELLER_THREAD_ANNOTATION(release_generic_capability(__VA_ARGS__))
+#define PROPELLER_TRY_ACQUIRE(...) \
+  PROPELLER_THREAD_ANNOTATION(try_acquire_capability(__VA_ARGS__))
 #define PROPELLER_EXCLUDES(...) PROPELLER_THREAD_ANNOTATION(locks_excluded(__VA_ARGS__))
+#define PROPELLER_LOCK_RETURNED(x) PROPELLER_THREAD_ANNOTATION(lock_returned(x))
 #define PROPELLER_NO_THREAD_SAFETY_ANALYSIS PROPELLER_THREAD_ANNOTATION(no_thread_safety_analysis)
 
 namespace propeller {
@@ -48,6 +51,8 @@ class PROPELLER_CAPABILITY("mutex") Mutex {
   Mutex(const Mutex&) = delete;
   Mutex& operator=(const Mutex&) = delete;
   void Lock() PROPELLER_ACQUIRE() { mu_.lock(); }
+  // Locks it if it is free; true when it did. Never blocks.
+  bool TryLock() PROPELLER_TRY_ACQUIRE(true) { return mu_.try_lock(); }
   void Unlock() PROPELLER_RELEASE() { mu_.unlock(); }
   // Tells the analysis the caller holds it (where the holding is proven another way).
   void AssertHeld() const PROPELLER_THREAD_ANNOTATION(assert_capability(this)) {}
@@ -64,9 +69,14 @@ class PROPELLER_CAPABILITY("shared mutex") SharedMutex {
   SharedMutex(const SharedMutex&) = delete;
   SharedMutex& operator=(const SharedMutex&) = delete;
   void Lock() PROPELLER_ACQUIRE() { mu_.lock(); }
+  // Locks it exclusively if it is free; true when it did. Never blocks.
+  bool TryLock() PROPELLER_TRY_ACQUIRE(true) { return mu_.try_lock(); }
   void Unlock() PROPELLER_RELEASE() { mu_.unlock(); }
   void LockShared() PROPELLER_ACQUIRE_SHARED() { mu_.lock_shared(); }
   void UnlockShared() PROPELLER_RELEASE_SHARED() { mu_.unlock_shared(); }
+  // Tells the analysis the caller holds it exclusively (where the holding is proven another
+  // way).
+  void AssertHeld() const PROPELLER_THREAD_ANNOTATION(assert_capability(this)) {}
 
  private:
   std::shared_mutex mu_;

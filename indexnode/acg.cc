@@ -118,9 +118,10 @@ Result<std::unique_ptr<Acg>> Acg::Open(uint64_t id, const std::string& dir,
   if (ctx->store == nullptr) return Status::Internal("no store for the ACGs");
   PROPELLER_RETURN_IF_ERROR(MakeDirs(dir, 0700).WithContext("creating ACG directory"));
   std::unique_ptr<Acg> acg(new Acg(id, dir, ctx));
-  std::unique_lock<std::shared_mutex> lock(acg->rw_);
-  PROPELLER_RETURN_IF_ERROR(acg->OpenLocked(/*first=*/true).WithContext(AcgName(id)));
-  lock.unlock();
+  {
+    WriterLock lock(&acg->rw_);
+    PROPELLER_RETURN_IF_ERROR(acg->OpenLocked(/*first=*/true).WithContext(AcgName(id)));
+  }
   return acg;
 }
 
@@ -199,7 +200,7 @@ Status Acg::OpenEnv(bool first) {
       key = Val(key_bytes);
       rc = mdb_get(raw, meta_dbi_, &key, &val);
       if (rc != 0 && rc != MDB_NOTFOUND) return LmdbStatus(rc, "reading the clean-up mark");
-      cleanup_pending_ = rc == 0;
+      cleanup_pending_.store(rc == 0, std::memory_order_release);
     }
     moved.Close();
     key_bytes = Key("summary");
@@ -270,21 +271,23 @@ void Acg::CloseLocked() {
 }
 
 bool Acg::TryUnload() {
-  std::unique_lock<std::shared_mutex> lock(rw_, std::try_to_lock);
-  if (!lock.owns_lock() || pins_.load() > 0 || !open_.load()) return false;
+  if (!rw_.TryLock()) return false;
   bool unloaded = false;
-  for (auto& [name, index] : owned_) {
-    if (index->type() == IndexType::kHash && index->loaded()) {
-      index->Unload();
-      unloaded = true;
+  if (pins_.load() == 0 && open_.load()) {
+    for (auto& [name, index] : owned_) {
+      if (index->type() == IndexType::kHash && index->loaded()) {
+        index->Unload();
+        unloaded = true;
+      }
     }
+    RefreshOpenBytes();
   }
-  RefreshOpenBytes();
+  rw_.Unlock();
   return unloaded;
 }
 
 void Acg::CloseClean() {
-  std::unique_lock<std::shared_mutex> lock(rw_);
+  WriterLock lock(&rw_);
   if (cached() > 0 || retired_.load()) return;
   if (open_.load()) CloseLocked();
 }
@@ -292,7 +295,7 @@ void Acg::CloseClean() {
 Status Acg::EnsureOpen() {
   if (open_.load(std::memory_order_acquire)) return Status::OK();
   {
-    std::unique_lock<std::shared_mutex> lock(rw_);
+    WriterLock lock(&rw_);
     if (open_.load(std::memory_order_relaxed)) return Status::OK();
     if (Status st = OpenLocked(/*first=*/false); !st.ok()) {
       return st.WithContext(AcgName(id_));
@@ -304,7 +307,7 @@ Status Acg::EnsureOpen() {
 
 Status Acg::EnsureLoaded(const std::vector<std::string>& names) {
   {
-    std::shared_lock<std::shared_mutex> lock(rw_);
+    ReaderLock lock(&rw_);
     bool need = false;
     for (const std::string& n : names) {
       auto it = indexes_.find(n);
@@ -314,7 +317,7 @@ Status Acg::EnsureLoaded(const std::vector<std::string>& names) {
   }
   bool tables = false;
   {
-    std::unique_lock<std::shared_mutex> lock(rw_);
+    WriterLock lock(&rw_);
     if (!open_.load()) return Status::OK();  // closed meanwhile: the caller reopens, retries
     MDB_txn* raw = nullptr;
     int rc = mdb_txn_begin(env_, nullptr, MDB_RDONLY, &raw);
@@ -546,7 +549,7 @@ Status Acg::WithReadTxn(const std::function<Status(MDB_txn*)>& fn) {
   Pin pin(this);
   for (int attempt = 0;; ++attempt) {
     PROPELLER_RETURN_IF_ERROR(EnsureOpen());
-    std::shared_lock<std::shared_mutex> lock(rw_);
+    ReaderLock lock(&rw_);
     if (!open_.load()) {  // closed meanwhile (by a large commit, or a failure)
       if (attempt < kMaxOpenAttempts) continue;
       return Status::Unavailable(AcgName(id_) + " keeps closing");
@@ -685,7 +688,7 @@ Status Acg::ListEdges(std::vector<StoredEdge>* edges) {
 
 Status Acg::SyncIndexes() {
   Pin pin(this);
-  std::unique_lock<std::shared_mutex> lock(rw_);
+  WriterLock lock(&rw_);
   if (!open_.load()) return Status::OK();  // reconciled when it next opens
   std::vector<IndexSpec> catalogue;
   if (ctx_->catalogue) catalogue = ctx_->catalogue();
@@ -719,7 +722,7 @@ uint64_t Acg::disk_bytes() const {
 }
 
 uint64_t Acg::index_memory_bytes() {
-  std::shared_lock<std::shared_mutex> lock(rw_);
+  ReaderLock lock(&rw_);
   uint64_t total = inode_ != nullptr ? inode_->MemoryBytes() : 0;
   for (const auto& [name, index] : owned_) total += index->MemoryBytes();
   return total;

@@ -57,8 +57,6 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
-#include <shared_mutex>
 #include <span>
 #include <string>
 #include <string_view>
@@ -205,7 +203,8 @@ class Acg {
   // On error the cache is kept (and the in-memory structures dropped, to be reloaded from
   // LMDB) so nothing acknowledged is lost. On success `updates` (may be null) receives how
   // many cached updates left the cache.
-  Status Commit(uint64_t up_to_lsn = UINT64_MAX, size_t* updates = nullptr);
+  Status Commit(uint64_t up_to_lsn = UINT64_MAX, size_t* updates = nullptr)
+      PROPELLER_EXCLUDES(rw_);
   // Commit for each of `acgs` — ACGs of one store shard — in one LMDB transaction: one sync
   // and one copy of the shared upper pages for all, where one Commit each syncs once per
   // ACG. All or nothing: on error every ACG keeps its cache, as after a failed Commit (the
@@ -218,26 +217,26 @@ class Acg {
 
   // Searches committed state (callers commit first for freshness). Thread-safe. A closed ACG
   // whose loaded K-D tree proves the query has no candidate stays closed.
-  Status Search(const AcgSearchRequest& request, AcgSearchStats* stats);
+  Status Search(const AcgSearchRequest& request, AcgSearchStats* stats) PROPELLER_EXCLUDES(rw_);
   // The committed record of `id` (callers commit first). NotFound when absent.
-  Result<FileRecord> Get(FileId id);
+  Result<FileRecord> Get(FileId id) PROPELLER_EXCLUDES(rw_);
   // The record of `id` with this ACG's cached updates folded in, without committing them
   // (nullopt: absent). A commit never runs meanwhile (rw_ shared), so every update is seen
   // once, in the cache or in the store. Costs a scan of the cache (watches: Engine::Watch).
-  Result<std::optional<FileRecord>> GetCurrent(FileId id);
+  Result<std::optional<FileRecord>> GetCurrent(FileId id) PROPELLER_EXCLUDES(rw_);
   // While on, the cache counts its entries per file, and GetCurrent reads only the entries of
   // its file instead of scanning the cache (the engine turns it on while watches exist: each
   // acknowledged update then pays a hash update).
   void TrackCachedIds(bool on);
   // Every committed directory record, for the node's permission table.
-  Status ListDirectories(std::vector<FileRecord>* dirs);
+  Status ListDirectories(std::vector<FileRecord>* dirs) PROPELLER_EXCLUDES(rw_);
   // The ids of the committed records, in key order (callers commit first).
-  Status ListFileIds(std::vector<FileId>* ids);
+  Status ListFileIds(std::vector<FileId>* ids) PROPELLER_EXCLUDES(rw_);
   // The ids of the committed records and of the sources of committed edges, sorted and unique:
   // everything a merge moves (callers commit first).
-  Status ListHeldIds(std::vector<FileId>* ids);
+  Status ListHeldIds(std::vector<FileId>* ids) PROPELLER_EXCLUDES(rw_);
   // The committed edges (callers commit first).
-  Status ListEdges(std::vector<StoredEdge>* edges);
+  Status ListEdges(std::vector<StoredEdge>* edges) PROPELLER_EXCLUDES(rw_);
 
   // ---- splitting (Engine::SplitAcg; docs/architecture.md §5) ----
   using FileIdSet = std::unordered_set<FileId, FileIdHash>;
@@ -261,48 +260,52 @@ class Acg {
   // Forgets in-memory routes to `target` (a split that did not complete).
   void DropRoutes(uint64_t target);
 
-  // A split's exclusive section: searches and commits of this ACG wait; Apply still caches.
-  std::unique_lock<std::shared_mutex> LockExclusive() {
-    return std::unique_lock<std::shared_mutex>(rw_);
-  }
+  // The ACG's lock, for a split's exclusive section (`WriterLock lock(acg->mutex());`, which
+  // the ...Held methods below require): searches and commits of this ACG wait; Apply still
+  // caches. Lock order: see the top of this file.
+  SharedMutex* mutex() const PROPELLER_LOCK_RETURNED(rw_) { return &rw_; }
   // From now on, every commit records the ids it applied (for a split's catch-up), until
-  // StopWatch (StopWatchHeld with the lock of LockExclusive held).
-  void StartWatch();
-  void StopWatch();
-  void StopWatchHeld();
-  // Commit (see Commit) with the lock of LockExclusive held.
-  Status CommitHeld(uint64_t up_to_lsn);
+  // StopWatch (StopWatchHeld with mutex() held).
+  void StartWatch() PROPELLER_EXCLUDES(rw_);
+  void StopWatch() PROPELLER_EXCLUDES(rw_);
+  void StopWatchHeld() PROPELLER_REQUIRES(rw_);
+  // Commit (see Commit) with mutex() held.
+  Status CommitHeld(uint64_t up_to_lsn) PROPELLER_REQUIRES(rw_);
   // No commit of this ACG succeeds any more (a split failed after switching routes; the
-  // engine stops). REQUIRES: the lock of LockExclusive held.
-  void FreezeHeld() { frozen_ = true; }
+  // engine stops).
+  void FreezeHeld() PROPELLER_REQUIRES(rw_) { frozen_ = true; }
   // The committed records of `ids` (absent ones in *absent) and the edges from them.
   // `watched_only`: only those of `ids` recorded since StartWatch or the previous such export
-  // (the watch goes on, from empty). REQUIRES: the lock of LockExclusive held.
+  // (the watch goes on, from empty).
   Status ExportHeld(const FileIdSet& ids, bool watched_only, std::vector<FileRecord>* records,
-                    std::vector<FileId>* absent, std::vector<StoredEdge>* edges);
+                    std::vector<FileId>* absent, std::vector<StoredEdge>* edges)
+      PROPELLER_REQUIRES(rw_);
   // Applies `updates` (kPut, kDelete, kAddEdge) in one transaction, which also records
-  // `applied_lsn` as this ACG's applied LSN. REQUIRES: the lock of LockExclusive held.
-  Status ImportHeld(std::span<const Update> updates, uint64_t applied_lsn);
+  // `applied_lsn` as this ACG's applied LSN.
+  Status ImportHeld(std::span<const Update> updates, uint64_t applied_lsn)
+      PROPELLER_REQUIRES(rw_);
   // Records durably that `ids` moved to `target` (`merge`: that this whole ACG was merged
   // into it, merged_into), and that their records here await RemoveHeld: the commit point
   // of a split or merge. From here on searches skip the moved records (they are answered
-  // where they moved) and updates follow the routes. REQUIRES: the lock of LockExclusive.
-  Status RecordMovedHeld(const FileIdSet& ids, uint64_t target, bool merge);
+  // where they moved) and updates follow the routes.
+  Status RecordMovedHeld(const FileIdSet& ids, uint64_t target, bool merge)
+      PROPELLER_REQUIRES(rw_);
   // Removes `ids` (records, index entries, edges from them); `last` ends the clean-up that
-  // RecordMovedHeld started. Also undoes a merge's copy. REQUIRES: the lock of LockExclusive.
-  Status RemoveHeld(const FileIdSet& ids, bool last);
+  // RecordMovedHeld started. Also undoes a merge's copy.
+  Status RemoveHeld(const FileIdSet& ids, bool last) PROPELLER_REQUIRES(rw_);
   // True when moved files may still be here (RecordMovedHeld without the last RemoveHeld,
-  // also across a restart).
-  bool cleanup_pending() const { return cleanup_pending_; }
+  // also across a restart). Without rw_: the engine asks it under its split_mu_, which every
+  // writer of it (a split, merge or clean-up) holds too.
+  bool cleanup_pending() const { return cleanup_pending_.load(std::memory_order_acquire); }
   // The moved ids that still have a record or edges here (for a clean-up after a restart).
-  Result<FileIdSet> MovedStillHeld();
-  // The ids of the committed records and of the sources of edges, sorted, with the lock of
-  // LockExclusive held (a merge moves all of them).
-  Status ListFileIdsHeld(std::vector<FileId>* ids);
+  Result<FileIdSet> MovedStillHeld() PROPELLER_EXCLUDES(rw_);
+  // The ids of the committed records and of the sources of edges, sorted, with mutex() held
+  // (a merge moves all of them).
+  Status ListFileIdsHeld(std::vector<FileId>* ids) PROPELLER_REQUIRES(rw_);
 
   // Brings the indexes of an open ACG in line with ctx.catalogue() now (builds new user
   // indexes from the records, drops removed ones); a closed ACG does it when it next opens.
-  Status SyncIndexes();
+  Status SyncIndexes() PROPELLER_EXCLUDES(rw_);
 
   // ---- moving to another node (Engine::FreezeAndCopyAcg, AdoptAcg, DropMovedAcg) ----
   // Writes a compacted copy of the committed key ranges to the new file `path` and syncs it
@@ -311,10 +314,10 @@ class Acg {
   Status CopyTo(const std::string& path);
   // Records `lsn` durably as the applied LSN: an adopted copy takes the adopting node's log
   // position, so that node's replay gives it exactly the records logged after the adoption.
-  Status SetAppliedLsn(uint64_t lsn);
+  Status SetAppliedLsn(uint64_t lsn) PROPELLER_EXCLUDES(rw_);
   // The ACG left this node: waits for operations holding it, drops the in-memory indexes, and
   // makes every later open fail with NotFound. Its key ranges stay (Store::DropAcg).
-  void Retire();
+  void Retire() PROPELLER_EXCLUDES(rw_);
   bool retired() const { return retired_.load(std::memory_order_acquire); }
 
   // Damage found in the ACG's data while serving — a stored record failing its checksum
@@ -327,7 +330,7 @@ class Acg {
   // An estimate of the bytes the ACG's entries take in its shard, from its counts.
   uint64_t disk_bytes() const;
   // Heap bytes of loaded in-memory index structures (the K-D tree, loaded hash tables).
-  uint64_t index_memory_bytes();
+  uint64_t index_memory_bytes() PROPELLER_EXCLUDES(rw_);
 
   // ---- for the engine's cache of open ACGs ----
   bool is_open() const { return open_.load(std::memory_order_acquire); }
@@ -345,7 +348,7 @@ class Acg {
   // and reopening one per search was the cost a bounded store removes.
   bool TryUnload();
   // At shutdown, after the last commit: closes the ACG unless updates are still cached.
-  void CloseClean();
+  void CloseClean() PROPELLER_EXCLUDES(rw_);
 
  private:
   // Marks the ACG in use for its lifetime (TryUnload leaves it) and stamps its last use.
@@ -362,14 +365,14 @@ class Acg {
 
   Acg(uint64_t id, std::string dir, const AcgContext* ctx);
   // Opens the ACG if it is closed, then calls ctx_->on_open (outside rw_).
-  // REQUIRES: pinned; rw_ not held.
-  Status EnsureOpen();
+  // REQUIRES: pinned.
+  Status EnsureOpen() PROPELLER_EXCLUDES(rw_);
   // Loads the named indexes that are not loaded; does nothing if the ACG is closed (the caller
-  // checks under its lock and retries). REQUIRES: pinned; rw_ not held.
-  Status EnsureLoaded(const std::vector<std::string>& names);
-  Status OpenLocked(bool first);  // REQUIRES: rw_ exclusive, closed
-  void CloseLocked();             // REQUIRES: rw_ exclusive
-  Status OpenEnv(bool first);     // REQUIRES: rw_ exclusive
+  // checks under its lock and retries). REQUIRES: pinned.
+  Status EnsureLoaded(const std::vector<std::string>& names) PROPELLER_EXCLUDES(rw_);
+  Status OpenLocked(bool first) PROPELLER_REQUIRES(rw_);  // REQUIRES: closed
+  void CloseLocked() PROPELLER_REQUIRES(rw_);
+  Status OpenEnv(bool first) PROPELLER_REQUIRES(rw_);
   // Keys: P ‖ suffix, and the first / next entry of a cursor within the ACG's range
   // (MDB_NOTFOUND past it).
   std::string Key(std::string_view suffix) const { return prefix_ + std::string(suffix); }
@@ -380,15 +383,17 @@ class Acg {
   std::string_view Unprefixed(const MDB_val& k) const {
     return View(k).substr(std::min(k.mv_size, prefix_.size()));
   }
-  Status ReconcileIndexes(MDB_txn* txn, const std::vector<IndexSpec>& user_indexes);
+  Status ReconcileIndexes(MDB_txn* txn, const std::vector<IndexSpec>& user_indexes)
+      PROPELLER_REQUIRES(rw_);
   // The search of an open ACG; `planned`, when not null, is its candidate set (sorted, unique,
   // planned under the shared lock the caller still holds), else it plans here — with
   // `memory_planner` when not null (one that planned from memory under that same lock; it
-  // keeps what it found). REQUIRES: rw_ shared, open_.
+  // keeps what it found). REQUIRES: open_.
   Status SearchOpen(const AcgSearchRequest& request, AcgSearchStats* stats,
-                    const std::vector<FileId>* planned, AcgPlanner* memory_planner = nullptr);
-  // Whether every index of `names` that exists here is loaded. REQUIRES: rw_ (either mode).
-  bool Loaded(const std::vector<std::string>& names) const;
+                    const std::vector<FileId>* planned, AcgPlanner* memory_planner = nullptr)
+      PROPELLER_REQUIRES_SHARED(rw_);
+  // Whether every index of `names` that exists here is loaded.
+  bool Loaded(const std::vector<std::string>& names) const PROPELLER_REQUIRES_SHARED(rw_);
   struct Slice {  // entries [begin, end) of a batch
     std::shared_ptr<const StagedBatch> batch;
     uint32_t begin = 0;
@@ -406,21 +411,26 @@ class Acg {
   // True when the cache holds an update with LSN <= up_to_lsn. Thread-safe.
   bool HasDue(uint64_t up_to_lsn) const;
   // Moves the cached updates with LSN <= up_to_lsn into *t (none: t->count == 0); from now
-  // on searches count them as being committed. REQUIRES: rw_ exclusive.
-  Status TakeDueLocked(uint64_t up_to_lsn, Taken* t);
+  // on searches count them as being committed.
+  Status TakeDueLocked(uint64_t up_to_lsn, Taken* t) PROPELLER_REQUIRES(rw_);
   // Writes *t into the indexes in `txn` (a write transaction of this ACG's shard, which the
-  // caller commits), with the applied LSN, summary and counts. REQUIRES: rw_ exclusive, open.
-  Status ApplyTaken(MDB_txn* txn, Taken* t);
+  // caller commits), with the applied LSN, summary and counts. REQUIRES: open.
+  Status ApplyTaken(MDB_txn* txn, Taken* t) PROPELLER_REQUIRES(rw_);
   // ApplyTaken in a transaction of its own, then CommittedLocked. REQUIRES: as ApplyTaken.
-  Status WriteTaken(Taken* t);
-  // The in-memory counts of `t`'s transaction, once it committed. REQUIRES: rw_ exclusive.
-  void CommittedLocked(const Taken& t);
-  // After the transaction of ApplyTaken: `s` ok, it committed (CommittedLocked ran); else the updates go back to the front of the cache and the in-memory structures are
-  // dropped. REQUIRES: rw_ exclusive.
-  void FinishTakenLocked(Taken* t, const Status& s);
-  // The body of Commit. REQUIRES: rw_ exclusive. *reopened: the environment was opened here.
-  Status CommitLocked(uint64_t up_to_lsn, size_t* updates, bool* reopened);
-  Status EnsureOpenLocked(bool* reopened);  // REQUIRES: rw_ exclusive
+  Status WriteTaken(Taken* t) PROPELLER_REQUIRES(rw_);
+  // The in-memory counts of `t`'s transaction, once it committed.
+  void CommittedLocked(const Taken& t) PROPELLER_REQUIRES(rw_);
+  // After the transaction of ApplyTaken: `s` ok, it committed (CommittedLocked ran); else
+  // the updates go back to the front of the cache and the in-memory structures are dropped.
+  void FinishTakenLocked(Taken* t, const Status& s) PROPELLER_REQUIRES(rw_);
+  // The body of Commit. *reopened: the environment was opened here.
+  Status CommitLocked(uint64_t up_to_lsn, size_t* updates, bool* reopened)
+      PROPELLER_REQUIRES(rw_);
+  Status EnsureOpenLocked(bool* reopened) PROPELLER_REQUIRES(rw_);
+  // CommitGroup's locking of a member (wait: Lock, else TryLock; true when locked) and its
+  // unlocking, outside the analysis: see acg_commit.cc.
+  bool LockForGroup(bool wait) PROPELLER_NO_THREAD_SAFETY_ANALYSIS;
+  void UnlockForGroup() PROPELLER_NO_THREAD_SAFETY_ANALYSIS;
   // Applies one update and widens `widened` to cover its record.
   // Applies `u` in `txn`; `files` is a cursor on the records database (left anywhere);
   // `encoded` is EncodeRecord(u.record) when the caller has it (else empty).
@@ -428,8 +438,9 @@ class Acg {
   // commit gave the file) or else the stored record's; a kPut whose generation differs from
   // the stored record's makes the file new (commit_renewed_).
   Status ApplyOne(MDB_txn* txn, MDB_cursor* files, const Update& u, std::string_view encoded,
-                  AcgSummary* widened, uint32_t carried = 0);
-  Status UpdateIndexes(MDB_txn* txn, const FileRecord* old_rec, const FileRecord* new_rec);
+                  AcgSummary* widened, uint32_t carried = 0) PROPELLER_REQUIRES(rw_);
+  Status UpdateIndexes(MDB_txn* txn, const FileRecord* old_rec, const FileRecord* new_rec)
+      PROPELLER_REQUIRES(rw_);
   Status ReadRecord(MDB_txn* txn, FileId id, FileRecord* rec, bool* found);
   // The record bytes of a stored value, or Corruption naming this ACG's data file (which
   // also records the damage: damage()).
@@ -438,27 +449,29 @@ class Acg {
   // Files whose edges go, each with the inode generation whose edges stay (0: none stay).
   using GoneFiles = std::unordered_map<FileId, uint32_t, FileIdHash>;
   // Removes every edge of which a file of `gone` is an end, unless the edge names that end
-  // with the generation to keep. REQUIRES: rw_ exclusive.
-  Status DropEdgesOf(MDB_txn* txn, const GoneFiles& gone);
+  // with the generation to keep.
+  Status DropEdgesOf(MDB_txn* txn, const GoneFiles& gone) PROPELLER_REQUIRES(rw_);
   // Writes P ‖ "counts" as they are after this transaction's changes (files_ and edges_ plus
   // delta_files_ and delta_edges_) in `txn`; *files and *edges receive them.
-  Status SaveCounts(MDB_txn* txn, uint64_t* files, uint64_t* edges);
+  Status SaveCounts(MDB_txn* txn, uint64_t* files, uint64_t* edges) PROPELLER_REQUIRES(rw_);
   // Calls fn(edge) for every edge in `txn`, in key order; Corruption for a malformed entry.
   Status ScanEdges(MDB_txn* txn, const std::function<void(const StoredEdge&)>& fn);
   Status BuildIndex(MDB_txn* txn, Index* index);
   // The `inode` K-D tree's source (KdTreeOptions::scan_points): the six axes of every record.
-  Status ScanPoints(MDB_txn* txn, const KdReserve& reserve, const KdAddPoint& add);
-  void RefreshOpenBytes();  // REQUIRES: rw_ held exclusively
+  // (Called through a std::function by the tree's Load, which the analysis does not follow:
+  // every Load of `inode` runs under rw_.)
+  Status ScanPoints(MDB_txn* txn, const KdReserve& reserve, const KdAddPoint& add)
+      PROPELLER_REQUIRES_SHARED(rw_);
+  void RefreshOpenBytes() PROPELLER_REQUIRES(rw_);
   // Runs `fn` in a read transaction, opening the environment if needed.
-  // REQUIRES: the lock of LockExclusive held.
-  Status ReadHeld(const std::function<Status(MDB_txn*)>& fn);
+  Status ReadHeld(const std::function<Status(MDB_txn*)>& fn) PROPELLER_REQUIRES(rw_);
   // Appends the ids of the committed records, in key order, read in `txn`.
   Status ScanFileIds(MDB_txn* txn, std::vector<FileId>* ids);
   // Appends the ids of ListHeldIds, read in `txn`, and sorts and deduplicates *ids.
   Status ScanHeldIds(MDB_txn* txn, std::vector<FileId>* ids);
   // Runs `fn` in a read transaction of the open ACG (opening it, and reopening it if a commit
-  // closes it meanwhile), pinned and under rw_ shared. REQUIRES: rw_ not held.
-  Status WithReadTxn(const std::function<Status(MDB_txn*)>& fn);
+  // closes it meanwhile), pinned and under rw_ shared.
+  Status WithReadTxn(const std::function<Status(MDB_txn*)>& fn) PROPELLER_EXCLUDES(rw_);
 
   const uint64_t id_;
   const std::string dir_;
@@ -475,19 +488,24 @@ class Acg {
   std::atomic<uint64_t> edges_{0};
   std::atomic<uint64_t> applied_lsn_{0};  // written under rw_ exclusive
 
-  mutable std::shared_mutex rw_;
+  // Lock order: before cache_mu_, summary_mu_, routes_mu_ and damage_mu_ (written, not
+  // checked: clang checks the order only with -Wthread-safety-beta).
+  mutable SharedMutex rw_
+      PROPELLER_ACQUIRED_BEFORE(cache_mu_, summary_mu_, routes_mu_, damage_mu_);
   // The shard's environment and databases (fixed).
   MDB_env* const env_;
   const MDB_dbi files_dbi_, dirs_dbi_, edges_dbi_, meta_dbi_, moved_dbi_;
-  // Changes to the counts by the running write transaction. Under rw_ exclusive.
-  int64_t delta_files_ = 0, delta_edges_ = 0;
+  // Changes to the counts by the running write transaction (written under rw_ exclusive).
+  int64_t delta_files_ PROPELLER_GUARDED_BY(rw_) = 0;
+  int64_t delta_edges_ PROPELLER_GUARDED_BY(rw_) = 0;
   // The `inode` K-D tree: kept across closes once created (reattached at open), loaded lazily.
-  std::unique_ptr<Index> inode_;  // Under rw_.
+  std::unique_ptr<Index> inode_ PROPELLER_GUARDED_BY(rw_);
   // B-tree and hash indexes (built-in and user): only while open.
-  std::map<std::string, std::unique_ptr<Index>, std::less<>> owned_;  // Under rw_.
-  // Every index by name while open; just `inode` while closed. Under rw_.
-  std::map<std::string, Index*, std::less<>> indexes_;
-  std::vector<IndexSpec> user_specs_;  // user indexes built here (last reconcile). Under rw_.
+  std::map<std::string, std::unique_ptr<Index>, std::less<>> owned_ PROPELLER_GUARDED_BY(rw_);
+  // Every index by name while open; just `inode` while closed.
+  std::map<std::string, Index*, std::less<>> indexes_ PROPELLER_GUARDED_BY(rw_);
+  // User indexes built here (last reconcile).
+  std::vector<IndexSpec> user_specs_ PROPELLER_GUARDED_BY(rw_);
   // Scratch of ApplyTaken/ApplyOne, kept so each update's decoding reuses the strings of the
   // previous one instead of allocating. Under rw_ exclusive.
   struct CommitRef {  // one cached update, by its file: the commit's apply order
@@ -495,29 +513,30 @@ class Acg {
     uint32_t slice;
     uint32_t index;
   };
-  std::vector<CommitRef> commit_order_;
+  std::vector<CommitRef> commit_order_ PROPELLER_GUARDED_BY(rw_);
   mutable Mutex damage_mu_;
   mutable std::string damage_ PROPELLER_GUARDED_BY(damage_mu_);
   mutable std::atomic<bool> damaged_{false};  // !damage_.empty(); set under damage_mu_
-  Update commit_update_;
-  FileRecord commit_old_;
+  Update commit_update_ PROPELLER_GUARDED_BY(rw_);
+  FileRecord commit_old_ PROPELLER_GUARDED_BY(rw_);
   // The commit's edges and the deletes that removed a record, in log order (slice, index):
   // a file's edges go with it (DropEdgesOf), those added after its delete stay.
-  std::vector<CommitRef> commit_edges_;
-  std::vector<CommitRef> commit_deletes_;
-  bool commit_deleted_ = false;  // the last ApplyOne removed a record
+  std::vector<CommitRef> commit_edges_ PROPELLER_GUARDED_BY(rw_);
+  std::vector<CommitRef> commit_deletes_ PROPELLER_GUARDED_BY(rw_);
+  // The last ApplyOne removed a record.
+  bool commit_deleted_ PROPELLER_GUARDED_BY(rw_) = false;
   // The files a kPut of this commit made new (another inode generation than the stored
   // record's), with the new generation: their older edges go.
-  GoneFiles commit_renewed_;
-  FileRecord commit_merged_;
-  std::string commit_key_;
-  std::string commit_bytes_;
-  std::string commit_stored_;
+  GoneFiles commit_renewed_ PROPELLER_GUARDED_BY(rw_);
+  FileRecord commit_merged_ PROPELLER_GUARDED_BY(rw_);
+  std::string commit_key_ PROPELLER_GUARDED_BY(rw_);
+  std::string commit_bytes_ PROPELLER_GUARDED_BY(rw_);
+  std::string commit_stored_ PROPELLER_GUARDED_BY(rw_);
 
-  // A split's watch (StartWatch): ids applied by commits since. Under rw_ exclusive.
-  bool watching_ = false;
-  bool frozen_ = false;  // Under rw_ exclusive. FreezeHeld.
-  FileIdSet watched_;
+  // A split's watch (StartWatch): ids applied by commits since (written under rw_ exclusive).
+  bool watching_ PROPELLER_GUARDED_BY(rw_) = false;
+  bool frozen_ PROPELLER_GUARDED_BY(rw_) = false;  // FreezeHeld
+  FileIdSet watched_ PROPELLER_GUARDED_BY(rw_);
 
   // Files split off to other ACGs: id -> ACG. Loaded from the `moved` database at the first
   // open, extended by AddRoutes. Lock order: a leaf.
@@ -525,8 +544,9 @@ class Acg {
   std::unordered_map<FileId, uint64_t, FileIdHash> routes_ PROPELLER_GUARDED_BY(routes_mu_);
   std::atomic<bool> has_routes_{false};
   std::atomic<uint64_t> merged_into_{0};  // see merged_into(); "merged_into" in meta
-  // "cleanup" in meta: moved records await RemoveHeld. Under rw_ (written exclusively).
-  bool cleanup_pending_ = false;
+  // "cleanup" in meta: moved records await RemoveHeld. Written under rw_ exclusive (and the
+  // engine's split_mu_); an atomic because cleanup_pending() reads it without rw_.
+  std::atomic<bool> cleanup_pending_{false};
   static constexpr char kCleanupKey[] = "cleanup";
  public:
   // Files in an ACG's directory: damage found while serving (damage()), and the data file's

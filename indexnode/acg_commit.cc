@@ -39,10 +39,12 @@ Status Acg::Commit(uint64_t up_to_lsn, size_t* updates) {
   // the cache only under rw_ held exclusively, so a search (rw_ shared) finds every update
   // either in the cache or in the indexes, never in between.
   PROPELLER_RETURN_IF_ERROR(EnsureOpen());
-  std::unique_lock<std::shared_mutex> lock(rw_);
   bool reopened = false;
-  Status s = CommitLocked(up_to_lsn, updates, &reopened);
-  lock.unlock();
+  Status s;
+  {
+    WriterLock lock(&rw_);
+    s = CommitLocked(up_to_lsn, updates, &reopened);
+  }
   if (reopened && ctx_->on_open) ctx_->on_open(this);  // account for it (even if closed again)
   return s;
 }
@@ -78,7 +80,7 @@ Status Acg::CommitGroup(std::span<Acg* const> acgs, uint64_t up_to_lsn,
     explicit Member(Acg* a) : acg(a), pin(a) {}
     Acg* acg;
     Pin pin;
-    std::unique_lock<std::shared_mutex> lock;
+    bool locked = false;  // holds acg->rw_ exclusively (LockForGroup, UnlockForGroup)
     Taken taken;
     bool reopened = false;
     size_t index = 0;
@@ -102,17 +104,16 @@ Status Acg::CommitGroup(std::span<Acg* const> acgs, uint64_t up_to_lsn,
   // is waited for: a split or merge holds one ACG's lock while it waits for another's, in an
   // order of its own, so waiting for a second one while holding the first could close a
   // cycle. A member whose lock is taken is left to the caller (*busy).
+  // The analysis follows a lock only within the scope that takes it, so each use of a
+  // member's lock below first asserts it, from m->locked (LockForGroup).
   Status s;
   for (auto& m : members) {
-    if (&m == &members.front()) {
-      m->lock = std::unique_lock<std::shared_mutex>(m->acg->rw_);
-    } else {
-      m->lock = std::unique_lock<std::shared_mutex>(m->acg->rw_, std::try_to_lock);
-      if (!m->lock.owns_lock()) {
-        busy->push_back(m->acg);
-        continue;
-      }
+    m->locked = m->acg->LockForGroup(/*wait=*/&m == &members.front());
+    if (!m->locked) {
+      busy->push_back(m->acg);
+      continue;
     }
+    m->acg->rw_.AssertHeld();
     s = m->acg->EnsureOpenLocked(&m->reopened);
     if (s.ok()) s = m->acg->TakeDueLocked(up_to_lsn, &m->taken);
     if (!s.ok()) {
@@ -130,14 +131,17 @@ Status Acg::CommitGroup(std::span<Acg* const> acgs, uint64_t up_to_lsn,
     } else {
       TxnGuard txn(raw);
       for (auto& m : members) {
-        if (m->taken.count == 0) continue;
+        if (m->taken.count == 0) continue;  // (taken only by a locked member)
+        m->acg->rw_.AssertHeld();
         s = m->acg->ApplyTaken(raw, &m->taken).WithContext("committing " + AcgName(m->acg->id_));
         if (!s.ok()) break;
       }
       if (s.ok() && (rc = txn.Commit()) != 0) s = LmdbStatus(rc, "mdb_txn_commit");
       if (s.ok()) {
         for (auto& m : members) {
-          if (m->taken.count > 0) m->acg->CommittedLocked(m->taken);
+          if (m->taken.count == 0) continue;
+          m->acg->rw_.AssertHeld();
+          m->acg->CommittedLocked(m->taken);
         }
       }
     }
@@ -145,13 +149,33 @@ Status Acg::CommitGroup(std::span<Acg* const> acgs, uint64_t up_to_lsn,
   // All or nothing: on failure every member keeps its cache (and drops its in-memory
   // structures, which the failed transaction left ahead of LMDB).
   for (auto& m : members) {
-    if (m->taken.count > 0) m->acg->FinishTakenLocked(&m->taken, s);
+    if (m->taken.count > 0) {
+      m->acg->rw_.AssertHeld();
+      m->acg->FinishTakenLocked(&m->taken, s);
+    }
     if (s.ok()) (*updates)[m->index] = m->taken.count;
-    if (m->lock.owns_lock()) m->lock.unlock();  // not taken: a member before it failed
+    // Not locked: busy, or not reached after a member before it failed.
+    if (m->locked) m->acg->UnlockForGroup();
+    m->locked = false;
     if (m->reopened && m->acg->ctx_->on_open) m->acg->ctx_->on_open(m->acg);
   }
   return s;
 }
+
+// CommitGroup holds the locks of a run-time number of ACGs across loops over them, which the
+// analysis cannot follow (it tracks a lock through the scope that takes it, not through a
+// container, and a fixed nesting of scopes cannot take a variable number). So the locking and
+// unlocking of a member happen here, outside the analysis, and CommitGroup asserts the lock
+// where it uses it. Invariant: a member holds its ACG's rw_ exclusively iff its `locked` is
+// true, from a successful LockForGroup to its UnlockForGroup, which CommitGroup's last loop
+// calls for every locked member on every path (it has no early return once a lock is held).
+bool Acg::LockForGroup(bool wait) {
+  if (!wait) return rw_.TryLock();
+  rw_.Lock();
+  return true;
+}
+
+void Acg::UnlockForGroup() { rw_.Unlock(); }
 
 Status Acg::WriteTaken(Taken* t) {
   MDB_txn* raw = nullptr;

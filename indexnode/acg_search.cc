@@ -392,7 +392,7 @@ Status Acg::Search(const AcgSearchRequest& req, AcgSearchStats* stats) {
     //  - a few candidates: verifying them is cheaper than loading a user hash table (~1-3 ms
     //    for a 1,000-file ACG, and loaded tables are what the open-ACG cache evicts first),
     //    so nothing is loaded and the planner below starts from the same K-D box (PlanAnd).
-    std::shared_lock<std::shared_mutex> lock(rw_);
+    ReaderLock lock(&rw_);
     const bool keyword = HasKeywordProbe(req.query->root());
     if (keyword && open_.load() && Loaded(names)) {
       // The keyword's posting chunks, then the box by lookups (AcgPlanner::PlanAnd), cost
@@ -423,7 +423,7 @@ Status Acg::Search(const AcgSearchRequest& req, AcgSearchStats* stats) {
   for (int attempt = 0;; ++attempt) {
     PROPELLER_RETURN_IF_ERROR(EnsureOpen());
     PROPELLER_RETURN_IF_ERROR(EnsureLoaded(names));
-    std::shared_lock<std::shared_mutex> lock(rw_);
+    ReaderLock lock(&rw_);
     if (!open_.load()) {  // closed meanwhile (by a large commit, or a failure)
       if (attempt < kMaxOpenAttempts) continue;
       return Status::Unavailable("ACG " + std::to_string(id_) + " keeps closing");
@@ -485,7 +485,7 @@ Status Acg::SearchOpen(const AcgSearchRequest& req, AcgSearchStats* stats,
   // Files a split moved out stay here until the split's clean-up removes them (RemoveHeld):
   // they are answered by the ACG they moved to. Only then is a record's route looked up
   // (cleanup_pending_ is written under rw_, held here).
-  const bool routed = cleanup_pending_ && has_routes();
+  const bool routed = cleanup_pending_.load(std::memory_order_relaxed) && has_routes();
   auto verify = [&](std::string_view bytes) -> Result<bool> {  // false = stop
     if (stats) ++stats->candidates;
     PROPELLER_RETURN_IF_ERROR(DecodeStored(bytes, &rec));

@@ -58,13 +58,13 @@ void Acg::UnmergeInto() {
 }
 
 void Acg::StartWatch() {
-  std::unique_lock<std::shared_mutex> lock(rw_);
+  WriterLock lock(&rw_);
   watching_ = true;
   watched_.clear();
 }
 
 void Acg::StopWatch() {
-  std::unique_lock<std::shared_mutex> lock(rw_);
+  WriterLock lock(&rw_);
   StopWatchHeld();
 }
 
@@ -129,7 +129,7 @@ Status Acg::CopyTo(const std::string& path) {
 Status Acg::SetAppliedLsn(uint64_t lsn) {
   bool reopened = false;
   Status s = [&]() -> Status {
-    std::unique_lock<std::shared_mutex> lock(rw_);
+    WriterLock lock(&rw_);
     PROPELLER_RETURN_IF_ERROR(EnsureOpenLocked(&reopened));
     MDB_txn* raw = nullptr;
     int rc = mdb_txn_begin(env_, nullptr, 0, &raw);
@@ -151,7 +151,7 @@ Status Acg::SetAppliedLsn(uint64_t lsn) {
 }
 
 void Acg::Retire() {
-  std::unique_lock<std::shared_mutex> lock(rw_);
+  WriterLock lock(&rw_);
   CloseLocked();
   indexes_.clear();
   inode_.reset();
@@ -201,7 +201,7 @@ Status Acg::RecordMovedHeld(const FileIdSet& ids, uint64_t target, bool merge) {
   } else {
     AddRoutes(ids, target);
   }
-  cleanup_pending_ = true;
+  cleanup_pending_.store(true, std::memory_order_release);
   return Status::OK();
 }
 
@@ -210,7 +210,7 @@ Status Acg::RemoveHeld(const FileIdSet& ids, bool last) {
   PROPELLER_RETURN_IF_ERROR(EnsureOpenLocked(&reopened));
   std::vector<FileId> sorted(ids.begin(), ids.end());
   std::sort(sorted.begin(), sorted.end());
-  Status s = [&]() -> Status {
+  Status s = [&]() PROPELLER_REQUIRES(rw_) -> Status {
     MDB_txn* raw = nullptr;
     int rc = mdb_txn_begin(env_, nullptr, 0, &raw);
     if (rc != 0) return LmdbStatus(rc, "mdb_txn_begin");
@@ -271,7 +271,7 @@ Status Acg::RemoveHeld(const FileIdSet& ids, bool last) {
     if (inode_ != nullptr) inode_->Unload();
     return s.WithContext("removing moved files from " + AcgName(id_));
   }
-  if (last) cleanup_pending_ = false;
+  if (last) cleanup_pending_.store(false, std::memory_order_release);
   RefreshOpenBytes();
   return Status::OK();
 }

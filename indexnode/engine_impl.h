@@ -264,13 +264,17 @@ class Engine::Impl {
   // the clean-up.
   void CleanUpMoved(Acg* source, const Acg::FileIdSet& ids);
 
-  // The switch of a split or merge: runs `body` with searches held at the gate (they run
-  // before or after it, never across) and both ACGs locked. On failure neither ACG may commit
+  // The switch of a split or merge runs between LockSwitch and UnlockSwitch, with searches
+  // held at the gate (they run before or after it, never across) and both ACGs locked (in
+  // this order). On failure (`s` not OK) UnlockSwitch freezes both ACGs: neither may commit
   // again before the engine stops: after the switch, a commit of the source would move its
   // applied LSN past updates that only the (discarded) target has. Errors leave the locks
   // before the caller stops the engine: Crash() waits for the committer, which may be waiting
   // for them.
-  Status AtSwitch(Acg* source, Acg* target, const std::function<Status()>& body);
+  void LockSwitch(Acg* source, Acg* target)
+      PROPELLER_ACQUIRE(search_gate_, source->mutex(), target->mutex());
+  void UnlockSwitch(Acg* source, Acg* target, const Status& s)
+      PROPELLER_RELEASE(search_gate_, source->mutex(), target->mutex());
 
   // Open: ACG `target` has a MERGING marker. If its source recorded the merge, only the
   // marker is left to remove; otherwise the copies of the source's files leave the target

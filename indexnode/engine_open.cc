@@ -213,7 +213,7 @@ Status Engine::Impl::Open() {
   for (Acg* acg : AllAcgs()) {
     if (!acg->cleanup_pending()) continue;
     PROPELLER_ASSIGN_OR_RETURN(Acg::FileIdSet moved, acg->MovedStillHeld());
-    auto lock = acg->LockExclusive();
+    WriterLock lock(acg->mutex());
     PROPELLER_RETURN_IF_ERROR(acg->RemoveHeld(moved, /*last=*/true));
   }
   for (Acg* acg : AllAcgs()) {

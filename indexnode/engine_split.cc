@@ -109,22 +109,23 @@ Status Engine::Impl::SplitAcg(uint64_t source_id, uint64_t target_id,
   std::vector<StoredEdge> edges;
   uint64_t snapshot_lsn = 0;
   {
-    auto lock = source->LockExclusive();
+    WriterLock lock(source->mutex());
     s = source->ExportHeld(moving, /*watched_only=*/false, &records, &absent, &edges);
     snapshot_lsn = source->applied_lsn();
   }
   std::vector<Update> copy;
   if (s.ok()) {
     AppendSplitCopy(target_id, records, {}, edges, {}, &copy);
-    auto lock = target->LockExclusive();
+    WriterLock lock(target->mutex());
     s = target->ImportHeld(copy, snapshot_lsn);
   }
   if (!s.ok()) return fail(s);
   if (crash_at(1)) return fail(Status::Aborted("crash after step 1 (test)"));
 
   // What the source's commits changed in the moving files since the last copy, copied as
-  // deltas against the target (edge weights only grow). REQUIRES: both ACGs locked.
-  auto copy_delta = [&](uint64_t applied_lsn, size_t* n) -> Status {
+  // deltas against the target (edge weights only grow).
+  auto copy_delta = [&](uint64_t applied_lsn, size_t* n)
+                        PROPELLER_REQUIRES(source->mutex(), target->mutex()) -> Status {
     std::vector<FileRecord> changed, unused_records;
     std::vector<FileId> gone, unused_absent;
     std::vector<StoredEdge> edges_now, edges_copied;
@@ -148,8 +149,8 @@ Status Engine::Impl::SplitAcg(uint64_t source_id, uint64_t target_id,
     ++passes;
     size_t n = 0;
     s = [&]() -> Status {
-      auto source_lock = source->LockExclusive();
-      auto target_lock = target->LockExclusive();
+      WriterLock source_lock(source->mutex());
+      WriterLock target_lock(target->mutex());
       PROPELLER_RETURN_IF_ERROR(wal_->Sync());
       PROPELLER_RETURN_IF_ERROR(source->CommitHeld(wal_->synced_lsn()));
       return copy_delta(source->applied_lsn(), &n);
@@ -163,7 +164,8 @@ Status Engine::Impl::SplitAcg(uint64_t source_id, uint64_t target_id,
   const int64_t t_switch = options_.env->MonotonicNanos();
   size_t delta_updates = 0;
   int64_t t_remove = 0;
-  s = AtSwitch(source, target, [&]() -> Status {
+  LockSwitch(source, target);
+  s = [&]() PROPELLER_REQUIRES(source->mutex(), target->mutex()) -> Status {
     uint64_t switch_lsn = 0;
     wal_->RunLocked([&](uint64_t next_lsn) {
       switch_lsn = next_lsn - 1;  // every record up to here was cached by the old routes
@@ -188,7 +190,8 @@ Status Engine::Impl::SplitAcg(uint64_t source_id, uint64_t target_id,
     hidden_acg_ = 0;
     split_hold_lsn_.store(0);
     return Status::OK();
-  });
+  }();
+  UnlockSwitch(source, target, s);
   if (!s.ok()) return fail(s);
   const int64_t t_end = options_.env->MonotonicNanos();
   if (options_.split_step_hook) options_.split_step_hook(5);
@@ -294,7 +297,8 @@ Status Engine::Impl::MergeAcg(uint64_t source_id, uint64_t target_id, int crash_
                                 .WithContext(what));
   size_t moved = 0;
   Acg::FileIdSet all;
-  Status s = AtSwitch(source, target, [&]() -> Status {
+  LockSwitch(source, target);
+  Status s = [&]() PROPELLER_REQUIRES(source->mutex(), target->mutex()) -> Status {
     uint64_t switch_lsn = 0;
     wal_->RunLocked([&](uint64_t next_lsn) {
       switch_lsn = next_lsn - 1;
@@ -324,7 +328,8 @@ Status Engine::Impl::MergeAcg(uint64_t source_id, uint64_t target_id, int crash_
     PROPELLER_RETURN_IF_ERROR(options_.env->SyncDir(AcgDir(target_id)));
     reports_.Note(target_id, source_id);
     return Status::OK();
-  });
+  }();
+  UnlockSwitch(source, target, s);
   if (!s.ok()) {
     Log(LogLevel::kError, "%s: %s; the engine stops (reopen to recover)", what.c_str(),
         s.ToString().c_str());
@@ -347,7 +352,7 @@ void Engine::Impl::CleanUpMoved(Acg* source, const Acg::FileIdSet& ids) {
     Acg::FileIdSet chunk(sorted.begin() + static_cast<ptrdiff_t>(at),
                          sorted.begin() + static_cast<ptrdiff_t>(end));
     Status s = [&] {
-      auto lock = source->LockExclusive();
+      WriterLock lock(source->mutex());
       return source->RemoveHeld(chunk, /*last=*/end == sorted.size());
     }();
     if (!s.ok()) {
@@ -359,16 +364,20 @@ void Engine::Impl::CleanUpMoved(Acg* source, const Acg::FileIdSet& ids) {
   }
 }
 
-Status Engine::Impl::AtSwitch(Acg* source, Acg* target, const std::function<Status()>& body) {
-  WriterLock gate(&search_gate_);
-  auto source_lock = source->LockExclusive();
-  auto target_lock = target->LockExclusive();
-  Status s = body();
+void Engine::Impl::LockSwitch(Acg* source, Acg* target) {
+  search_gate_.Lock();
+  source->mutex()->Lock();
+  target->mutex()->Lock();
+}
+
+void Engine::Impl::UnlockSwitch(Acg* source, Acg* target, const Status& s) {
   if (!s.ok()) {
     source->FreezeHeld();
     target->FreezeHeld();
   }
-  return s;
+  target->mutex()->Unlock();
+  source->mutex()->Unlock();
+  search_gate_.Unlock();
 }
 
 Status Engine::Impl::RecoverMerge(Acg* target) {
@@ -381,7 +390,7 @@ Status Engine::Impl::RecoverMerge(Acg* target) {
     std::vector<FileId> ids;
     PROPELLER_RETURN_IF_ERROR(source->ListHeldIds(&ids));  // what MergeAcg copied
     {
-      auto lock = target->LockExclusive();
+      WriterLock lock(target->mutex());
       PROPELLER_RETURN_IF_ERROR(
           target->RemoveHeld(Acg::FileIdSet(ids.begin(), ids.end()), /*last=*/false));
     }

@@ -48,13 +48,13 @@
 #include <bit>
 #include <exception>
 #include <limits>
-#include <mutex>
 #include <new>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
+#include "common/mutex.h"
 #include "schemas/keys.h"
 
 namespace propeller {
@@ -290,8 +290,10 @@ class KdTreeIndex final : public Index {
   // Lock order: rebuild_mu_ is a leaf lock. It serialises a lazy rebuild inside Search (while
   // other Searches may run) and MemoryBytes against it. stale_ is set only by mutations and
   // cleared (release) by the Search that rebuilt, under rebuild_mu_; a Search that reads it
-  // false (acquire) sees the finished store_.
-  mutable std::mutex rebuild_mu_;
+  // false (acquire) sees the finished store_. No member is PROPELLER_GUARDED_BY it: what it
+  // guards is the lazy rebuild, not store_, which mutations (under the owner's exclusive lock,
+  // Acg::rw_) and searches of a fresh store read and write without it.
+  mutable Mutex rebuild_mu_;
   mutable std::atomic<bool> stale_{false};
   // Changed by mutations, and by the lazy rebuild under rebuild_mu_ (see above).
   mutable Store store_;
@@ -512,7 +514,7 @@ Status KdTreeIndex::Fresh(const IndexQuery& q) const {
   }
   if (!loaded_) return Status::Internal("kdtree index " + name_ + ": searched while not loaded");
   if (stale_.load(std::memory_order_acquire)) {
-    std::lock_guard<std::mutex> lock(rebuild_mu_);
+    MutexLock lock(&rebuild_mu_);
     if (stale_.load(std::memory_order_relaxed)) {
       // A failed rebuild (out of memory) still leaves a correct store: answer from it, and do
       // not retry until the next mutation, so no Search rebuilds while another reads.
@@ -587,7 +589,7 @@ Status KdTreeIndex::Search(MDB_txn* /*txn*/, const IndexQuery& q, const IdCallba
 }
 
 uint64_t KdTreeIndex::MemoryBytes() const {
-  std::lock_guard<std::mutex> lock(rebuild_mu_);
+  MutexLock lock(&rebuild_mu_);
   const Store& st = store_;
   uint64_t bytes = sizeof(*this) + name_.capacity() + key_buf_.capacity() + value_buf_.capacity();
   bytes += st.points.capacity() * sizeof(Code);
@@ -617,7 +619,7 @@ Status KdTreeIndex::Load(MDB_txn* txn) {
 }
 
 void KdTreeIndex::Unload() {
-  std::lock_guard<std::mutex> lock(rebuild_mu_);
+  MutexLock lock(&rebuild_mu_);
   store_ = Store();
   live_ = 0;
   loaded_ = false;
@@ -638,7 +640,7 @@ Status KdTreeIndex::Reattach(MDB_txn* txn) {
 
 Status KdTreeIndex::Rebalance() {
   if (!loaded_ || !stale_.load(std::memory_order_acquire)) return Status::OK();
-  std::lock_guard<std::mutex> lock(rebuild_mu_);
+  MutexLock lock(&rebuild_mu_);
   Status s = Rebuild();
   stale_.store(false, std::memory_order_release);  // as in Search: no retry until a mutation
   return s;

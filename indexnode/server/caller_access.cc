@@ -8,7 +8,7 @@
 namespace propeller {
 
 Result<std::map<uint32_t, std::string>> VolumeRoots::All(bool refresh) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (fetched_ && !refresh) return roots_;
   if (master_ == nullptr) return roots_;
   wire::VolumesReply reply;
@@ -41,7 +41,7 @@ std::optional<Credentials> CallerAccess::SearchCredentials(
 
 bool CallerAccess::VolumeVisible(uint32_t volume) {
   if (!filtered()) return true;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   auto it = volume_visible_.find(volume);
   if (it != volume_visible_.end()) return it->second;
   // Root() refreshes its cache from the master for a volume it does not know yet.
@@ -55,7 +55,7 @@ bool CallerAccess::VolumeVisible(uint32_t volume) {
 }
 
 Status CallerAccess::volume_error() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return volume_error_;
 }
 

@@ -14,11 +14,11 @@
 
 #include <cstdint>
 #include <map>
-#include <mutex>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "common/mutex.h"
 #include "common/record.h"
 #include "common/rpc/rpc.h"
 #include "common/status.h"
@@ -40,9 +40,10 @@ class VolumeRoots {
  private:
   rpc::Channel* const master_;
   const int64_t timeout_ms_;
-  std::mutex mu_;
-  bool fetched_ = false;                   // Under mu_.
-  std::map<uint32_t, std::string> roots_;  // Under mu_.
+  // Held across the master call of a refresh (one refresh at a time). A leaf.
+  Mutex mu_;
+  bool fetched_ PROPELLER_GUARDED_BY(mu_) = false;
+  std::map<uint32_t, std::string> roots_ PROPELLER_GUARDED_BY(mu_);
 };
 
 class CallerAccess {
@@ -75,9 +76,10 @@ class CallerAccess {
   const wire::Caller caller_;
   Engine* const engine_;
   VolumeRoots* const roots_;
-  std::mutex mu_;
-  std::map<uint32_t, bool> volume_visible_;  // Under mu_.
-  Status volume_error_;                       // Under mu_.
+  // Held across roots_->Root (before VolumeRoots::mu_ in the lock order).
+  Mutex mu_;
+  std::map<uint32_t, bool> volume_visible_ PROPELLER_GUARDED_BY(mu_);
+  Status volume_error_ PROPELLER_GUARDED_BY(mu_);
 };
 
 }  // namespace propeller

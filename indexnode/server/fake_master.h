@@ -10,13 +10,13 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
 #include <utility>
 #include <vector>
 
+#include "common/mutex.h"
 #include "common/rpc/rpc.h"
 #include "common/status.h"
 #include "schemas/messages.h"
@@ -52,60 +52,60 @@ class FakeMaster {
 
   // ACG `acg` belongs to `node` (reachable at `endpoint`, or at the endpoint it registered).
   void SetOwner(uint64_t acg, uint32_t node, const std::string& endpoint = "") {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     owners_[acg] = {node, endpoint};
   }
   void SetCatalogue(std::vector<wire::IndexDef> catalogue) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     catalogue_ = std::move(catalogue);
   }
   // kMoveAcg (by default NotSupported, a refusal): `commit` flips the owner, then the reply
   // is `reply` (kTimeout stands in for a reply lost with a master that died after its commit).
   void SetMoveOutcome(bool commit, const Status& reply) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     move_outcome_ = std::make_pair(commit, reply);
   }
   // Node `id` is known (up) at `endpoint`, as if it had registered (ListNodes).
   void AddNode(uint32_t id, const std::string& endpoint) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     nodes_[id] = endpoint;
     if (id >= next_id_) next_id_ = id + 1;
   }
   // While set, LocateAcgs gets kTimeout (a master that cannot be reached).
   void SetLocateSilent(bool silent) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     locate_silent_ = silent;
   }
   // The next heartbeat is answered with reregister = true.
   // Volume `id` has its root at `root` (ListVolumes).
   void SetVolume(uint32_t id, const std::string& root) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     volumes_[id] = root;
   }
 
   void RequestReregister() {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     reregister_ = true;
   }
 
   std::vector<wire::RegisterNodeRequest> registrations() const {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     return registrations_;
   }
   std::optional<wire::HeartbeatRequest> last_heartbeat() const {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     return last_heartbeat_;
   }
   uint64_t heartbeats() const {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     return heartbeats_;
   }
   uint64_t locate_calls() const {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     return locate_calls_;
   }
   std::string node_endpoint(uint32_t node) const {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     auto it = nodes_.find(node);
     return it == nodes_.end() ? "" : it->second;
   }
@@ -117,7 +117,7 @@ class FakeMaster {
     wire::RequestEnvelope env;
     Status st = wire::DecodeRequest(bytes, &env);
     if (!st.ok()) return wire::EncodeReply(st, {});
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     switch (env.type) {
       case wire::MsgType::kRegisterNode: {
         wire::RegisterNodeRequest req;
@@ -201,19 +201,20 @@ class FakeMaster {
 
   const uint32_t interval_ms_;
   std::unique_ptr<rpc::Server> server_;
-  mutable std::mutex mu_;
-  std::map<uint64_t, std::pair<uint32_t, std::string>> owners_;
-  std::map<uint32_t, std::string> nodes_;
-  std::map<uint32_t, std::string> volumes_;
-  std::vector<wire::IndexDef> catalogue_;
-  std::vector<wire::RegisterNodeRequest> registrations_;
-  std::optional<wire::HeartbeatRequest> last_heartbeat_;
-  uint64_t heartbeats_ = 0;
-  uint64_t locate_calls_ = 0;
-  uint32_t next_id_ = 1;
-  bool reregister_ = false;
-  std::optional<std::pair<bool, Status>> move_outcome_;
-  bool locate_silent_ = false;
+  // Everything below: Handle runs on the server's threads, the setters on the test's.
+  mutable Mutex mu_;
+  std::map<uint64_t, std::pair<uint32_t, std::string>> owners_ PROPELLER_GUARDED_BY(mu_);
+  std::map<uint32_t, std::string> nodes_ PROPELLER_GUARDED_BY(mu_);
+  std::map<uint32_t, std::string> volumes_ PROPELLER_GUARDED_BY(mu_);
+  std::vector<wire::IndexDef> catalogue_ PROPELLER_GUARDED_BY(mu_);
+  std::vector<wire::RegisterNodeRequest> registrations_ PROPELLER_GUARDED_BY(mu_);
+  std::optional<wire::HeartbeatRequest> last_heartbeat_ PROPELLER_GUARDED_BY(mu_);
+  uint64_t heartbeats_ PROPELLER_GUARDED_BY(mu_) = 0;
+  uint64_t locate_calls_ PROPELLER_GUARDED_BY(mu_) = 0;
+  uint32_t next_id_ PROPELLER_GUARDED_BY(mu_) = 1;
+  bool reregister_ PROPELLER_GUARDED_BY(mu_) = false;
+  std::optional<std::pair<bool, Status>> move_outcome_ PROPELLER_GUARDED_BY(mu_);
+  bool locate_silent_ PROPELLER_GUARDED_BY(mu_) = false;
 };
 
 // Collects the partial frames a handler sends (NodeService::Handle in tests).

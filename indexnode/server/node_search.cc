@@ -1,6 +1,5 @@
 // kSearch on an index node (node_service.h).
 #include <algorithm>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <variant>
@@ -57,7 +56,7 @@ std::string NodeService::HandleSearch(std::string_view body, CallerAccess& calle
     // An adoption whose flip is unsettled stays out of searches that do not name it: the
     // source may own and update the ACG meanwhile. A search that names it follows a source's
     // report that the ACG moved here (SearchDone.moved), so the move did happen.
-    std::lock_guard<std::mutex> lock(adopted_mu_);
+    MutexLock lock(&adopted_mu_);
     for (uint64_t acg : unsettled_) {
       if (std::find(req.acgs.begin(), req.acgs.end(), acg) == req.acgs.end()) {
         req.exclude.push_back(acg);

@@ -6,8 +6,6 @@
 #include <algorithm>
 #include <atomic>
 #include <charconv>
-#include <condition_variable>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <thread>
@@ -15,6 +13,7 @@
 
 #include "common/env.h"
 #include "common/logging.h"
+#include "common/mutex.h"
 #include "common/rpc/rpc.h"
 #include "common/secure_dir.h"
 #include "indexnode/server/node_service.h"
@@ -104,16 +103,19 @@ class IndexNodeServer::Impl {
   std::atomic<int64_t> master_interval_ms_{kDefaultIntervalMs};
   uint64_t failures_ = 0;
 
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stop_ = false;  // Under mu_.
-  bool report_due_ = false;  // Under mu_. A split committed: report it without waiting.
+  // A leaf.
+  Mutex mu_;
+  CondVar cv_;  // stop_ or report_due_ set (the membership thread waits)
+  bool stop_ PROPELLER_GUARDED_BY(mu_) = false;
+  // A split committed: report it without waiting.
+  bool report_due_ PROPELLER_GUARDED_BY(mu_) = false;
   uint64_t report_failures_ = 0;  // membership thread only
   std::vector<wire::AcgMerge> merges_;  // from the last heartbeat reply; membership thread only
   // The latest catalogue from a heartbeat reply and the index change counter read before that
-  // heartbeat was sent; the reconciler thread takes it. Under mu_.
-  std::optional<std::pair<std::vector<wire::IndexDef>, uint64_t>> pending_catalogue_;
-  std::condition_variable reconcile_cv_;
+  // heartbeat was sent; the reconciler thread takes it.
+  std::optional<std::pair<std::vector<wire::IndexDef>, uint64_t>> pending_catalogue_
+      PROPELLER_GUARDED_BY(mu_);
+  CondVar reconcile_cv_;  // stop_ or pending_catalogue_ set (the reconciler waits)
   std::thread membership_;
   // Index builds can take minutes on a large node and hold the engine's catalogue lock; they
   // run here so heartbeats keep flowing and the master does not declare the node down.
@@ -191,10 +193,10 @@ Status IndexNodeServer::Impl::Init(const IndexNodeOptions& options) {
                     uint64_t source, uint64_t target, const std::vector<FileId>& moved) {
     if (user) user(source, target, moved);
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       report_due_ = true;
     }
-    cv_.notify_all();
+    cv_.NotifyAll();
   };
   Result<std::unique_ptr<Engine>> engine = Engine::Open(eo);
   if (!engine.ok()) {
@@ -275,12 +277,12 @@ Status IndexNodeServer::Impl::Init(const IndexNodeOptions& options) {
 
 Status IndexNodeServer::Impl::Stop() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (stop_ && !engine_) return Status::OK();
     stop_ = true;
   }
-  cv_.notify_all();
-  reconcile_cv_.notify_all();
+  cv_.NotifyAll();
+  reconcile_cv_.NotifyAll();
   if (membership_.joinable()) membership_.join();
   if (reconciler_.joinable()) reconciler_.join();
   if (mover_.joinable()) mover_.join();  // a move in progress finishes first
@@ -317,10 +319,14 @@ void IndexNodeServer::Impl::MembershipLoop() {
     }
     again = again && immediate < 2;
     immediate = again ? immediate + 1 : 0;
-    std::unique_lock<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (!again) {
-      cv_.wait_for(lock, std::chrono::milliseconds(IntervalMs()),
-                   [this] { return stop_ || report_due_; });
+      const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(IntervalMs());
+      while (!stop_ && !report_due_) {
+        const auto left = until - std::chrono::steady_clock::now();
+        if (left <= left.zero()) break;
+        cv_.WaitFor(&mu_, left);
+      }
     }
     report_due_ = false;
     if (stop_) return;
@@ -338,7 +344,7 @@ void IndexNodeServer::Impl::NoteMasterFailure(const char* what, const Status& st
 
 Status IndexNodeServer::Impl::Register() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (stop_) return Status::Aborted("stopping");
   }
   wire::RegisterNodeRequest req;
@@ -422,10 +428,10 @@ Status IndexNodeServer::Impl::Heartbeat() {
     return Status::OK();
   }
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     pending_catalogue_.emplace(std::move(rep.indexes), index_seq);
   }
-  reconcile_cv_.notify_one();
+  reconcile_cv_.NotifyOne();
   return Status::OK();
 }
 
@@ -534,8 +540,8 @@ void IndexNodeServer::Impl::ReconcileLoop() {
   for (;;) {
     std::pair<std::vector<wire::IndexDef>, uint64_t> work;
     {
-      std::unique_lock<std::mutex> lock(mu_);
-      reconcile_cv_.wait(lock, [this] { return stop_ || pending_catalogue_.has_value(); });
+      MutexLock lock(&mu_);
+      while (!stop_ && !pending_catalogue_.has_value()) reconcile_cv_.Wait(&mu_);
       if (stop_) return;
       work = std::move(*pending_catalogue_);
       pending_catalogue_.reset();

@@ -57,7 +57,7 @@ NodeService::NodeService(const NodeServiceOptions& options)
     std::filesystem::remove_all(options_.scratch_dir, ec);
   }
   for (const AcgInfo& info : engine_->ListAcgs()) owned_.insert(info.id);
-  std::lock_guard<std::mutex> lock(index_mu_);
+  MutexLock lock(&index_mu_);
   RefreshIndexListLocked();
 }
 
@@ -99,7 +99,7 @@ void NodeService::ConfirmOwnership() {
     return;
   }
   size_t elsewhere = 0;
-  std::unique_lock<std::shared_mutex> lock(owned_mu_);
+  WriterLock lock(&owned_mu_);
   for (const wire::AcgLocation& loc : locations) {
     if (loc.node_id != 0 && loc.node_id != self) {
       owned_.erase(loc.acg);
@@ -173,7 +173,7 @@ Result<NodeService::Ownership> NodeService::CheckOwnership(std::vector<uint64_t>
   acgs.erase(std::unique(acgs.begin(), acgs.end()), acgs.end());
   std::vector<uint64_t> unknown;
   {
-    std::shared_lock<std::shared_mutex> lock(owned_mu_);
+    ReaderLock lock(&owned_mu_);
     for (uint64_t acg : acgs) {
       if (owned_.count(acg) == 0) unknown.push_back(acg);
     }
@@ -206,7 +206,7 @@ Result<NodeService::Ownership> NodeService::CheckOwnership(std::vector<uint64_t>
 
 void NodeService::MarkOwned(const std::vector<uint64_t>& acgs) {
   if (acgs.empty()) return;
-  std::unique_lock<std::shared_mutex> lock(owned_mu_);
+  WriterLock lock(&owned_mu_);
   owned_.insert(acgs.begin(), acgs.end());
 }
 
@@ -355,7 +355,7 @@ std::string NodeService::HandleCreateIndex(std::string_view body) {
     return ErrorReply(Status::InvalidArgument(
         "create-index: unknown index type " + std::to_string(static_cast<unsigned>(def.type))));
   }
-  std::lock_guard<std::mutex> lock(index_mu_);
+  MutexLock lock(&index_mu_);
   st = engine_->CreateIndex(def.name, def.type);
   if (st.code() == StatusCode::kAlreadyExists) {
     for (const IndexInfo& info : engine_->ListIndexes()) {
@@ -378,7 +378,7 @@ std::string NodeService::HandleDropIndex(std::string_view body) {
   wire::IndexName name;
   Status st = wire::Decode(body, &name);
   if (!st.ok()) return BadRequest("drop-index", st);
-  std::lock_guard<std::mutex> lock(index_mu_);
+  MutexLock lock(&index_mu_);
   st = engine_->DropIndex(name.name);
   if (!st.ok()) return ErrorReply(st);
   index_changed_[name.name] = index_seq_.fetch_add(1) + 1;
@@ -450,7 +450,7 @@ Status NodeService::Migrate(const wire::MigrateAcgRequest& req, wire::MigrateAcg
   if (req.acg == 0 || req.to_node == 0) return Status::InvalidArgument("ACG and node ids are 0");
   if (self == 0) return Status::Unavailable("not registered with the master yet");
   if (req.to_node == self) return Status::InvalidArgument("the ACG is on that node already");
-  std::lock_guard<std::mutex> one_at_a_time(migrate_mu_);
+  MutexLock one_at_a_time(&migrate_mu_);
   uint64_t files = 0;
   bool here = false;
   for (const AcgInfo& a : engine_->ListAcgs()) here = here || a.id == req.acg;
@@ -548,7 +548,7 @@ Status NodeService::Migrate(const wire::MigrateAcgRequest& req, wire::MigrateAcg
             "updates stay stopped here until it can (asked with every heartbeat)",
             static_cast<unsigned long long>(req.acg), static_cast<unsigned>(req.to_node),
             sent.ToString().c_str());
-        std::lock_guard<std::mutex> lock(adopted_mu_);
+        MutexLock lock(&adopted_mu_);
         stalled_out_[req.acg] = req.to_node;
         return sent;
       }
@@ -561,7 +561,7 @@ Status NodeService::Migrate(const wire::MigrateAcgRequest& req, wire::MigrateAcg
   // The destination owns it now. Drop it here (updates waiting for it get a Redirect).
   if (options_.migrate_step_hook) options_.migrate_step_hook(1);
   {
-    std::unique_lock<std::shared_mutex> lock(owned_mu_);
+    WriterLock lock(&owned_mu_);
     owned_.erase(req.acg);
   }
   PROPELLER_RETURN_IF_ERROR(engine_->DropMovedAcg(req.acg, req.to_node));
@@ -602,7 +602,7 @@ std::string NodeService::HandleAdopt(std::string_view body) {
       part.offset + part.data.size() > part.total_bytes) {
     return ErrorReply(Status::InvalidArgument("adopt-acg: bad part"));
   }
-  std::lock_guard<std::mutex> one_at_a_time(adopt_mu_);
+  MutexLock one_at_a_time(&adopt_mu_);
   if (Status made = MakeDirs(options_.scratch_dir, 0700); !made.ok()) return ErrorReply(made);
   std::error_code ec;
   const std::string path = CopyPath(options_.scratch_dir, "in", part.acg, part.from_node);
@@ -678,7 +678,7 @@ std::string NodeService::HandleAdopt(std::string_view body) {
       // Unknown: keep the copy, frozen and out of searches (the source may thaw its own),
       // until the source's release, the master's answer (ThawAbandoned) or a heartbeat's
       // not_yours (DropNotOwned) settles it.
-      std::lock_guard<std::mutex> lock(adopted_mu_);
+      MutexLock lock(&adopted_mu_);
       unsettled_.insert(part.acg);
       adopted_frozen_[part.acg] = std::chrono::steady_clock::now();
       return ErrorReply(Status::Unavailable(
@@ -696,7 +696,7 @@ std::string NodeService::HandleAdopt(std::string_view body) {
   }
   MarkOwned({part.acg});
   {
-    std::lock_guard<std::mutex> lock(adopted_mu_);
+    MutexLock lock(&adopted_mu_);
     adopted_frozen_[part.acg] = std::chrono::steady_clock::now();
   }
   if (options_.migrate_step_hook) options_.migrate_step_hook(4);
@@ -706,9 +706,11 @@ std::string NodeService::HandleAdopt(std::string_view body) {
 void NodeService::DropNotOwned(const std::vector<wire::AcgLocation>& acgs) {
   if (acgs.empty() || options_.master == nullptr) return;
   // Not while a move runs here: its own steps decide (and the map may be about to change).
-  std::unique_lock<std::mutex> out(migrate_mu_, std::try_to_lock);
-  std::unique_lock<std::mutex> in(adopt_mu_, std::try_to_lock);
-  if (!out.owns_lock() || !in.owns_lock()) return;
+  if (!migrate_mu_.TryLock()) return;
+  if (!adopt_mu_.TryLock()) {
+    migrate_mu_.Unlock();
+    return;
+  }
   const uint32_t self = node_id_.load();
   std::set<uint64_t> here;
   for (const AcgInfo& a : engine_->ListAcgs()) here.insert(a.id);
@@ -718,13 +720,13 @@ void NodeService::DropNotOwned(const std::vector<wire::AcgLocation>& acgs) {
     const uint32_t owner = MasterOwnerOf(loc.acg);
     if (owner == 0 || owner == self) continue;
     {
-      std::unique_lock<std::shared_mutex> lock(owned_mu_);
+      WriterLock lock(&owned_mu_);
       owned_.erase(loc.acg);
     }
     // An adoption still waiting for its release (or unsettled) is frozen already.
     bool frozen = false;
     {
-      std::lock_guard<std::mutex> lock(adopted_mu_);
+      MutexLock lock(&adopted_mu_);
       frozen = adopted_frozen_.count(loc.acg) != 0;
     }
     // Kept, not removed (docs: data is never deleted on the word of a state file or a peer):
@@ -743,7 +745,7 @@ void NodeService::DropNotOwned(const std::vector<wire::AcgLocation>& acgs) {
       continue;
     }
     {
-      std::lock_guard<std::mutex> lock(adopted_mu_);
+      MutexLock lock(&adopted_mu_);
       unsettled_.erase(loc.acg);
       adopted_frozen_.erase(loc.acg);
     }
@@ -753,13 +755,15 @@ void NodeService::DropNotOwned(const std::vector<wire::AcgLocation>& acgs) {
         static_cast<unsigned long long>(loc.acg), aside.empty() ? "" : " in ", aside.c_str(),
         static_cast<unsigned>(owner));
   }
+  adopt_mu_.Unlock();
+  migrate_mu_.Unlock();
 }
 
 void NodeService::ThawAbandoned(int64_t after_ms) {
   const auto now = std::chrono::steady_clock::now();
   std::vector<std::pair<uint64_t, bool>> due;  // ACG, unsettled
   {
-    std::lock_guard<std::mutex> lock(adopted_mu_);
+    MutexLock lock(&adopted_mu_);
     for (const auto& [acg, since] : adopted_frozen_) {
       if (now - since >= std::chrono::milliseconds(after_ms)) {
         due.emplace_back(acg, unsettled_.count(acg) != 0);
@@ -775,7 +779,7 @@ void NodeService::ThawAbandoned(int64_t after_ms) {
       MarkOwned({acg});
     }
     {
-      std::lock_guard<std::mutex> lock(adopted_mu_);
+      MutexLock lock(&adopted_mu_);
       if (adopted_frozen_.erase(acg) == 0) continue;  // released or dropped meanwhile
       unsettled_.erase(acg);
     }
@@ -789,13 +793,12 @@ void NodeService::ThawAbandoned(int64_t after_ms) {
 void NodeService::ResolveStalledMoves() {
   std::vector<uint64_t> stalled;
   {
-    std::lock_guard<std::mutex> lock(adopted_mu_);
+    MutexLock lock(&adopted_mu_);
     for (const auto& [acg, to] : stalled_out_) stalled.push_back(acg);
   }
   if (stalled.empty() || options_.master == nullptr) return;
   // Not while a move runs here (a new one cannot start on a frozen ACG, but keep it simple).
-  std::unique_lock<std::mutex> out(migrate_mu_, std::try_to_lock);
-  if (!out.owns_lock()) return;
+  if (!migrate_mu_.TryLock()) return;
   const uint32_t self = node_id_.load();
   for (uint64_t acg : stalled) {
     const uint32_t owner = MasterOwnerOf(acg);
@@ -805,7 +808,7 @@ void NodeService::ResolveStalledMoves() {
       st = engine_->ThawAcg(acg);
     } else {
       {
-        std::unique_lock<std::shared_mutex> lock(owned_mu_);
+        WriterLock lock(&owned_mu_);
         owned_.erase(acg);
       }
       // The destination adopted it and the flip committed; its own wait for the release
@@ -818,13 +821,14 @@ void NodeService::ResolveStalledMoves() {
       continue;
     }
     {
-      std::lock_guard<std::mutex> lock(adopted_mu_);
+      MutexLock lock(&adopted_mu_);
       stalled_out_.erase(acg);
     }
     Log(LogLevel::kWarning, "ACG %llu: the master names node %u after a failed move; %s",
         static_cast<unsigned long long>(acg), static_cast<unsigned>(owner),
         owner == self ? "its updates go on here" : "dropped here");
   }
+  migrate_mu_.Unlock();
 }
 
 std::string NodeService::HandleRelease(std::string_view body) {
@@ -833,7 +837,7 @@ std::string NodeService::HandleRelease(std::string_view body) {
   if (!st.ok()) return BadRequest("release-acg", st);
   bool was_unsettled = false;
   {
-    std::lock_guard<std::mutex> lock(adopted_mu_);
+    MutexLock lock(&adopted_mu_);
     adopted_frozen_.erase(req.acg);
     was_unsettled = unsettled_.erase(req.acg) != 0;
   }
@@ -855,12 +859,12 @@ void NodeService::RefreshIndexListLocked() {
   }
   std::sort(list.begin(), list.end(),
             [](const wire::IndexDef& a, const wire::IndexDef& b) { return a.name < b.name; });
-  std::lock_guard<std::mutex> lock(list_mu_);
+  MutexLock lock(&list_mu_);
   user_indexes_ = std::move(list);
 }
 
 std::vector<wire::IndexDef> NodeService::UserIndexes() const {
-  std::lock_guard<std::mutex> lock(list_mu_);
+  MutexLock lock(&list_mu_);
   return user_indexes_;
 }
 
@@ -868,8 +872,8 @@ uint64_t NodeService::IndexChangeSeq() const { return index_seq_.load(); }
 
 Status NodeService::ReconcileIndexes(const std::vector<wire::IndexDef>& catalogue,
                                      uint64_t as_of_seq) {
-  std::lock_guard<std::mutex> lock(index_mu_);
-  auto changed_since = [&](const std::string& name) {
+  MutexLock lock(&index_mu_);
+  auto changed_since = [&](const std::string& name) PROPELLER_REQUIRES(index_mu_) {
     auto it = index_changed_.find(name);
     return it != index_changed_.end() && it->second > as_of_seq;
   };
@@ -885,7 +889,8 @@ Status NodeService::ReconcileIndexes(const std::vector<wire::IndexDef>& catalogu
   }
 
   Status first;
-  auto note = [&](const Status& st, const char* what, const std::string& name) {
+  auto note = [&](const Status& st, const char* what, const std::string& name)
+                  PROPELLER_REQUIRES(index_mu_) {
     if (st.ok()) {
       Log(LogLevel::kInfo, "index reconciliation: %s index '%s'", what, name.c_str());
       reconcile_warned_.erase(name);

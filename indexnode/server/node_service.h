@@ -60,14 +60,13 @@
 #include <functional>
 #include <memory>
 #include <map>
-#include <mutex>
 #include <set>
-#include <shared_mutex>
 #include <string>
 #include <string_view>
 #include <unordered_set>
 #include <vector>
 
+#include "common/mutex.h"
 #include "common/rpc/rpc.h"
 #include "common/status.h"
 #include "indexnode/engine.h"
@@ -224,8 +223,8 @@ class NodeService {
   // `budget`; 0 = unknown.
   uint32_t OwnerAfterFailure(uint64_t acg, std::chrono::milliseconds budget);
   std::string BadRequest(const char* what, const Status& st);
-  // Re-reads the engine's user indexes into user_indexes_. REQUIRES: index_mu_ held.
-  void RefreshIndexListLocked();
+  // Re-reads the engine's user indexes into user_indexes_.
+  void RefreshIndexListLocked() PROPELLER_REQUIRES(index_mu_);
 
   // Constant after construction.
   const NodeServiceOptions options_;
@@ -234,34 +233,44 @@ class NodeService {
 
   std::atomic<uint32_t> node_id_;
 
-  mutable std::shared_mutex owned_mu_;
-  std::unordered_set<uint64_t> owned_;  // Under owned_mu_.
+  // A leaf (never held while calling the master or the engine).
+  mutable SharedMutex owned_mu_;
+  std::unordered_set<uint64_t> owned_ PROPELLER_GUARDED_BY(owned_mu_);
 
-  // Serializes index changes (requests and reconciliation); lock order: index_mu_ before the
-  // engine's own locks (it is never held while calling back into this class).
-  mutable std::mutex index_mu_;
+  // Serializes index changes (requests and reconciliation); lock order: index_mu_ before
+  // list_mu_ and the engine's own locks (it is never held while calling back into this
+  // class).
+  mutable Mutex index_mu_ PROPELLER_ACQUIRED_BEFORE(list_mu_);
   std::atomic<uint64_t> index_seq_{0};  // Written under index_mu_; read without it.
-  // Name -> sequence number of its last change by request. Under index_mu_.
-  std::map<std::string, uint64_t> index_changed_;
-  std::set<std::string> reconcile_warned_;  // failures already logged; Under index_mu_.
+  // Name -> sequence number of its last change by request.
+  std::map<std::string, uint64_t> index_changed_ PROPELLER_GUARDED_BY(index_mu_);
+  // Failures already logged.
+  std::set<std::string> reconcile_warned_ PROPELLER_GUARDED_BY(index_mu_);
 
-  mutable std::mutex list_mu_;  // after index_mu_ in the lock order
-  std::vector<wire::IndexDef> user_indexes_;  // Under list_mu_.
+  mutable Mutex list_mu_;  // after index_mu_ in the lock order
+  std::vector<wire::IndexDef> user_indexes_ PROPELLER_GUARDED_BY(list_mu_);
 
   std::atomic<uint64_t> requests_{0}, bad_requests_{0}, redirects_{0}, master_lookups_{0};
-  std::mutex watches_mu_;  // a leaf
-  size_t watches_ = 0;     // running kWatch handlers; Under watches_mu_.
-  std::map<uint32_t, size_t> user_watches_;  // uid -> running; Under watches_mu_.
-  std::mutex migrate_mu_;  // one migration out of this node at a time
-  std::mutex adopt_mu_;    // one adoption into it at a time
-  std::mutex adopted_mu_;  // a leaf
-  std::map<uint64_t, std::chrono::steady_clock::time_point> adopted_frozen_;  // until released
+  Mutex watches_mu_;  // a leaf
+  size_t watches_ PROPELLER_GUARDED_BY(watches_mu_) = 0;  // running kWatch handlers
+  // uid -> running kWatch handlers.
+  std::map<uint32_t, size_t> user_watches_ PROPELLER_GUARDED_BY(watches_mu_);
+  // One migration out of this node at a time, and one adoption into it: they guard no
+  // member but the steps of a move (Migrate, HandleAdopt; DropNotOwned and
+  // ResolveStalledMoves try-lock them to stay out of a move's way). Before adopted_mu_ and
+  // owned_mu_ in the lock order.
+  Mutex migrate_mu_ PROPELLER_ACQUIRED_BEFORE(adopt_mu_, adopted_mu_, owned_mu_);
+  Mutex adopt_mu_ PROPELLER_ACQUIRED_BEFORE(adopted_mu_, owned_mu_);
+  Mutex adopted_mu_;  // a leaf
+  // Adopted copies, frozen until released.
+  std::map<uint64_t, std::chrono::steady_clock::time_point> adopted_frozen_
+      PROPELLER_GUARDED_BY(adopted_mu_);
   // Adopted copies whose flip failed without the master saying who owns them: not owned,
-  // frozen, left out of searches that do not name them. Under adopted_mu_.
-  std::set<uint64_t> unsettled_;
+  // frozen, left out of searches that do not name them.
+  std::set<uint64_t> unsettled_ PROPELLER_GUARDED_BY(adopted_mu_);
   // Source: ACG -> destination of a move that failed while the master could not say who
-  // owns the ACG; frozen here until it can. Under adopted_mu_.
-  std::map<uint64_t, uint32_t> stalled_out_;
+  // owns the ACG; frozen here until it can.
+  std::map<uint64_t, uint32_t> stalled_out_ PROPELLER_GUARDED_BY(adopted_mu_);
 };
 
 }  // namespace propeller

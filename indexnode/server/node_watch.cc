@@ -56,7 +56,7 @@ std::string NodeService::HandleWatch(std::string_view body, CallerAccess& caller
   const bool user = caller.filtered();
   const uint32_t uid = spec.creds ? spec.creds->uid : 0;
   {
-    std::lock_guard<std::mutex> lock(watches_mu_);
+    MutexLock lock(&watches_mu_);
     if (watches_ >= options_.max_watches) {
       return wire::EncodeReply(
           Status::ResourceExhausted("this index node runs " + std::to_string(watches_) +
@@ -78,7 +78,7 @@ std::string NodeService::HandleWatch(std::string_view body, CallerAccess& caller
     bool user;
     uint32_t uid;
     ~Release() {
-      std::lock_guard<std::mutex> lock(self->watches_mu_);
+      MutexLock lock(&self->watches_mu_);
       --self->watches_;
       if (user && --self->user_watches_[uid] == 0) self->user_watches_.erase(uid);
     }
