@@ -29,6 +29,10 @@ target_compile_definitions(propeller::msgpack INTERFACE MSGPACK_NO_BOOST)
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(ZMQ REQUIRED IMPORTED_TARGET libzmq)
 pkg_check_modules(FUSE3 REQUIRED IMPORTED_TARGET fuse3)
+# The daemons' configuration files (Debian libtomlplusplus-dev: a shared library, whose
+# pkg-config file sets TOML_HEADER_ONLY=0) and systemd readiness (libsystemd-dev).
+pkg_check_modules(TOMLPLUSPLUS REQUIRED IMPORTED_TARGET tomlplusplus)
+pkg_check_modules(LIBSYSTEMD REQUIRED IMPORTED_TARGET libsystemd)
 find_package(SQLite3 REQUIRED)
 if(PROPELLER_BENCH)
   find_package(benchmark REQUIRED)

@@ -216,8 +216,9 @@ TEST(MasterBinaryTest, UsageHelpAndErrors) {
   const std::string bin = PROPELLER_MASTER_BIN;
   auto [code, out] = RunCommand(bin + " --help");
   EXPECT_EQ(code, 0);
-  for (const char* flag : {"--data", "--listen", "--curve-key", "--allow", "--node-timeout-ms",
-                           "--acg-threshold", "--threads", "--log-level", "Example"}) {
+  for (const char* flag : {"--config", "--data", "--listen", "--curve-key", "--allow",
+                           "--node-timeout-ms", "--acg-threshold", "--threads", "--log-level",
+                           "Example"}) {
     EXPECT_NE(out.find(flag), std::string::npos) << flag;
   }
   std::tie(code, out) = RunCommand(bin);
@@ -227,7 +228,24 @@ TEST(MasterBinaryTest, UsageHelpAndErrors) {
   EXPECT_EQ(code, 2);
   std::tie(code, out) = RunCommand(bin + " --data /tmp/x --bogus");
   EXPECT_EQ(code, 2);
-  EXPECT_NE(out.find("unknown argument '--bogus'"), std::string::npos) << out;
+  EXPECT_NE(out.find("unknown option '--bogus'"), std::string::npos) << out;
+  // A --config file that is missing is a runtime error; one with a bad key a usage error
+  // naming its line (tests/config_test.cc has the rest).
+  std::tie(code, out) = RunCommand(bin + " --config /nonexistent/master.toml");
+  EXPECT_EQ(code, 1) << out;
+  {
+    TempDir c;
+    const std::string file = c.path() + "/master.toml";
+    FILE* f = std::fopen(file.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    std::fputs("data = \"/tmp/x\"\nthreds = 2\n", f);
+    std::fclose(f);
+    std::tie(code, out) = RunCommand(bin + " --config " + file);
+    EXPECT_EQ(code, 2);
+    EXPECT_NE(out.find(file + ":2: unknown key 'threds' (did you mean 'threads'?)"),
+              std::string::npos)
+        << out;
+  }
   std::tie(code, out) = RunCommand(bin + " --data /tmp/x --curve-key k");
   EXPECT_EQ(code, 2);
   std::tie(code, out) = RunCommand(bin + " --data /tmp/x --listen bogus");

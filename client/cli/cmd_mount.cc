@@ -15,9 +15,9 @@
 #include <shared_mutex>
 #include <thread>
 
-#include "client/cli/args.h"
 #include "client/cli/commands.h"
 #include "client/cli/embedded_service.h"
+#include "client/cli/mount_options.h"
 #include "client/cli/service_options.h"
 #include "client/fuse/backing_tree.h"
 #include "client/fuse/capture_fs.h"
@@ -26,6 +26,8 @@
 #include "client/lib/mount_registry.h"
 #include "client/lib/query_engine.h"
 #include "client/lib/reconcile.h"
+#include "common/daemon/notify.h"
+#include "common/daemon/signals.h"
 #include "common/env.h"
 #include "common/logging.h"
 #include "common/record.h"
@@ -34,64 +36,6 @@
 
 namespace propeller::cli {
 namespace {
-
-constexpr const char* kMountHelp = R"(usage: propeller [--master ENDPOINT] mount BACKING MOUNTPOINT [options]
-
-Makes the directory tree BACKING available at MOUNTPOINT, unchanged in behaviour, while
-Propeller captures which files each process reads before it writes others (the access-causality
-graph) and keeps the index of every file exact: a file whose close() returned is found by the
-next search. Query directories work anywhere under MOUNTPOINT:
-  ls 'MOUNTPOINT/src/?size>1m&mtime<1d'
-and `propeller search QUERY --scope MOUNTPOINT/dir` finds this mount's query engine by itself.
-
-Without --master (a global option, anywhere on the line), a master and an index node run
-inside this process (the embedded default) with their data in --data (0700); other local
-processes reach them through unix sockets only (/run/propeller for root), and every user
-searches with their own permissions. No network port is opened. The first mount of a BACKING
-indexes the files already there. Runs in the foreground until unmounted (fusermount3 -u
-MOUNTPOINT), Ctrl-C or SIGTERM.
-
-A file operation never fails or stalls because the index cannot take its update (its node
-down, its disk full): after --index-timeout the update goes to a durable queue in
-DATA/pending and is delivered in order once the index takes updates again; until then a
-search under the files concerned waits up to --search-wait, then fails with "index catching
-up" and the number of updates pending (a query directory: EAGAIN) rather than answer stale. If even the
-queue's reserve is used up, changes are refused with ENOSPC before they happen. `propeller
-status` shows the queue. See docs/faults.md.
-Options:
-  --data DIR          data directory (default $XDG_DATA_HOME/propeller/mount, else
-                      ~/.local/share/propeller/mount): the embedded master and node, and the
-                      queue of pending updates (with --master too). Must be outside BACKING
-                      and MOUNTPOINT; one mount at a time.
-  --index-timeout MS  how long a file operation waits for the index before its update is
-                      queued (default 2000)
-  --search-wait MS    how long a search waits for queued updates under its scope before it
-                      fails with "index catching up" (default 2000)
-  --durability LEVEL  embedded mode: default (log fsynced every 10 ms) or sync
-  --writeback         use the kernel's writeback cache (the kernel owns size and mtime until
-                      close); turns kernel passthrough off
-  --no-passthrough    serve reads and writes of open files through this process (default:
-                      the kernel passes them straight to the backing files, Linux 6.9+;
-                      opens, closes and all name changes still come here)
-  --cache-timeout S   seconds the kernel may cache names and attributes (default 1)
-  --threads N         FUSE worker threads (default 10)
-  --poll-us N         after each request, one more thread keeps reading for the next one N
-                      microseconds before it sleeps, so back-to-back calls skip a thread
-                      wake-up (default 50; 0 = off). Spends CPU only while calls keep coming.
-  --dir-cache N       backing directories kept open for the directories used most, so a
-                      call walks one name instead of the whole path (default 256; 0 = none:
-                      every call resolves its directory's path)
-  --no-import         do not index the files already in BACKING on the first mount
-  --no-reconcile      do not bring the index up to date with BACKING at start (changes
-                      made while it was not mounted stay unseen; docs/reconcile.md)
-  --no-capture        keep the index exact but capture no access-causality edges
-  --no-allow-other    only the mounting user may use the mount (default: every user, with
-                      normal permission checks; needs root)
-  --ready-file FILE   write "mount <MOUNTPOINT>\nengine <endpoint>\nmaster <endpoint>\n" once
-                      serving
-  --log-level LEVEL   debug, info (default), warning, error
-  --debug             log every FUSE request (libfuse's -d)
-)";
 
 // Indexes every file of the new volume (the first mount of BACKING).
 Status ImportTree(Client* client, const std::string& root, uint32_t volume) {
@@ -208,71 +152,25 @@ class SearchGate {
 }  // namespace
 
 int RunMount(const GlobalOptions& global, const std::vector<std::string>& argv) {
-  auto args = Args::Parse(argv,
-                          {"--data", "--durability", "--cache-timeout", "--threads",
-                           "--poll-us", "--ready-file", "--log-level", "--index-timeout",
-                           "--search-wait", "--dir-cache"},
-                          {"--help", "-h", "--writeback", "--no-passthrough", "--no-import",
-                           "--no-reconcile", "--no-allow-other", "--no-capture", "--debug"});
-  if (!args.ok()) return ReportError(args.status(), /*usage=*/true);
-  if (args->Has("--help") || args->Has("-h")) {
-    std::fputs(kMountHelp, stdout);
+  auto flags = ParseMountFlags(global.client, global.given, argv);
+  if (!flags.ok()) {
+    return ReportError(flags.status(),
+                       /*usage=*/flags.status().code() == StatusCode::kInvalidArgument);
+  }
+  if (flags->help) {
+    std::fputs(MountHelp().c_str(), stdout);
     return kExitOk;
   }
-  if (args->positional().size() != 2) {
-    std::fputs("propeller: mount takes BACKING and MOUNTPOINT (see --help)\n", stderr);
-    return kExitUsage;
-  }
-  if (Status st = ApplyLogLevelOption(args->GetOr("--log-level", "info")); !st.ok()) {
-    return ReportError(st, /*usage=*/true);
-  }
-  auto threads = args->GetUint("--threads", 10);
-  if (!threads.ok()) return ReportError(threads.status(), /*usage=*/true);
-  if (*threads == 0 || *threads > 256) {
-    return ReportError(Status::InvalidArgument("--threads must be 1..256"), /*usage=*/true);
-  }
-  auto poll_us = args->GetUint("--poll-us", 50);
-  if (!poll_us.ok()) return ReportError(poll_us.status(), /*usage=*/true);
-  if (*poll_us > 1'000'000) {
-    return ReportError(Status::InvalidArgument("--poll-us must be 0..1000000"), /*usage=*/true);
-  }
-  auto dir_cache = args->GetUint("--dir-cache", 256);
-  if (!dir_cache.ok()) return ReportError(dir_cache.status(), /*usage=*/true);
-  if (*dir_cache > 65536) {
-    return ReportError(Status::InvalidArgument("--dir-cache must be 0..65536"), /*usage=*/true);
-  }
-  double cache_timeout = 1.0;
-  if (auto t = args->Get("--cache-timeout")) {
-    char* end = nullptr;
-    cache_timeout = std::strtod(t->c_str(), &end);
-    if (t->empty() || *end != '\0' || !(cache_timeout >= 0) || cache_timeout > 86400) {
-      return ReportError(Status::InvalidArgument("--cache-timeout takes seconds (0..86400)"),
-                         /*usage=*/true);
-    }
-  }
-  auto index_timeout = args->GetUint("--index-timeout", 2000);
-  if (!index_timeout.ok()) return ReportError(index_timeout.status(), /*usage=*/true);
-  if (*index_timeout == 0 || *index_timeout > 600'000) {
-    return ReportError(Status::InvalidArgument("--index-timeout must be 1..600000 ms"),
-                       /*usage=*/true);
-  }
-  auto search_wait = args->GetUint("--search-wait", 2000);
-  if (!search_wait.ok()) return ReportError(search_wait.status(), /*usage=*/true);
-  if (*search_wait > 600'000) {
-    return ReportError(Status::InvalidArgument("--search-wait must be 0..600000 ms"),
-                       /*usage=*/true);
-  }
-  auto durability_opt = ParseDurabilityOption(args->GetOr("--durability", "default"));
-  if (!durability_opt.ok()) return ReportError(durability_opt.status(), /*usage=*/true);
-  const Durability durability = *durability_opt;
+  SetLogLevel(flags->log_level);
+  const Durability durability = flags->durability;
 
   char resolved[PATH_MAX];
-  if (::realpath(args->positional()[0].c_str(), resolved) == nullptr) {
-    return ReportError(Status::IOError("cannot open " + args->positional()[0], errno));
+  if (::realpath(flags->backing.c_str(), resolved) == nullptr) {
+    return ReportError(Status::IOError("cannot open " + flags->backing, errno));
   }
   const std::string backing = resolved;
-  if (::realpath(args->positional()[1].c_str(), resolved) == nullptr) {
-    return ReportError(Status::IOError("cannot open mount point " + args->positional()[1], errno));
+  if (::realpath(flags->mountpoint.c_str(), resolved) == nullptr) {
+    return ReportError(Status::IOError("cannot open mount point " + flags->mountpoint, errno));
   }
   const std::string mountpoint = resolved;
   struct stat st;
@@ -287,19 +185,15 @@ int RunMount(const GlobalOptions& global, const std::vector<std::string>& argv) 
         "BACKING and MOUNTPOINT must not contain each other (the mount would serve itself)"));
   }
 
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGINT);
-  sigaddset(&stop_signals, SIGTERM);
-  sigaddset(&stop_signals, SIGHUP);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  // SIGINT and SIGTERM stop the mount, SIGHUP reloads (common/daemon/signals.h).
+  const sigset_t stop_signals = daemon::BlockStopSignals();
 
   // The cluster: the one named with --master / $PROPELLER_MASTER, or embedded here.
   const bool embedded =
-      global.client.master_endpoint.empty() && std::getenv("PROPELLER_MASTER") == nullptr;
+      flags->client.master_endpoint.empty() && std::getenv("PROPELLER_MASTER") == nullptr;
   std::unique_ptr<EmbeddedService> service;
-  ClientOptions copts = global.client;
-  std::string data = args->GetOr("--data", JoinPath(DefaultDataDir(), "mount"));
+  ClientOptions copts = flags->client;
+  std::string data = flags->data.empty() ? JoinPath(DefaultDataDir(), "mount") : flags->data;
   {
     char dres[PATH_MAX];
     if (::realpath(data.c_str(), dres) != nullptr) {
@@ -314,7 +208,7 @@ int RunMount(const GlobalOptions& global, const std::vector<std::string>& argv) 
         "--data " + data + " is inside the tree this mount serves; put it elsewhere"));
   }
   // Searches of this mount's files, wherever they come from, wait for its queue (SearchGate).
-  auto gate = std::make_shared<SearchGate>(backing, static_cast<int64_t>(*search_wait));
+  auto gate = std::make_shared<SearchGate>(backing, flags->search_wait_ms);
   if (embedded) {
     // Other local processes reach the embedded master and node through unix sockets only
     // (docs/security.md); this process's own client calls them directly.
@@ -332,7 +226,7 @@ int RunMount(const GlobalOptions& global, const std::vector<std::string>& argv) 
     if (!started.ok()) return ReportError(started.status());
     service = std::move(started).value();
     copts = service->client_options;
-    copts.timeout_ms = global.client.timeout_ms;
+    copts.timeout_ms = flags->client.timeout_ms;
   } else if (Status s = PrepareDataDir(data); !s.ok()) {
     return ReportError(s);
   }
@@ -346,7 +240,7 @@ int RunMount(const GlobalOptions& global, const std::vector<std::string>& argv) 
   for (const wire::VolumeInfo& v : *volumes) known = known || v.root == backing;
   auto volume = (*client)->RegisterVolume(backing);
   if (!volume.ok()) return ReportError(volume.status());
-  if (!known && !args->Has("--no-import")) {
+  if (!known && flags->import) {
     if (Status s = ImportTree(client->get(), backing, *volume); !s.ok()) return ReportError(s);
   }
   if (service) {
@@ -372,7 +266,7 @@ int RunMount(const GlobalOptions& global, const std::vector<std::string>& argv) 
       "cluster " + (embedded ? std::string("embedded in ") + data : (*client)->master_endpoint()) +
           "\nvolume " + std::to_string(*volume) + "\nbacking " + backing + "\n");
   if (!pending.ok()) return ReportError(pending.status());
-  if (known && !args->Has("--no-reconcile")) {
+  if (known && flags->reconcile) {
     // What changed in BACKING while it was not mounted, and what a crash cut off
     // (docs/reconcile.md), before the mount serves. An index that cannot be reached does not
     // keep the mount from serving (docs/faults.md): the next start reconciles.
@@ -394,7 +288,7 @@ int RunMount(const GlobalOptions& global, const std::vector<std::string>& argv) 
   wo.tree = tree->get();
   wo.volume = *volume;
   wo.queue = pending->get();
-  wo.timeout_ms = static_cast<int64_t>(*index_timeout);
+  wo.timeout_ms = flags->index_timeout_ms;
   auto writer = std::make_unique<fuse::IndexWriter>(wo);
   writer->Start();
   gate->Open(writer.get(), *volume);
@@ -417,17 +311,17 @@ int RunMount(const GlobalOptions& global, const std::vector<std::string>& argv) 
   fo.volume = *volume;
   fo.client = client->get();
   fo.index = writer.get();
-  fo.search_wait_ms = static_cast<int64_t>(*search_wait);
-  fo.writeback = args->Has("--writeback");
-  fo.passthrough = !args->Has("--no-passthrough");
-  fo.entry_timeout_s = cache_timeout;
-  fo.attr_timeout_s = cache_timeout;
-  fo.allow_other = !args->Has("--no-allow-other");
-  fo.max_threads = static_cast<int>(*threads);
-  fo.poll_us = static_cast<int64_t>(*poll_us);
-  fo.dir_cache = static_cast<size_t>(*dir_cache);
-  fo.debug = args->Has("--debug");
-  fo.capture_edges = !args->Has("--no-capture");
+  fo.search_wait_ms = flags->search_wait_ms;
+  fo.writeback = flags->writeback;
+  fo.passthrough = flags->passthrough;
+  fo.entry_timeout_s = flags->cache_timeout_s;
+  fo.attr_timeout_s = flags->cache_timeout_s;
+  fo.allow_other = flags->allow_other;
+  fo.max_threads = flags->threads;
+  fo.poll_us = flags->poll_us;
+  fo.dir_cache = flags->dir_cache;
+  fo.debug = flags->debug;
+  fo.capture_edges = flags->capture;
   auto fs = fuse::CaptureFs::Mount(fo);
   if (!fs.ok()) return ReportError(fs.status());
 
@@ -442,23 +336,32 @@ int RunMount(const GlobalOptions& global, const std::vector<std::string>& argv) 
     Log(LogLevel::kWarning, "mount: %s (propeller search --scope cannot find this mount)",
         s.ToString().c_str());
   }
-  if (auto ready = args->Get("--ready-file")) {
-    Status s = WriteFileAtomically(Env::Default(), *ready,
+  if (!flags->ready_file.empty()) {
+    Status s = WriteFileAtomically(Env::Default(), flags->ready_file,
                                    "mount " + mountpoint + "\nengine " + (*engine)->endpoint() +
                                        "\nmaster " + (*client)->master_endpoint() + "\n");
     if (!s.ok()) return ReportError(s);
   }
+  const std::string where = embedded ? "embedded service, data in " + data
+                                     : "cluster " + (*client)->master_endpoint();
   std::fprintf(stderr, "propeller: %s mounted at %s (%s). Unmount or Ctrl-C stops.\n",
-               backing.c_str(), mountpoint.c_str(),
-               embedded ? ("embedded service, data in " + data).c_str()
-                        : ("cluster " + (*client)->master_endpoint()).c_str());
+               backing.c_str(), mountpoint.c_str(), where.c_str());
+  // Mounted: the kernel queues requests until Run below serves them.
+  const std::string status = backing + " mounted at " + mountpoint + " (" + where + ")";
+  daemon::NotifyReady(status);
 
-  // A signal thread stops the file system; Run returns on that or on an external unmount.
+  // A signal thread stops the file system, or reloads on SIGHUP; Run returns on a stop or on
+  // an external unmount.
   fuse::CaptureFs* raw = fs->get();
   std::atomic<bool> done{false};
-  std::thread signals([&stop_signals, &done, raw] {
-    int sig = 0;
-    sigwait(&stop_signals, &sig);
+  std::thread signals([&] {
+    const int sig = daemon::WaitForStopSignal(stop_signals, [&] {
+      daemon::Reload("propeller mount", flags->values, [&]() -> Result<daemon::Reparsed> {
+        PROPELLER_ASSIGN_OR_RETURN(MountFlags next,
+                                   ParseMountFlags(global.client, global.given, argv));
+        return daemon::Reparsed{next.log_level, std::move(next.values)};
+      }, status);
+    });
     if (done.load()) return;  // our own wake-up after the file system was unmounted
     std::fprintf(stderr, "propeller: stopping (signal %d)\n", sig);
     raw->Stop();

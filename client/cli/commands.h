@@ -5,6 +5,7 @@
 #define PROPELLER_CLIENT_CLI_COMMANDS_H_
 
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,9 @@ inline constexpr int kExitUsage = 2;
 // Options shared by every command that talks to a cluster.
 struct GlobalOptions {
   ClientOptions client;
+  // The global options the command line gave, without dashes ("master", "timeout-ms"): they
+  // win over a mount's configuration file (mount_options.h).
+  std::set<std::string> given;
 };
 
 int RunSearch(const GlobalOptions& global, const std::vector<std::string>& args);
@@ -34,6 +38,8 @@ int RunMount(const GlobalOptions& global, const std::vector<std::string>& args);
 int RunAcg(const GlobalOptions& global, const std::vector<std::string>& args);
 int RunVolume(const GlobalOptions& global, const std::vector<std::string>& args);
 int RunWatch(const GlobalOptions& global, const std::vector<std::string>& args);
+// `propeller config check FILE [--for master|indexnode|mount]` (cmd_config.cc).
+int RunConfig(const GlobalOptions& global, const std::vector<std::string>& args);
 
 // Prints "propeller: <status message>" and returns kExitError (kExitUsage for
 // InvalidArgument raised by argument parsing — callers pass usage=true).

@@ -29,6 +29,8 @@ Real-time file-metadata search. Commands:
   volume list|remove ROOT|ID   the indexed directory trees; remove one from the index
   acg stats|show FILE|export|move ACG NODE
                                the captured access-causality graphs; move an ACG
+  config check FILE  check a configuration file of propeller-master, propeller-indexnode
+                     or a mount (/etc/propeller/*.toml)
 Run `propeller COMMAND --help` for a command's options.
 
 Global options (before or after the command):
@@ -64,6 +66,7 @@ int TakeGlobalOption(const std::vector<std::string>& all, size_t* i,
   }
   if (a == "--insecure" && !inline_value) {
     global->client.insecure = true;
+    global->given.insert("insecure");
     return -1;
   }
   const bool takes_value = a == "--master" || a == "--timeout-ms" || a == "--curve-key" ||
@@ -74,6 +77,7 @@ int TakeGlobalOption(const std::vector<std::string>& all, size_t* i,
     return kExitUsage;
   }
   const std::string v = inline_value ? *inline_value : all[++*i];
+  global->given.insert(a.substr(2));
   if (a == "--master") global->client.master_endpoint = v;
   if (a == "--curve-key") global->client.curve_key_file = v;
   if (a == "--cluster-key") global->client.cluster_key_file = v;
@@ -154,6 +158,7 @@ int main(int argc, char** argv) {
   if (command == "mount") return RunMount(global, rest);
   if (command == "acg") return RunAcg(global, rest);
   if (command == "volume") return RunVolume(global, rest);
+  if (command == "config") return RunConfig(global, rest);
   std::fprintf(stderr, "propeller: unknown command '%s' (see propeller --help)\n",
                command.c_str());
   return kExitUsage;

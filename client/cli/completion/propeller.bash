@@ -7,7 +7,7 @@ _propeller() {
   prev="${COMP_WORDS[COMP_CWORD-1]}"
   local global="--master --timeout-ms --cluster-key --curve-key --server-key --insecure --help
                 --version"
-  local commands="up mount import search find watch index attr status volume acg"
+  local commands="up mount import search find watch index attr status volume acg config"
   # The command: the first word after the program that is not an option or its value.
   local i cmd=""
   for ((i = 1; i < COMP_CWORD; i++)); do
@@ -42,8 +42,8 @@ _propeller() {
       [[ "$cur" == -* ]] || { COMPREPLY=($(compgen -d -- "$cur")); return 0; } ;;
     import) opts="--app --batch --state --restart --quiet"
       [[ "$cur" == -* ]] || { COMPREPLY=($(compgen -d -- "$cur")); return 0; } ;;
-    mount) opts="--data --index-timeout --search-wait --durability --writeback --no-passthrough
-                 --cache-timeout --threads --poll-us"
+    mount) opts="--config --data --index-timeout --search-wait --durability --writeback
+                 --no-passthrough --cache-timeout --threads --poll-us"
       [[ "$cur" == -* ]] || { COMPREPLY=($(compgen -d -- "$cur")); return 0; } ;;
     up) opts="--data --listen --node-listen --cluster-key --insecure --durability
               --acg-threshold --ready-file --log-level" ;;
@@ -52,6 +52,8 @@ _propeller() {
       [[ "$cur" == -* || "$prev" == attr ]] || { COMPREPLY=($(compgen -f -- "$cur")); return 0; } ;;
     status) opts="--json" ;;
     volume) opts="list remove --json" ;;
+    config) opts="check --for"
+      [[ "$cur" == -* ]] || { COMPREPLY=($(compgen -W "check" -f -- "$cur")); return 0; } ;;
     acg) opts="stats show export move --json --dot"
       [[ "$prev" == show ]] && { COMPREPLY=($(compgen -f -- "$cur")); return 0; } ;;
   esac
