@@ -14,6 +14,9 @@ PACKAGES=(
   libbenchmark-dev
   libgtest-dev googletest
   libsqlite3-dev sqlite3
+  libtomlplusplus-dev  # the daemons' configuration files (common/daemon)
+  libsystemd-dev       # sd_notify: Type=notify readiness under systemd
+  debootstrap          # scripts/package.sh: the fresh Debian root the packages are tested in
   clang-14 libclang-rt-14-dev  # scripts/fuzz.sh: libFuzzer and the sanitizer runtimes (only
                                # recommended by clang-14, so --no-install-recommends skips it)
   python3             # scripts/md2man.py (man pages, at build time)
