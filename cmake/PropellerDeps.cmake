@@ -29,7 +29,7 @@ target_compile_definitions(propeller::msgpack INTERFACE MSGPACK_NO_BOOST)
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(ZMQ REQUIRED IMPORTED_TARGET libzmq)
 pkg_check_modules(FUSE3 REQUIRED IMPORTED_TARGET fuse3)
-find_package(SQLite3 REQUIRED)
 if(PROPELLER_BENCH)
+  find_package(SQLite3 REQUIRED)  # the benchmarks' baseline (bench/README.md); nothing else
   find_package(benchmark REQUIRED)
 endif()
