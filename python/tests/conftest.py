@@ -9,6 +9,7 @@ and root (as the C++ mount tests: tests/mount_harness.h).
 
 from __future__ import annotations
 
+import ctypes
 import os
 import shutil
 import signal
@@ -42,11 +43,18 @@ def _cli() -> str:
     return cli
 
 
+def _die_with_parent() -> None:
+    # If pytest itself is killed (a CTest timeout sends SIGKILL; no finalizer runs), the
+    # daemons get SIGTERM: the mount then unmounts itself and `up` stops.
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
 def _start(argv: List[str], log: str, ready: str) -> subprocess.Popen:
     """Starts a daemon, its output to `log`; returns once it wrote its ready file."""
     with open(log, "ab") as out:
         proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL)
+                                stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent)
     deadline = time.monotonic() + READY_TIMEOUT_S
     while not os.path.exists(ready):
         if proc.poll() is not None or time.monotonic() > deadline:
