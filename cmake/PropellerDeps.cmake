@@ -33,7 +33,7 @@ pkg_check_modules(FUSE3 REQUIRED IMPORTED_TARGET fuse3)
 # pkg-config file sets TOML_HEADER_ONLY=0) and systemd readiness (libsystemd-dev).
 pkg_check_modules(TOMLPLUSPLUS REQUIRED IMPORTED_TARGET tomlplusplus)
 pkg_check_modules(LIBSYSTEMD REQUIRED IMPORTED_TARGET libsystemd)
-find_package(SQLite3 REQUIRED)
 if(PROPELLER_BENCH)
+  find_package(SQLite3 REQUIRED)  # the benchmarks' baseline (bench/README.md); nothing else
   find_package(benchmark REQUIRED)
 endif()

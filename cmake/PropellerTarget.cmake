@@ -1,5 +1,7 @@
 # Per-target build settings (docs/style.md rule 11: never global flags).
-find_package(GTest REQUIRED)
+if(PROPELLER_TESTS)
+  find_package(GTest REQUIRED)
+endif()
 find_package(Threads REQUIRED)
 
 function(propeller_target_defaults target)
@@ -16,8 +18,15 @@ endfunction()
 
 # propeller_test(NAME SOURCES... [LIBS libs...] [LABELS labels...])
 # A GoogleTest binary registered with CTest as one test.
+# With PROPELLER_TESTS=OFF (a build of the Python module alone, say: pyproject.toml) the target
+# is still declared, so that the target_* calls that follow some tests keep working, but it is
+# excluded from the build and from CTest, and GoogleTest is not needed.
 function(propeller_test name)
   cmake_parse_arguments(PT "" "TIMEOUT" "LIBS;LABELS" ${ARGN})
+  if(NOT PROPELLER_TESTS)
+    add_executable(${name} EXCLUDE_FROM_ALL ${PT_UNPARSED_ARGUMENTS})
+    return()
+  endif()
   add_executable(${name} ${PT_UNPARSED_ARGUMENTS})
   propeller_target_defaults(${name})
   target_link_libraries(${name} PRIVATE ${PT_LIBS} GTest::gtest GTest::gtest_main Threads::Threads)
