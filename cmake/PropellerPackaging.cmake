@@ -50,7 +50,15 @@ libpropeller.so link, a pkg-config file (propeller.pc) and a CMake package
 
 set(CPACK_DEBIAN_PYTHON_PACKAGE_NAME python3-propeller)
 set(CPACK_DEBIAN_PYTHON_PACKAGE_SECTION python)
-set(CPACK_DEBIAN_PYTHON_PACKAGE_DEPENDS "propeller (= ${PROJECT_VERSION})")
+# The extension is built for one CPython minor version and links the client statically: it
+# needs that python3, not the propeller package (the service may run on another host).
+if(PROPELLER_PYTHON_VERSION)
+  string(REGEX REPLACE "^3\\.([0-9]+)$" "\\1" _minor "${PROPELLER_PYTHON_VERSION}")
+  math(EXPR _next "${_minor} + 1")
+  set(CPACK_DEBIAN_PYTHON_PACKAGE_DEPENDS
+      "python3 (>= ${PROPELLER_PYTHON_VERSION}), python3 (<< 3.${_next})")
+endif()
+set(CPACK_DEBIAN_PYTHON_PACKAGE_RECOMMENDS "propeller")
 set(CPACK_DEBIAN_PYTHON_DESCRIPTION
     "Propeller client for Python 3
 The propeller package: searches as iterators of typed records, live queries, attributes,

@@ -17,6 +17,7 @@ PACKAGES=(
   libtomlplusplus-dev  # the daemons' configuration files (common/daemon)
   libsystemd-dev       # sd_notify: Type=notify readiness under systemd
   debootstrap          # scripts/package.sh: the fresh Debian root the packages are tested in
+  pybind11-dev python3-dev python3-pytest python3-venv  # the Python package (python/) and its tests
   clang-14 libclang-rt-14-dev  # scripts/fuzz.sh: libFuzzer and the sanitizer runtimes (only
                                # recommended by clang-14, so --no-install-recommends skips it)
   python3             # scripts/md2man.py (man pages, at build time)

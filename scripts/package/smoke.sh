@@ -29,6 +29,47 @@ for f in /usr/share/man/man1/propeller.1 /usr/share/man/man7/propeller-query.7 \
   [ -s "$f" ] || fail "$f is missing or empty"
 done
 
+step "systemd units and configuration files (docs/install.md, \"Running under systemd\")"
+units=/lib/systemd/system
+for u in propeller-master.service propeller-indexnode@.service propeller-mount@.service; do
+  [ -s "$units/$u" ] || fail "unit $units/$u is missing"
+done
+examples=/usr/share/doc/propeller/examples
+for f in master indexnode mount; do
+  propeller config check "$examples/$f.toml" --for "$f" > /dev/null ||
+    fail "the example $f.toml does not pass propeller config check"
+done
+# The documented set-up, with the units' own ExecStart lines (systemd is not running here):
+# a master and index node "a" from /etc/propeller, then a search through them.
+install -d -m 0700 /etc/propeller
+install -d -m 0755 /var/lib/propeller  # systemd's StateDirectory= makes it for the units
+cp "$examples/master.toml" /etc/propeller/master.toml
+sed 's/NAME/a/; s|^# listen = .*|listen = "tcp://127.0.0.1:7471"|' "$examples/indexnode.toml" \
+  > /etc/propeller/indexnode-a.toml
+propeller config check /etc/propeller/indexnode-a.toml > /dev/null || fail "indexnode-a.toml"
+exec_start() { sed -n "s/^ExecStart=//p" "$units/$1" | sed "s/%i/${2:-}/g"; }
+# shellcheck disable=SC2046
+$(exec_start propeller-master.service) &
+pids+=($!)
+for _ in $(seq 100); do [ -s /etc/propeller/cluster.key ] && break; sleep 0.1; done
+# shellcheck disable=SC2046
+$(exec_start propeller-indexnode@.service a) &
+pids+=($!)
+deadline=$((SECONDS + 30))  # each `status` may wait for its timeout while the master starts
+while [ "$SECONDS" -lt "$deadline" ]; do
+  propeller status 2>/dev/null | grep -q ' up ' && break
+  sleep 0.2
+done
+propeller status | grep -q ' up ' || fail "the index node of the unit did not come up: $(propeller status 2>&1)"
+propeller import /usr/share/doc/propeller > /dev/null
+got="$(propeller search 'ext=md' | sort)"
+[ "$got" = "$(find /usr/share/doc/propeller -name '*.md' | sort)" ] ||
+  fail "search through the units' master and node differs from find"
+echo "   master and index node from their units' ExecStart: status up, search agrees with find"
+for p in "${pids[@]}"; do kill -TERM "$p"; done
+for p in "${pids[@]}"; do wait "$p" || fail "a unit's program did not stop cleanly (exit $?)"; done
+pids=()
+
 step "propeller up, import, search (the embedded service)"
 tree="$work/tree"
 mkdir -p "$tree/src/lib" "$tree/docs" "$tree/data"
