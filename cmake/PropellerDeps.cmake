@@ -33,6 +33,11 @@ pkg_check_modules(FUSE3 REQUIRED IMPORTED_TARGET fuse3)
 # pkg-config file sets TOML_HEADER_ONLY=0) and systemd readiness (libsystemd-dev).
 pkg_check_modules(TOMLPLUSPLUS REQUIRED IMPORTED_TARGET tomlplusplus)
 pkg_check_modules(LIBSYSTEMD REQUIRED IMPORTED_TARGET libsystemd)
+# The opt-in metrics listener (common/daemon/metrics_server.h; Debian libcpp-httplib-dev). Its
+# httplib.h only declares: the code is in the shared library, built with OpenSSL, zlib and
+# brotli support, so the pkg-config flags (which define CPPHTTPLIB_*_SUPPORT to match the
+# library's class layouts) must be used as they are.
+pkg_check_modules(HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)
 if(PROPELLER_BENCH)
   find_package(SQLite3 REQUIRED)  # the benchmarks' baseline (bench/README.md); nothing else
   find_package(benchmark REQUIRED)

@@ -535,6 +535,9 @@ EngineStats Engine::Impl::Stats() {
   st.acg_commits = acg_commits_.load();
   st.store_commits = store_commits_.load();
   st.committed_updates = committed_updates_.load();
+  st.splits = splits_.load(std::memory_order_relaxed);
+  st.merges = merges_.load(std::memory_order_relaxed);
+  st.commit_seconds = commit_seconds_.Snapshot();
   st.wal_bytes = wal_ ? wal_->bytes() : 0;
   st.disk_bytes += st.wal_bytes;
   st.next_lsn = wal_ ? wal_->next_lsn() : 0;

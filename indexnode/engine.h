@@ -51,6 +51,7 @@
 
 #include "common/credentials.h"
 #include "common/env.h"
+#include "common/metrics.h"
 #include "common/record.h"
 #include "common/status.h"
 #include "indexnode/index/index.h"
@@ -262,6 +263,11 @@ struct EngineStats {
   uint64_t commit_failures = 0;
   std::string commit_error;
   int64_t commit_failing_since_ns = 0;
+  // Splits and merges committed on this node since Engine::Open, and the durations of the
+  // commit passes (one per committer tick with something due, or CommitAll) since then.
+  uint64_t splits = 0;
+  uint64_t merges = 0;
+  metrics::HistogramSnapshot commit_seconds;
 };
 
 class Engine {

@@ -422,6 +422,9 @@ class Engine::Impl {
   std::atomic<uint64_t> acg_commits_{0};        // Stats
   std::atomic<uint64_t> store_commits_{0};      // Stats
   std::atomic<uint64_t> committed_updates_{0};
+  std::atomic<uint64_t> splits_{0}, merges_{0};  // Stats: done since Open
+  // Stats: the duration of each commit pass (CommitDue), in seconds.
+  metrics::Histogram commit_seconds_{metrics::LatencyBuckets()};
 
   // Lock order: catalogue_mu_ > commit_mu_ > acgs_mu_ > (Acg locks); the components' locks
   // (open_acgs_, frozen_, reports_, quarantine_) are leaves, open_acgs_'s taken with no Acg

@@ -208,6 +208,7 @@ Status Engine::Impl::SplitAcg(uint64_t source_id, uint64_t target_id,
       static_cast<double>(options_.env->MonotonicNanos() - t_end) / 1e9);
   OnAcgOpened(source);
   OnAcgOpened(target);
+  splits_.fetch_add(1, std::memory_order_relaxed);
   return Status::OK();
 }
 
@@ -341,6 +342,7 @@ Status Engine::Impl::MergeAcg(uint64_t source_id, uint64_t target_id, int crash_
   Log(LogLevel::kInfo, "%s: %zu files in %.3f s with searches paused, then %.3f s to clean "
       "up the source", what.c_str(), moved, static_cast<double>(t1 - t0) / 1e9,
       static_cast<double>(options_.env->MonotonicNanos() - t1) / 1e9);
+  merges_.fetch_add(1, std::memory_order_relaxed);
   return Status::OK();
 }
 

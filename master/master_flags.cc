@@ -1,5 +1,7 @@
 #include "master/master_flags.h"
 
+#include "common/daemon/metrics_server.h"
+
 #include <unistd.h>
 
 #include <cstdio>
@@ -54,6 +56,11 @@ const std::vector<OptionSpec>& MasterOptionSpecs() {
                "splitting one even with it)"},
       {.name = "threads", .kind = OptionKind::kInteger, .value_name = "N",
        .help = "request worker threads (default 4)", .example = "8"},
+      {.name = "metrics-listen", .kind = OptionKind::kString, .value_name = "HOST:PORT",
+       .help = "serve Prometheus metrics on http://HOST:PORT/metrics (default: no listener; "
+               "port 0 = any free port, logged at start). Counts, sizes and latencies only; "
+               "prefer 127.0.0.1 (docs/metrics.md)",
+       .example = "127.0.0.1:9471"},
       {.name = "log-level", .kind = OptionKind::kString, .value_name = "LEVEL",
        .help = "debug, info, warning or error (default info); SIGHUP re-reads it from the "
                "configuration file",
@@ -102,6 +109,11 @@ Status Apply(const OptionValue& v, MasterFlags* flags) {
   } else if (v.name == "threads") {
     PROPELLER_ASSIGN_OR_RETURN(const long long n, daemon::ParseIntOption(what, v.value, 1, 256));
     o.worker_threads = static_cast<int>(n);
+  } else if (v.name == "metrics-listen") {
+    std::string host;
+    int port = 0;
+    PROPELLER_RETURN_IF_ERROR(daemon::ParseListenAddress(what, v.value, &host, &port));
+    flags->metrics_listen = v.value;
   } else if (v.name == "log-level") {
     PROPELLER_ASSIGN_OR_RETURN(flags->log_level, daemon::ParseLogLevelOption(what, v.value));
   } else if (v.name == "test-exit-after-move") {

@@ -22,6 +22,7 @@ inline constexpr char kDefaultMasterConfig[] = "/etc/propeller/master.toml";
 struct MasterFlags {
   MasterOptions options;
   LogLevel log_level = LogLevel::kInfo;
+  std::string metrics_listen;               // --metrics-listen HOST:PORT; "" = none
   std::string config_file;                  // the file read; "" when none
   std::vector<daemon::OptionValue> values;  // every option as given (file, then command line)
   bool help = false;                        // print MasterHelp() and exit; nothing else is set

@@ -7,13 +7,16 @@
 #include <signal.h>
 
 #include <cstdio>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "common/daemon/metrics_server.h"
 #include "common/daemon/notify.h"
 #include "common/daemon/signals.h"
 #include "common/logging.h"
 #include "master/master_flags.h"
+#include "master/master_metrics.h"
 
 namespace {
 
@@ -50,6 +53,17 @@ int main(int argc, char** argv) {
   Log(LogLevel::kInfo, "propeller-master serving %s, data in %s%s%s",
       (*server)->endpoint().c_str(), flags->options.data_dir.c_str(),
       flags->config_file.empty() ? "" : ", configuration ", flags->config_file.c_str());
+  metrics::Registry registry;  // after the server: the metrics listener stops first
+  std::unique_ptr<daemon::MetricsServer> metrics_server;
+  if (!flags->metrics_listen.empty()) {
+    master::RegisterMasterMetrics(server->get(), &registry);
+    auto m = daemon::MetricsServer::Start(flags->metrics_listen, &registry);
+    if (!m.ok()) {
+      std::fprintf(stderr, "%s: %s\n", kProgram, m.status().message().c_str());
+      return 1;
+    }
+    metrics_server = std::move(*m);
+  }
   const std::string status = "serving " + (*server)->endpoint();
   daemon::NotifyReady(status);
   const int sig = daemon::WaitForStopSignal(signals, [&] {
@@ -59,6 +73,7 @@ int main(int argc, char** argv) {
     }, status);
   });
   Log(LogLevel::kInfo, "propeller-master: %s, stopping", sig == SIGINT ? "SIGINT" : "SIGTERM");
+  metrics_server.reset();
   server->reset();  // stops serving, closes the store (every acknowledged change is committed)
   return 0;
 }

@@ -71,8 +71,10 @@ std::string MasterService::Dispatch(std::string_view request, const wire::Caller
   if (st.ok()) st = wire::Authorize(caller, env.type);
   if (!st.ok()) {
     errors_.fetch_add(1, std::memory_order_relaxed);
+    errors_by_code_.Add(static_cast<size_t>(st.code()));
     return wire::EncodeReply(st, {});
   }
+  requests_by_type_.Add(wire::TypeIndex(env.type));
   Master& m = *master_;
   std::string reply;
   using wire::Empty;
@@ -170,7 +172,10 @@ std::string MasterService::Dispatch(std::string_view request, const wire::Caller
       reply = wire::EncodeReply(st, {});
       break;
   }
-  if (!st.ok()) errors_.fetch_add(1, std::memory_order_relaxed);
+  if (!st.ok()) {
+    errors_.fetch_add(1, std::memory_order_relaxed);
+    errors_by_code_.Add(static_cast<size_t>(st.code()));
+  }
   return reply;
 }
 

@@ -24,7 +24,9 @@
 #include <string_view>
 
 #include "common/rpc/rpc.h"
+#include "common/metrics.h"
 #include "master/master.h"
+#include "schemas/wire_metrics.h"
 #include "schemas/access.h"
 
 namespace propeller::master {
@@ -43,6 +45,9 @@ class MasterService {
 
   // Requests answered with a non-OK status, for tests and status pages.
   uint64_t errors() const { return errors_.load(std::memory_order_relaxed); }
+  // Decoded requests by message type and error replies by status code (docs/metrics.md).
+  const metrics::CounterVec& requests_by_type() const { return requests_by_type_; }
+  const metrics::CounterVec& errors_by_code() const { return errors_by_code_; }
 
  private:
   std::string Dispatch(std::string_view request, const wire::Caller& caller);
@@ -50,6 +55,8 @@ class MasterService {
   Master* const master_;
   const wire::AccessPolicy policy_;
   std::atomic<uint64_t> errors_{0};
+  metrics::CounterVec requests_by_type_ = wire::MakeTypeCounters();
+  metrics::CounterVec errors_by_code_ = wire::MakeCodeCounters();
 };
 
 }  // namespace propeller::master

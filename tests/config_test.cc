@@ -40,7 +40,7 @@ std::string Fingerprint(const master::MasterFlags& f) {
   s << o.data_dir << '|' << o.listen << '|' << o.cluster_key_file << '|' << o.curve_key_file
     << '|' << o.allow_file << '|' << o.insecure << '|' << o.node_timeout_ms << '|'
     << o.acg_threshold << '|' << o.merge_after_ms << '|' << o.move_split_halves << '|'
-    << o.worker_threads << '|' << static_cast<int>(f.log_level);
+    << o.worker_threads << '|' << static_cast<int>(f.log_level) << '|' << f.metrics_listen;
   return s.str();
 }
 
@@ -51,7 +51,8 @@ std::string Fingerprint(const IndexNodeFlags& f) {
     << o.advertised_endpoint << '|' << static_cast<int>(o.durability) << '|'
     << o.cluster_key_file << '|' << o.curve_key_file << '|' << o.allow_file << '|'
     << o.master_key_file << '|' << o.insecure << '|' << o.worker_threads << '|'
-    << o.engine.split_threshold_files << '|' << static_cast<int>(f.log_level);
+    << o.engine.split_threshold_files << '|' << static_cast<int>(f.log_level) << '|'
+    << f.metrics_listen;
   return s.str();
 }
 
@@ -60,7 +61,8 @@ std::string Fingerprint(const cli::MountFlags& f) {
   s << f.backing << '|' << f.mountpoint << '|' << f.data << '|' << static_cast<int>(f.durability)
     << '|' << f.cache_timeout_s << '|' << f.threads << '|' << f.poll_us << '|' << f.dir_cache
     << '|' << f.index_timeout_ms << '|' << f.search_wait_ms << '|' << f.ready_file << '|'
-    << static_cast<int>(f.log_level) << '|' << f.writeback << f.passthrough << f.import
+    << static_cast<int>(f.log_level) << '|' << f.metrics_listen << '|' << f.writeback
+    << f.passthrough << f.import
     << f.reconcile << f.capture << f.allow_other << f.debug << '|' << f.client.master_endpoint
     << '|' << f.client.timeout_ms << '|' << f.client.cluster_key_file << '|'
     << f.client.curve_key_file << '|' << f.client.server_key_file << '|' << f.client.insecure;

@@ -17,6 +17,7 @@
 
 #include "client/cli/commands.h"
 #include "client/cli/embedded_service.h"
+#include "client/cli/service_metrics.h"
 #include "client/cli/mount_options.h"
 #include "client/cli/service_options.h"
 #include "client/fuse/backing_tree.h"
@@ -26,6 +27,7 @@
 #include "client/lib/mount_registry.h"
 #include "client/lib/query_engine.h"
 #include "client/lib/reconcile.h"
+#include "common/daemon/metrics_server.h"
 #include "common/daemon/notify.h"
 #include "common/daemon/signals.h"
 #include "common/env.h"
@@ -346,6 +348,16 @@ int RunMount(const GlobalOptions& global, const std::vector<std::string>& argv) 
                                      : "cluster " + (*client)->master_endpoint();
   std::fprintf(stderr, "propeller: %s mounted at %s (%s). Unmount or Ctrl-C stops.\n",
                backing.c_str(), mountpoint.c_str(), where.c_str());
+  // --metrics-listen: the mount's families, and the embedded master's and node's.
+  metrics::Registry registry;
+  std::unique_ptr<daemon::MetricsServer> metrics_server;
+  if (!flags->metrics_listen.empty()) {
+    RegisterMountMetrics(writer.get(), fs->get(), &registry);
+    if (service) RegisterEmbeddedMetrics(service.get(), &registry);
+    auto m = daemon::MetricsServer::Start(flags->metrics_listen, &registry);
+    if (!m.ok()) return ReportError(m.status());
+    metrics_server = std::move(*m);
+  }
   // Mounted: the kernel queues requests until Run below serves them.
   const std::string status = backing + " mounted at " + mountpoint + " (" + where + ")";
   daemon::NotifyReady(status);
@@ -371,6 +383,7 @@ int RunMount(const GlobalOptions& global, const std::vector<std::string>& argv) 
   pthread_kill(signals.native_handle(), SIGTERM);
   signals.join();
   const fuse::CaptureFsStats stats = raw->stats();
+  metrics_server.reset();  // its collectors read the file system and the writer
   RemoveMountRecord(mountpoint);
   fs->reset();
   engine->reset();

@@ -13,6 +13,8 @@
 #include "client/cli/commands.h"
 #include "client/cli/embedded_service.h"
 #include "client/cli/service_options.h"
+#include "client/cli/service_metrics.h"
+#include "common/daemon/metrics_server.h"
 #include "common/env.h"
 #include "common/logging.h"
 #include "common/secure_dir.h"
@@ -45,6 +47,9 @@ Options:
   --acg-threshold N     files per partition before a new one is started (default 50000)
   --ready-file FILE     write "master <endpoint>\nnode <endpoint>\n" there once serving
   --log-level LEVEL     debug, info (default), warning, error
+  --metrics-listen HOST:PORT  serve Prometheus metrics of the master and the index node on
+                        http://HOST:PORT/metrics (default none; port 0 = any free port,
+                        logged). Counts, sizes and latencies only; prefer 127.0.0.1
 Keep DIR outside any tree Propeller serves through a mount.
 )";
 
@@ -53,7 +58,8 @@ Keep DIR outside any tree Propeller serves through a mount.
 int RunUp(const GlobalOptions& /*global*/, const std::vector<std::string>& argv) {
   auto args = Args::Parse(argv,
                           {"--data", "--listen", "--node-listen", "--durability",
-                           "--acg-threshold", "--ready-file", "--log-level", "--cluster-key"},
+                           "--acg-threshold", "--ready-file", "--log-level", "--cluster-key",
+                           "--metrics-listen"},
                           {"--help", "-h", "--insecure"});
   if (!args.ok()) return ReportError(args.status(), /*usage=*/true);
   if (args->Has("--help") || args->Has("-h")) {
@@ -88,6 +94,13 @@ int RunUp(const GlobalOptions& /*global*/, const std::vector<std::string>& argv)
   eo.acg_threshold = *threshold;
   eo.cluster_key_file = args->GetOr("--cluster-key", "");
   eo.insecure = args->Has("--insecure");
+  const std::string metrics_listen = args->GetOr("--metrics-listen", "");
+  if (!metrics_listen.empty()) {
+    std::string host;
+    int port = 0;
+    Status st = daemon::ParseListenAddress("--metrics-listen", metrics_listen, &host, &port);
+    if (!st.ok()) return ReportError(st, /*usage=*/true);
+  }
 
   // Signals are taken by sigwait below; block them before any thread starts so no other
   // thread receives them.
@@ -99,6 +112,14 @@ int RunUp(const GlobalOptions& /*global*/, const std::vector<std::string>& argv)
 
   auto service = StartEmbeddedService(eo);
   if (!service.ok()) return ReportError(service.status());
+  metrics::Registry registry;  // after the service: the listener below stops first
+  std::unique_ptr<daemon::MetricsServer> metrics_server;
+  if (!metrics_listen.empty()) {
+    RegisterEmbeddedMetrics(service->get(), &registry);
+    auto m = daemon::MetricsServer::Start(metrics_listen, &registry);
+    if (!m.ok()) return ReportError(m.status());
+    metrics_server = std::move(*m);
+  }
   const std::string master = (*service)->master->endpoint();
   const std::string node = (*service)->node->endpoint();
   if (auto ready = args->Get("--ready-file")) {
@@ -113,6 +134,7 @@ int RunUp(const GlobalOptions& /*global*/, const std::vector<std::string>& argv)
   int sig = 0;
   sigwait(&stop_signals, &sig);
   std::fprintf(stderr, "propeller: stopping (signal %d): committing and syncing\n", sig);
+  metrics_server.reset();
   Status stopped = (*service)->Stop();  // commits every cache and syncs the log
   if (!stopped.ok()) return ReportError(stopped.WithContext("stopping"));
   return kExitOk;

@@ -1,5 +1,7 @@
 #include "client/cli/mount_options.h"
 
+#include "common/daemon/metrics_server.h"
+
 #include <cstdlib>
 
 namespace propeller::cli {
@@ -72,6 +74,11 @@ const std::vector<OptionSpec>& MountOptionSpecs() {
        .help = "write \"mount <MOUNTPOINT>\\nengine <endpoint>\\nmaster <endpoint>\\n\" once "
                "serving",
        .example = "/run/propeller/mount-data.ready"},
+      {.name = "metrics-listen", .kind = OptionKind::kString, .value_name = "HOST:PORT",
+       .help = "serve Prometheus metrics on http://HOST:PORT/metrics (default: no listener; "
+               "port 0 = any free port, logged at start). Counts, sizes and latencies only; "
+               "prefer 127.0.0.1 (docs/metrics.md)",
+       .example = "127.0.0.1:9473"},
       {.name = "log-level", .kind = OptionKind::kString, .value_name = "LEVEL",
        .help = "debug, info (default), warning, error; SIGHUP re-reads it from the "
                "configuration file",
@@ -158,6 +165,11 @@ Status Apply(const OptionValue& v, const std::set<std::string>& global_given, Mo
     f->allow_other = false;
   } else if (v.name == "ready-file") {
     f->ready_file = v.value;
+  } else if (v.name == "metrics-listen") {
+    std::string host;
+    int port = 0;
+    PROPELLER_RETURN_IF_ERROR(daemon::ParseListenAddress(what, v.value, &host, &port));
+    f->metrics_listen = v.value;
   } else if (v.name == "log-level") {
     PROPELLER_ASSIGN_OR_RETURN(f->log_level, daemon::ParseLogLevelOption(what, v.value));
   } else if (v.name == "debug") {

@@ -35,6 +35,7 @@ struct MountFlags {
   int64_t search_wait_ms = 2000;
   std::string ready_file;  // "" = none
   LogLevel log_level = LogLevel::kInfo;
+  std::string metrics_listen;  // --metrics-listen HOST:PORT; "" = none
   bool writeback = false;
   bool passthrough = true;
   bool import = true;

@@ -1,5 +1,7 @@
 #include "indexnode/server/indexnode_flags.h"
 
+#include "common/daemon/metrics_server.h"
+
 #include <unistd.h>
 
 #include <atomic>
@@ -65,6 +67,11 @@ const std::vector<OptionSpec>& IndexNodeOptionSpecs() {
        .help = "split an ACG in two (METIS) once it holds more than N files (default 50000; "
                "0 = never). The master names the new half.",
        .example = "0"},
+      {.name = "metrics-listen", .kind = OptionKind::kString, .value_name = "HOST:PORT",
+       .help = "serve Prometheus metrics on http://HOST:PORT/metrics (default: no listener; "
+               "port 0 = any free port, logged at start). Counts, sizes and latencies only; "
+               "prefer 127.0.0.1 (docs/metrics.md)",
+       .example = "127.0.0.1:9472"},
       {.name = "log-level", .kind = OptionKind::kString, .value_name = "LEVEL",
        .help = "debug, info, warning or error (default info); SIGHUP re-reads it from the "
                "configuration file",
@@ -146,6 +153,11 @@ Status Apply(const OptionValue& v, IndexNodeFlags* flags, TestHooks* hooks) {
     PROPELLER_ASSIGN_OR_RETURN(const long long n,
                                daemon::ParseIntOption(what, v.value, 0, 1LL << 62));
     o.engine.split_threshold_files = static_cast<uint64_t>(n);
+  } else if (v.name == "metrics-listen") {
+    std::string host;
+    int port = 0;
+    PROPELLER_RETURN_IF_ERROR(daemon::ParseListenAddress(what, v.value, &host, &port));
+    flags->metrics_listen = v.value;
   } else if (v.name == "log-level") {
     PROPELLER_ASSIGN_OR_RETURN(flags->log_level, daemon::ParseLogLevelOption(what, v.value));
   } else if (v.name == "test-hold-in-split") {

@@ -24,6 +24,7 @@ struct IndexNodeFlags {
   // With the fault-test hooks of --test-hold-in-split and --test-hold-in-migrate set.
   IndexNodeOptions options;
   LogLevel log_level = LogLevel::kInfo;
+  std::string metrics_listen;               // --metrics-listen HOST:PORT; "" = none
   std::string config_file;                  // the file read; "" when none
   std::vector<daemon::OptionValue> values;  // every option as given (file, then command line)
   bool help = false;                        // print IndexNodeHelp() and exit

@@ -12,10 +12,12 @@
 #include <string>
 #include <vector>
 
+#include "common/daemon/metrics_server.h"
 #include "common/daemon/notify.h"
 #include "common/daemon/signals.h"
 #include "common/logging.h"
 #include "indexnode/server/indexnode_flags.h"
+#include "indexnode/server/node_metrics.h"
 #include "indexnode/server/node_server.h"
 
 namespace propeller {
@@ -54,6 +56,19 @@ int Main(int argc, char** argv) {
                  st.message().empty() ? st.ToString().c_str() : st.message().c_str());
     return 1;
   }
+  // Declared after the server: destroyed (stops serving) before it.
+  metrics::Registry registry;
+  std::unique_ptr<daemon::MetricsServer> metrics_server;
+  if (!flags->metrics_listen.empty()) {
+    RegisterIndexNodeMetrics(server->get(), &registry);
+    Result<std::unique_ptr<daemon::MetricsServer>> m =
+        daemon::MetricsServer::Start(flags->metrics_listen, &registry);
+    if (!m.ok()) {
+      std::fprintf(stderr, "%s: %s\n", kProg, m.status().message().c_str());
+      return 1;
+    }
+    metrics_server = std::move(*m);
+  }
   // Ready once listening: the node registers with the master in the background and serves
   // the ACGs it owns meanwhile (docs/cluster.md), so waiting for the master here would only
   // make the unit's start fail while the master is down.
@@ -69,6 +84,7 @@ int Main(int argc, char** argv) {
   Log(LogLevel::kInfo, "%s received, stopping", sig == SIGINT ? "SIGINT" : "SIGTERM");
   // Stops serving, commits and syncs the engine. A failed final sync means acknowledged
   // updates may not be durable: say so in the exit status.
+  metrics_server.reset();
   Status stopped = (*server)->Stop();
   server->reset();
   if (!stopped.ok()) {

@@ -128,7 +128,10 @@ std::string NodeService::Handle(std::string_view request, const rpc::PeerInfo& p
     st = wire::Authorize(caller, env.type);
     if (!st.ok()) return ErrorReply(st);
     CallerAccess access(caller, engine_, &volume_roots_);
-    return HandleRequest(env, access, out);
+    const auto start = std::chrono::steady_clock::now();
+    std::string reply = HandleRequest(env, access, out);
+    metrics_.Record(env.type, reply, start);
+    return reply;
   } catch (const std::bad_alloc&) {
     return ErrorReply(Status::ResourceExhausted("out of memory handling the request"));
   } catch (const std::exception& e) {
@@ -246,6 +249,8 @@ std::string NodeService::HandleApply(std::string_view body, CallerAccess& caller
     return wire::EncodeReply(st, {}, moved);
   }
   if (!st.ok()) return ErrorReply(st);
+  metrics_.updates.Add(req.updates.size());
+  metrics_.update_batches.Add();
   return wire::EncodeOkReply(wire::Empty{});
 }
 

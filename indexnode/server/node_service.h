@@ -71,6 +71,7 @@
 #include "common/status.h"
 #include "indexnode/engine.h"
 #include "indexnode/server/caller_access.h"
+#include "indexnode/server/node_metrics.h"
 #include "schemas/access.h"
 #include "schemas/messages.h"
 
@@ -171,6 +172,8 @@ class NodeService {
   std::vector<wire::IndexDef> UserIndexes() const;
 
   NodeServiceStats stats() const;
+  // The request metrics (node_metrics.h), valid while this service lives.
+  const NodeRequestMetrics& request_metrics() const { return metrics_; }
 
   // ---- migration ----
   // The source's steps of a migration (kMigrateAcg; IndexNodeServer for the master's
@@ -251,6 +254,7 @@ class NodeService {
   std::vector<wire::IndexDef> user_indexes_ PROPELLER_GUARDED_BY(list_mu_);
 
   std::atomic<uint64_t> requests_{0}, bad_requests_{0}, redirects_{0}, master_lookups_{0};
+  NodeRequestMetrics metrics_;
   Mutex watches_mu_;  // a leaf
   size_t watches_ PROPELLER_GUARDED_BY(watches_mu_) = 0;  // running kWatch handlers
   // uid -> running kWatch handlers.
