@@ -16,6 +16,7 @@ PACKAGES=(
   libsqlite3-dev sqlite3
   libtomlplusplus-dev  # the daemons' configuration files (common/daemon)
   libsystemd-dev       # sd_notify: Type=notify readiness under systemd
+  libcpp-httplib-dev   # the daemons' Prometheus endpoint (--metrics-listen; docs/metrics.md)
   debootstrap          # scripts/package.sh: the fresh Debian root the packages are tested in
   pybind11-dev python3-dev python3-pytest python3-venv  # the Python package (python/) and its tests
   clang-14 libclang-rt-14-dev  # scripts/fuzz.sh: libFuzzer and the sanitizer runtimes (only

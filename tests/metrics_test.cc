@@ -20,6 +20,7 @@
 #include <sstream>
 
 #include "tests/cluster_harness.h"
+#include "tests/mount_harness.h"
 
 namespace propeller::testing {
 namespace {
@@ -261,6 +262,31 @@ TEST(MetricsTest, NodeWithoutOptionOpensNoPort) {
   EXPECT_EQ(ListeningSockets(cluster.node(0).pid()), 1u);  // the rpc endpoint only
   EXPECT_EQ(ListeningSockets(cluster.master().pid()), 1u);
   EXPECT_EQ(MetricsPort(cluster.dir() + "/node0.log", 1), 0);
+}
+
+// A mount with its embedded master and node: one endpoint serves the mount's, the master's and
+// the node's families, and they move with the files created through the mount.
+TEST(MetricsTest, MountCountersMoveWithFilesCreatedThroughIt) {
+  Mount m({"--metrics-listen", "127.0.0.1:0"});
+  ASSERT_TRUE(m.Start());
+  const int port = MetricsPort(m.log());
+  ASSERT_NE(port, 0) << ReadAll(m.log());
+  auto before = Parse(Get(port));
+  ASSERT_TRUE(before.count("propeller_mount_updates_sent_total")) << "the mount's own family";
+  ASSERT_TRUE(before.count("propeller_node_updates_total")) << "the embedded node's family";
+  constexpr int kFiles = 12;
+  for (int i = 0; i < kFiles; ++i) {
+    std::ofstream(m.mnt() + "/f" + std::to_string(i)) << "x";  // closed: acknowledged
+  }
+  auto after = Parse(Get(port));
+  EXPECT_EQ(after["propeller_master_files"] - before["propeller_master_files"], kFiles);
+  EXPECT_GE(after["propeller_mount_updates_sent_total"] -
+                before["propeller_mount_updates_sent_total"], kFiles);
+  EXPECT_GE(after["propeller_node_updates_total"] - before["propeller_node_updates_total"],
+            kFiles);
+  EXPECT_EQ(after["propeller_mount_pending_updates"], 0) << "the node took every update";
+  EXPECT_EQ(after["propeller_mount_update_errors_total"], 0);
+  EXPECT_TRUE(m.Stop());
 }
 
 }  // namespace
