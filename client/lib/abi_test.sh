@@ -52,6 +52,9 @@ int main(void) {
   return 0;
 }
 C
-cc -std=c11 -Wall -Werror -I"$tmp/include" "$tmp/t.c" -o "$tmp/t" -L"$(dirname "$lib")" -lpropeller
+# ABI_TEST_CFLAGS: the sanitizer flags of an instrumented library (its runtime must come first).
+# shellcheck disable=SC2086
+cc -std=c11 -Wall -Werror ${ABI_TEST_CFLAGS:-} -I"$tmp/include" "$tmp/t.c" -o "$tmp/t" \
+   -L"$(dirname "$lib")" -lpropeller
 LD_LIBRARY_PATH="$(dirname "$lib")" timeout 60 "$tmp/t"
 echo "abi_test: $soname exports ${#declared[@]} C functions; a C program links and runs"
