@@ -56,21 +56,13 @@ const std::vector<OptionSpec>& MasterOptionSpecs() {
                "splitting one even with it)"},
       {.name = "threads", .kind = OptionKind::kInteger, .value_name = "N",
        .help = "request worker threads (default 4)", .example = "8"},
-      {.name = "metrics-listen", .kind = OptionKind::kString, .value_name = "HOST:PORT",
-       .help = "serve Prometheus metrics on http://HOST:PORT/metrics (default: no listener; "
-               "port 0 = any free port, logged at start). Counts, sizes and latencies only; "
-               "prefer 127.0.0.1 (docs/metrics.md)",
-       .example = "127.0.0.1:9471"},
-      {.name = "log-level", .kind = OptionKind::kString, .value_name = "LEVEL",
-       .help = "debug, info, warning or error (default info); SIGHUP re-reads it from the "
-               "configuration file",
-       .example = "debug"},
+      daemon::MetricsListenOption(),
+      daemon::LogLevelOption(),
       // Fault tests only: the master dies (SIGKILL-like, no clean stop) right after
       // committing an ACG move, before replying, as a crash there would.
       {.name = "test-exit-after-move", .kind = OptionKind::kFlag,
        .scope = OptionScope::kCommandLineOnly},
-      {.name = "help", .kind = OptionKind::kFlag, .help = "this text",
-       .scope = OptionScope::kCommandLineOnly},
+      daemon::HelpOption(),
   };
   return specs;
 }
@@ -81,6 +73,9 @@ namespace {
 Status Apply(const OptionValue& v, MasterFlags* flags) {
   MasterOptions& o = flags->options;
   const std::string what = v.Describe();
+  PROPELLER_ASSIGN_OR_RETURN(const bool shared, daemon::ApplySharedOption(
+                                                 v, {&flags->metrics_listen, &flags->log_level}));
+  if (shared) return Status::OK();
   if (v.name == "data") {
     if (v.value.empty()) return Status::InvalidArgument(what + " needs a directory");
     o.data_dir = v.value;
@@ -109,13 +104,6 @@ Status Apply(const OptionValue& v, MasterFlags* flags) {
   } else if (v.name == "threads") {
     PROPELLER_ASSIGN_OR_RETURN(const long long n, daemon::ParseIntOption(what, v.value, 1, 256));
     o.worker_threads = static_cast<int>(n);
-  } else if (v.name == "metrics-listen") {
-    std::string host;
-    int port = 0;
-    PROPELLER_RETURN_IF_ERROR(daemon::ParseListenAddress(what, v.value, &host, &port));
-    flags->metrics_listen = v.value;
-  } else if (v.name == "log-level") {
-    PROPELLER_ASSIGN_OR_RETURN(flags->log_level, daemon::ParseLogLevelOption(what, v.value));
   } else if (v.name == "test-exit-after-move") {
     o.move_commit_hook = [](uint64_t) { ::_exit(9); };
   } else {

@@ -74,15 +74,8 @@ const std::vector<OptionSpec>& MountOptionSpecs() {
        .help = "write \"mount <MOUNTPOINT>\\nengine <endpoint>\\nmaster <endpoint>\\n\" once "
                "serving",
        .example = "/run/propeller/mount-data.ready"},
-      {.name = "metrics-listen", .kind = OptionKind::kString, .value_name = "HOST:PORT",
-       .help = "serve Prometheus metrics on http://HOST:PORT/metrics (default: no listener; "
-               "port 0 = any free port, logged at start). Counts, sizes and latencies only; "
-               "prefer 127.0.0.1 (docs/metrics.md)",
-       .example = "127.0.0.1:9473"},
-      {.name = "log-level", .kind = OptionKind::kString, .value_name = "LEVEL",
-       .help = "debug, info (default), warning, error; SIGHUP re-reads it from the "
-               "configuration file",
-       .example = "debug"},
+      daemon::MetricsListenOption(),
+      daemon::LogLevelOption(),
       {.name = "debug", .kind = OptionKind::kFlag,
        .help = "log every FUSE request (libfuse's -d)"},
       // The CLI's global options (client/cli/main.cc): on the command line they come before
@@ -102,8 +95,7 @@ const std::vector<OptionSpec>& MountOptionSpecs() {
        .scope = OptionScope::kFileOnly},
       {.name = "insecure", .kind = OptionKind::kFlag, .help = "--insecure",
        .scope = OptionScope::kFileOnly},
-      {.name = "help", .kind = OptionKind::kFlag, .help = "this text",
-       .scope = OptionScope::kCommandLineOnly},
+      daemon::HelpOption(),
   };
   return specs;
 }
@@ -119,6 +111,9 @@ Status Apply(const OptionValue& v, const std::set<std::string>& global_given, Mo
   const std::string what = v.Describe();
   // The command line's global options win over the file's.
   if (global_given.count(v.name) != 0) return Status::OK();
+  PROPELLER_ASSIGN_OR_RETURN(const bool shared, daemon::ApplySharedOption(
+                                                 v, {&f->metrics_listen, &f->log_level}));
+  if (shared) return Status::OK();
   if (v.name == "backing") {
     f->backing = v.value;
   } else if (v.name == "mountpoint") {
@@ -165,13 +160,6 @@ Status Apply(const OptionValue& v, const std::set<std::string>& global_given, Mo
     f->allow_other = false;
   } else if (v.name == "ready-file") {
     f->ready_file = v.value;
-  } else if (v.name == "metrics-listen") {
-    std::string host;
-    int port = 0;
-    PROPELLER_RETURN_IF_ERROR(daemon::ParseListenAddress(what, v.value, &host, &port));
-    f->metrics_listen = v.value;
-  } else if (v.name == "log-level") {
-    PROPELLER_ASSIGN_OR_RETURN(f->log_level, daemon::ParseLogLevelOption(what, v.value));
   } else if (v.name == "debug") {
     f->debug = true;
   } else if (v.name == "master") {

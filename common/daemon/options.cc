@@ -6,6 +6,8 @@
 #include <optional>
 #include <set>
 
+#include "common/daemon/metrics_server.h"
+
 namespace propeller::daemon {
 
 std::string OptionValue::Describe() const {
@@ -164,6 +166,41 @@ Result<LogLevel> ParseLogLevelOption(const std::string& what, const std::string&
   if (text == "error") return LogLevel::kError;
   return Status::InvalidArgument(what + " wants debug, info, warning or error, not '" + text +
                                  "'");
+}
+
+OptionSpec MetricsListenOption() {
+  return {.name = "metrics-listen", .kind = OptionKind::kString, .value_name = "HOST:PORT",
+          .help = "serve Prometheus metrics on http://HOST:PORT/metrics (default: no listener; "
+                  "port 0 = any free port, logged at start). Counts, sizes and latencies only; "
+                  "prefer 127.0.0.1 (docs/metrics.md)",
+          .example = "127.0.0.1:9472"};
+}
+
+OptionSpec LogLevelOption() {
+  return {.name = "log-level", .kind = OptionKind::kString, .value_name = "LEVEL",
+          .help = "debug, info, warning or error (default info); SIGHUP re-reads it from the "
+                  "configuration file",
+          .example = "debug"};
+}
+
+OptionSpec HelpOption() {
+  return {.name = "help", .kind = OptionKind::kFlag, .help = "this text",
+          .scope = OptionScope::kCommandLineOnly};
+}
+
+Result<bool> ApplySharedOption(const OptionValue& v, const SharedOptionTargets& to) {
+  if (v.name == "metrics-listen") {
+    std::string host;
+    int port = 0;
+    PROPELLER_RETURN_IF_ERROR(ParseListenAddress(v.Describe(), v.value, &host, &port));
+    *to.metrics_listen = v.value;
+    return true;
+  }
+  if (v.name == "log-level") {
+    PROPELLER_ASSIGN_OR_RETURN(*to.log_level, ParseLogLevelOption(v.Describe(), v.value));
+    return true;
+  }
+  return false;
 }
 
 }  // namespace propeller::daemon

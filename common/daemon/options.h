@@ -93,6 +93,22 @@ Result<long long> ParseIntOption(const std::string& what, const std::string& tex
 // --log-level: debug, info, warning (or warn) or error; InvalidArgument naming `what` otherwise.
 Result<LogLevel> ParseLogLevelOption(const std::string& what, const std::string& text);
 
+// The options every long-running program spells and handles the same way, for their tables:
+// --metrics-listen HOST:PORT (docs/metrics.md), --log-level LEVEL (SIGHUP re-reads it) and
+// --help (command line only).
+OptionSpec MetricsListenOption();
+OptionSpec LogLevelOption();
+OptionSpec HelpOption();
+
+// Where a program keeps what the shared options above set.
+struct SharedOptionTargets {
+  std::string* metrics_listen = nullptr;
+  LogLevel* log_level = nullptr;
+};
+// Applies `v` when it is --metrics-listen or --log-level (true), after checking its value
+// (InvalidArgument naming it); false, changing nothing, for any other option.
+Result<bool> ApplySharedOption(const OptionValue& v, const SharedOptionTargets& to);
+
 }  // namespace propeller::daemon
 
 #endif  // PROPELLER_COMMON_DAEMON_OPTIONS_H_

@@ -67,15 +67,8 @@ const std::vector<OptionSpec>& IndexNodeOptionSpecs() {
        .help = "split an ACG in two (METIS) once it holds more than N files (default 50000; "
                "0 = never). The master names the new half.",
        .example = "0"},
-      {.name = "metrics-listen", .kind = OptionKind::kString, .value_name = "HOST:PORT",
-       .help = "serve Prometheus metrics on http://HOST:PORT/metrics (default: no listener; "
-               "port 0 = any free port, logged at start). Counts, sizes and latencies only; "
-               "prefer 127.0.0.1 (docs/metrics.md)",
-       .example = "127.0.0.1:9472"},
-      {.name = "log-level", .kind = OptionKind::kString, .value_name = "LEVEL",
-       .help = "debug, info, warning or error (default info); SIGHUP re-reads it from the "
-               "configuration file",
-       .example = "warning"},
+      daemon::MetricsListenOption(),
+      daemon::LogLevelOption(),
       // Fault tests only (not in --help or files): at step N (1-5) of its first split the
       // splitter creates <data>/split-hold and waits until it is removed, so a test can kill
       // this node or the master at that point (EngineOptions::split_step_hook).
@@ -89,8 +82,7 @@ const std::vector<OptionSpec>& IndexNodeOptionSpecs() {
       // Fault tests only: IndexNodeOptions::release_wait_ms.
       {.name = "test-release-wait-ms", .kind = OptionKind::kInteger,
        .scope = OptionScope::kCommandLineOnly},
-      {.name = "help", .kind = OptionKind::kFlag, .help = "this help",
-       .scope = OptionScope::kCommandLineOnly},
+      daemon::HelpOption(),
   };
   return specs;
 }
@@ -119,6 +111,9 @@ Status Apply(const OptionValue& v, IndexNodeFlags* flags, TestHooks* hooks) {
       v.value.empty()) {
     return Status::InvalidArgument(what + " needs a non-empty value");
   }
+  PROPELLER_ASSIGN_OR_RETURN(const bool shared, daemon::ApplySharedOption(
+                                                 v, {&flags->metrics_listen, &flags->log_level}));
+  if (shared) return Status::OK();
   if (v.name == "data") {
     o.data_dir = v.value;
   } else if (v.name == "master") {
@@ -153,13 +148,6 @@ Status Apply(const OptionValue& v, IndexNodeFlags* flags, TestHooks* hooks) {
     PROPELLER_ASSIGN_OR_RETURN(const long long n,
                                daemon::ParseIntOption(what, v.value, 0, 1LL << 62));
     o.engine.split_threshold_files = static_cast<uint64_t>(n);
-  } else if (v.name == "metrics-listen") {
-    std::string host;
-    int port = 0;
-    PROPELLER_RETURN_IF_ERROR(daemon::ParseListenAddress(what, v.value, &host, &port));
-    flags->metrics_listen = v.value;
-  } else if (v.name == "log-level") {
-    PROPELLER_ASSIGN_OR_RETURN(flags->log_level, daemon::ParseLogLevelOption(what, v.value));
   } else if (v.name == "test-hold-in-split") {
     PROPELLER_ASSIGN_OR_RETURN(const long long n, daemon::ParseIntOption(what, v.value, 1, 5));
     hooks->hold_in_split = static_cast<int>(n);
