@@ -19,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "client/lib/mount_registry.h"
 #include "tests/mount_harness.h"
 
 namespace propeller {
@@ -74,6 +75,12 @@ TEST(WatchTest, ScriptedWorkloadThroughTheMountIsReportedInOrderAndNothingElse) 
   const std::string mnt = m.mnt();
   ASSERT_EQ(::mkdir((mnt + "/markers").c_str(), 0755), 0);
   const std::string log = m.root() + "/watch.log";
+  // A typo of an attribute is refused with the nearest names, as a search refuses it, not a
+  // watch that silently never matches (through the mount's query engine and the service).
+  const std::string typo = Shell(std::string(PROPELLER_CLI_BIN) + " watch 'sise>1m' --scope " +
+                                 mnt + " 2>&1; echo \"exit $?\"");
+  EXPECT_NE(typo.find("unknown attribute 'sise' (did you mean size?)"), std::string::npos) << typo;
+  EXPECT_NE(typo.find("\nexit 1\n"), std::string::npos) << typo;
   // Directories are 4 KB: type=f keeps them (and their mtime changes) out.
   const std::string query = "type=f & (name~\"*.txt\" | size>100)";
   ChildProcess watch({PROPELLER_CLI_BIN, "watch", query, "--scope", mnt}, log);
@@ -176,7 +183,16 @@ TEST(WatchTest, ScriptedWorkloadThroughTheMountIsReportedInOrderAndNothingElse) 
   const std::string mnt_name = mnt.substr(mnt.rfind('/') + 1);  // "mnt"
   EXPECT_EQ(Shell(cli + " search 'keyword=" + mnt_name + " & name=g.txt' --scope " + mnt),
             mnt + "/d2/g.txt\n");
-  EXPECT_EQ(Shell("cd " + mnt + " && " + cli + " search 'path~" + m.backing() + "/d2/*'"),
+  // A plain search from a directory inside the mount goes through the mount as well (the
+  // same answer as --scope MNT); one sent to the service by --master sees the backing paths.
+  EXPECT_EQ(Shell("cd " + mnt + "/d2 && " + cli + " search 'path~" + mnt + "/d2/*'"),
+            mnt + "/d2/g.txt\n");
+  EXPECT_EQ(Shell("cd " + mnt + "/d2 && " + cli + " search 'path~" + m.backing() + "/d2/*'"),
+            "");
+  Result<std::optional<MountRecord>> record = FindMountFor(mnt);
+  ASSERT_TRUE(record.ok() && *record) << record.status().ToString();
+  EXPECT_EQ(Shell("cd " + mnt + " && " + cli + " search 'path~" + m.backing() + "/d2/*' --master " +
+                  (*record)->master_endpoint),
             m.backing() + "/d2/g.txt\n");
   // A query directory too: keywords of the mount point's own name.
   EXPECT_EQ(testing::List(mnt + "/?keyword=" + mnt_name + "&name=g.txt"),

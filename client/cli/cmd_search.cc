@@ -89,7 +89,11 @@ int RunSearch(const GlobalOptions& global, const std::vector<std::string>& argv)
   options.limit = *limit;
   options.sort_by = args->GetOr("--sort", "");
   options.descending = args->Has("--desc");
-  if (auto scope = args->Get("--scope")) options.scope = ScopeArgument(*scope);
+  if (auto scope = args->Get("--scope")) {
+    options.scope = ScopeArgument(*scope);
+  } else {
+    options.scope = DefaultScope(global);
+  }
   auto client = ConnectOrReport(global);
   if (!client) return kExitError;
 

@@ -59,7 +59,11 @@ int RunWatch(const GlobalOptions& global, const std::vector<std::string>& argv) 
   if (!queue.ok()) return ReportError(queue.status(), /*usage=*/true);
   ClientWatchOptions options;
   options.max_queued = *queue;
-  if (auto scope = args->Get("--scope")) options.scope = ScopeArgument(*scope);
+  if (auto scope = args->Get("--scope")) {
+    options.scope = ScopeArgument(*scope);
+  } else {
+    options.scope = DefaultScope(global);
+  }
   auto client = ConnectOrReport(global);
   if (!client) return kExitError;
 

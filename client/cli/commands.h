@@ -73,6 +73,11 @@ std::string FormatTime(FileTime ns);
 // were at import (symlinks, ".."), a path that does not exist here taken as written (relative
 // to the working directory when it is relative).
 std::string ScopeArgument(const std::string& arg);
+// The scope of a search or watch given no --scope: the mount point of the Propeller mount the
+// working directory is in, when no service was named (--master, $PROPELLER_MASTER), so that a
+// plain search from inside a mount prints, and matches, the paths the user sees there
+// (docs/cli.md "Global options"); "" (every volume of the service) otherwise.
+std::string DefaultScope(const GlobalOptions& global);
 // A record as one JSON object (path first).
 std::string RecordJson(const std::string& path, const FileRecord& r);
 

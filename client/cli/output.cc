@@ -10,6 +10,7 @@
 #include <ctime>
 
 #include "client/cli/commands.h"
+#include "client/lib/mount_registry.h"
 
 namespace propeller::cli {
 
@@ -168,6 +169,18 @@ std::string ScopeArgument(const std::string& arg) {
     if (::getcwd(cwd, sizeof(cwd)) != nullptr) scope = std::string(cwd) + "/" + arg;
   }
   return scope;
+}
+
+std::string DefaultScope(const GlobalOptions& global) {
+  if (global.given.count("master") != 0 || !global.client.master_endpoint.empty()) return "";
+  if (const char* env = std::getenv("PROPELLER_MASTER"); env != nullptr && *env != '\0') {
+    return "";
+  }
+  char cwd[PATH_MAX];
+  if (::getcwd(cwd, sizeof(cwd)) == nullptr) return "";
+  Result<std::optional<MountRecord>> mount = FindMountFor(cwd);
+  if (!mount.ok() || !*mount) return "";
+  return (*mount)->mountpoint;
 }
 
 std::string FormatTime(FileTime ns) {
