@@ -4,6 +4,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "common/query/query.h"
 #include "indexnode/acg.h"
 #include "indexnode/engine.h"
 #include "indexnode/engine_impl.h"
@@ -50,6 +51,19 @@ Result<std::optional<FileRecord>> Engine::Impl::CurrentRecord(uint64_t acg_id, F
 
 Result<std::unique_ptr<EngineWatch>> Engine::Impl::Watch(const WatchSpec& spec) {
   if (crashed_) return Status::Aborted("engine crashed");
+  {
+    ParseOptions po;
+    po.now_ns = spec.now_ns != 0 ? spec.now_ns : options_.env->NowNanos();
+    PROPELLER_ASSIGN_OR_RETURN(Query query, Query::Parse(spec.query, po));
+    std::vector<std::string> unknown = UnknownAttrs(query);
+    if (!unknown.empty()) {
+      if (spec.report_unknown_attrs == nullptr) {
+        PROPELLER_RETURN_IF_ERROR(UnknownAttrError(spec.query, unknown, po));
+      } else {
+        *spec.report_unknown_attrs = std::move(unknown);
+      }
+    }
+  }
   // Alone on watch_mu_: no batch is between its read of the records and its publication.
   WriterLock lock(&watch_mu_);
   PROPELLER_ASSIGN_OR_RETURN(std::unique_ptr<EngineWatch> watch, watches_.Add(spec));

@@ -363,6 +363,18 @@ TEST(EngineWatchTest, BadRequestsAndClose) {
   bad.scope = "/";
   bad.max_queued = kMaxWatchQueue + 1;
   EXPECT_EQ(engine->Watch(bad).status().code(), StatusCode::kInvalidArgument);
+  // A typo of a built-in name is a user attribute nobody has: refused as a search refuses
+  // it, naming the nearest names; a cluster's node reports it instead (another node may
+  // know the name) and the client decides.
+  bad.max_queued = 0;
+  bad.query = "sise>1m";
+  Result<std::unique_ptr<EngineWatch>> typo = engine->Watch(bad);
+  EXPECT_EQ(typo.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(typo.status().message().find("size"), std::string::npos) << typo.status().ToString();
+  std::vector<std::string> unknown;
+  bad.report_unknown_attrs = &unknown;
+  EXPECT_TRUE(engine->Watch(bad).ok());
+  EXPECT_EQ(unknown, std::vector<std::string>{"sise"});
   auto watch = StartWatch(engine.get(), "size>=0");
   // A reader waiting for events wakes when the engine closes.
   std::thread closer([&] {

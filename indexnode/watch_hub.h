@@ -55,6 +55,10 @@ struct WatchSpec {
   int64_t now_ns = 0;              // instant for ages; 0 = now
   // As SearchRequest::volume_roots: path predicates see the paths shown under these roots.
   std::map<uint32_t, std::string> volume_roots;
+  // User attributes the query names that no file here has and no index declares: unset, the
+  // watch is refused as a search is (a typo: `sise>1m`); set, they are put here and the watch
+  // runs (a cluster's client refuses it when no node knows them, as for searches).
+  std::vector<std::string>* report_unknown_attrs = nullptr;
 };
 
 struct WatchEvent {

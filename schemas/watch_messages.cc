@@ -59,9 +59,10 @@ Status Get(const msgpack::object& o, WatchEvent* m) {
 // WatchEventsChunk (kWatch partial frames, no envelope)
 //   index field                  type               R  meaning                          since
 //   0     events                 [WatchEvent]       R  empty: registered / heartbeat    1.5
-void Put(Writer& w, const WatchEventsChunk& m) { PutFields(w, m.events); }
+//   1     unknown_attrs          [str]                 first frame: names unknown here  1.6
+void Put(Writer& w, const WatchEventsChunk& m) { PutFields(w, m.events, m.unknown_attrs); }
 Status Get(const msgpack::object& o, WatchEventsChunk* m) {
-  return GetFields(o, 1, {"events"}, &m->events);
+  return GetFields(o, 1, {"events", "unknown_attrs"}, &m->events, &m->unknown_attrs);
 }
 
 }  // namespace codec

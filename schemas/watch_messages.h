@@ -53,6 +53,9 @@ struct WatchEvent {
 };
 struct WatchEventsChunk {
   std::vector<WatchEvent> events;  // in the order the node applied the changes
+  // In the first frame only: user attributes of the query this node does not know (as
+  // SearchDone::unknown_attrs); a client refuses the watch when no node knows one.
+  std::vector<std::string> unknown_attrs;
 };
 
 void Encode(const WatchRequest& msg, std::string* out);

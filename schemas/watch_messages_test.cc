@@ -77,12 +77,19 @@ TEST(WatchMessagesTest, EventsRoundTripEveryKindAndByte) {
     e.acg = 42;
     chunk.events.push_back(e);
   }
+  chunk.unknown_attrs = {"sise", "prjo"};
   std::string bytes;
   Encode(chunk, &bytes);
   WatchEventsChunk back;
   const Status s = Decode(bytes, &back);
   ASSERT_TRUE(s.ok()) << s.ToString();
   EXPECT_TRUE(SameEvents(chunk, back));
+  EXPECT_EQ(back.unknown_attrs, chunk.unknown_attrs);
+  // A frame of a 1.5 node (events only) decodes with no unknown names.
+  WatchEventsChunk old;
+  ASSERT_TRUE(Decode(Unhex("91" "90"), &old).ok());
+  EXPECT_TRUE(old.events.empty());
+  EXPECT_TRUE(old.unknown_attrs.empty());
   EXPECT_EQ(WatchKindSymbol(WatchKind::kAdded), '+');
   EXPECT_EQ(WatchKindSymbol(WatchKind::kRemoved), '-');
   EXPECT_EQ(WatchKindSymbol(WatchKind::kChanged), '~');

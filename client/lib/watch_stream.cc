@@ -4,9 +4,13 @@
 #include <condition_variable>
 #include <deque>
 #include <mutex>
+#include <optional>
+#include <set>
+#include <string>
 #include <thread>
 #include <utility>
 
+#include "common/query/query.h"
 #include "schemas/wire_call.h"
 
 namespace propeller {
@@ -25,6 +29,9 @@ Status RunWatchStreams(const std::vector<WatchPeer>& peers, const wire::WatchReq
     size_t heartbeats = 0; // idle frames since the last delivery
     bool ended = false;    // a stream ended
     Status error;
+    // The user attributes no registered stream's node knows yet (intersected); unset before
+    // the first registration.
+    std::optional<std::set<std::string>> unknown_attrs;
   } shared;
   constexpr size_t kMaxWaiting = 10'000;
   std::atomic<bool> stop{false};
@@ -55,6 +62,13 @@ Status RunWatchStreams(const std::vector<WatchPeer>& peers, const wire::WatchReq
         if (!registered) {
           registered = true;
           ++shared.ready;
+          std::set<std::string> unknown(chunk.unknown_attrs.begin(), chunk.unknown_attrs.end());
+          if (shared.unknown_attrs) {
+            std::erase_if(unknown, [&](const std::string& n) {
+              return shared.unknown_attrs->count(n) == 0;
+            });
+          }
+          shared.unknown_attrs = std::move(unknown);
         } else if (got.empty()) {
           ++shared.heartbeats;
         }
@@ -99,6 +113,16 @@ Status RunWatchStreams(const std::vector<WatchPeer>& peers, const wire::WatchReq
       shared.cv.notify_all();
       if (!announced && shared.ready == peers.size()) {
         announced = true;
+        if (shared.unknown_attrs && !shared.unknown_attrs->empty()) {
+          // No node knows it: a typo (`sise>1m`), refused as a search refuses it.
+          ParseOptions po;
+          po.now_ns = request.now_ns;
+          result = UnknownAttrError(
+              request.query,
+              std::vector<std::string>(shared.unknown_attrs->begin(), shared.unknown_attrs->end()),
+              po);
+          if (!result.ok()) break;
+        }
         lock.unlock();
         if (options.on_ready) options.on_ready();
       }

@@ -84,17 +84,22 @@ std::string NodeService::HandleWatch(std::string_view body, CallerAccess& caller
     }
   } release{this, user, uid};
 
+  // Names another node may know: reported in the first frame, as searches report them.
+  std::vector<std::string> unknown_attrs;
+  spec.report_unknown_attrs = &unknown_attrs;
   Result<std::unique_ptr<EngineWatch>> watch = engine_->Watch(spec);
   if (!watch.ok()) return wire::EncodeReply(watch.status(), {});
 
   // The first (empty) frame says the watch is registered; later empty ones are heartbeats.
   wire::WatchEventsChunk chunk;
+  chunk.unknown_attrs = std::move(unknown_attrs);
   std::string frame;
   size_t chunk_bytes = 0;
   auto flush = [&]() -> bool {
     frame.clear();
     wire::Encode(chunk, &frame);
     chunk.events.clear();
+    chunk.unknown_attrs.clear();
     chunk_bytes = 0;
     return out.Send(frame);
   };
