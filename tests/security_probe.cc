@@ -1,11 +1,15 @@
 // security_probe: what an attacker on the host sends to a Propeller endpoint directly, without
 // the CLI or the library (tests/security_test.cc runs it as an unprivileged user).
 //
-//   security_probe ENDPOINT [--acg N] [--file VOLUME:INO]... [--volume N] [--other-uid U]
-//                           [--curve KEYPAIR --server-key PUBLIC] [--timeout-ms N]
+//   security_probe ENDPOINT [--acg N] [--file VOLUME:INO]... [--volume N] [--root ROOT]
+//                           [--other-uid U] [--curve KEYPAIR --server-key PUBLIC]
+//                           [--timeout-ms N] [--only ATTEMPT]
 //
 // Every request type of the protocol is tried once, the reads with forged credentials (none,
-// uid 0, another user's), the writes with plausible bodies aimed at real ACGs and files. One
+// uid 0, another user's), the writes with plausible bodies aimed at real ACGs and files:
+// remove-volume names the first --file's volume with ROOT, its root, as the CLI's `volume
+// remove` would (the master removes nothing for a wrong pair, so a wrong body proves nothing).
+// --only runs that one attempt (the test's control that root's same request goes through). One
 // line per attempt:
 //   <attempt> <status code> [<path>|<path>...]...
 // where the status code is the number of common/status.h (0 = OK) and the paths are what a
@@ -27,11 +31,13 @@ using wire::MsgType;
 struct Probe {
   std::unique_ptr<rpc::Channel> channel;
   rpc::CallOptions call;
+  std::string only;  // when set, every other attempt is skipped
 
   // Sends one request; prints "<name> <code>" and returns the reply body (empty on error).
   template <typename Req, typename Rep>
   bool Try(const char* name, MsgType type, const Req& req, Rep* rep, std::string* extra,
            const std::function<bool(std::string_view)>& on_chunk = nullptr) {
+    if (!only.empty() && only != name) return false;
     Status st = wire::WireCall(*channel, type, req, rep, call, nullptr, on_chunk);
     std::printf("%s %d%s\n", name, static_cast<int>(st.code()), extra->c_str());
     std::fflush(stdout);
@@ -55,6 +61,7 @@ int Main(int argc, char** argv) {
   uint64_t acg = 1;
   uint32_t volume = 1;
   uint32_t other_uid = 0;
+  std::string root = "/";
   std::vector<FileId> files;
   Probe probe;
   probe.call.timeout_ms = 1500;
@@ -65,6 +72,10 @@ int Main(int argc, char** argv) {
       acg = std::strtoull(value.c_str(), nullptr, 10);
     } else if (flag == "--volume") {
       volume = static_cast<uint32_t>(std::strtoul(value.c_str(), nullptr, 10));
+    } else if (flag == "--root") {
+      root = value;
+    } else if (flag == "--only") {
+      probe.only = value;
     } else if (flag == "--other-uid") {
       other_uid = static_cast<uint32_t>(std::strtoul(value.c_str(), nullptr, 10));
     } else if (flag == "--file") {
@@ -99,9 +110,9 @@ int Main(int argc, char** argv) {
     const char* name;
     std::optional<wire::WireCredentials> creds;
   };
-  for (const Claim& c : {Claim{"search-no-creds", std::nullopt},
-                         Claim{"search-as-root", wire::WireCredentials{0, 0, {0}}},
-                         Claim{"search-as-other", wire::WireCredentials{other_uid, other_uid, {}}}}) {
+  const wire::WireCredentials as_root{0, 0, {0}}, as_other{other_uid, other_uid, {}};
+  for (const Claim& c : {Claim{"search-no-creds", std::nullopt}, Claim{"search-as-root", as_root},
+                         Claim{"search-as-other", as_other}}) {
     wire::SearchQuery q;
     q.query = "size>=0";
     q.creds = c.creds;
@@ -181,6 +192,8 @@ int Main(int argc, char** argv) {
   wire::VolumeInfo vol;
   probe.Try("register-volume", MsgType::kRegisterVolume, wire::RegisterVolumeRequest{"/probe"},
             &vol, &none);
+  probe.Try("remove-volume", MsgType::kRemoveVolume, wire::VolumeInfo{file.volume, root}, &empty,
+            &none);
   wire::LocationsReply locs;
   wire::AssignFilesRequest assign;
   assign.items.push_back({FileId{volume, 999'998}, "probe", {}, true});

@@ -8,17 +8,23 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <pwd.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
 
+#include <cerrno>
 #include <chrono>
+#include <csignal>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <set>
 #include <sstream>
@@ -26,6 +32,7 @@
 #include <thread>
 #include <vector>
 
+#include "client/lib/mount_registry.h"
 #include "client/lib/propeller.h"
 #include "common/rpc/rpc.h"
 #include "tests/cluster_harness.h"
@@ -156,22 +163,135 @@ std::vector<std::string> TcpListeners(pid_t pid) {
   return out;
 }
 
-// Modes of everything below `dir` that are not `dir_mode` (directories) or `file_mode` (the
-// rest), or not owned by root: "path mode" per line.
+// Modes of `dir` and everything below it that are not `dir_mode` (directories) or
+// `file_mode` (the rest), or not owned by root: "path mode" per line.
 std::vector<std::string> WrongModes(const std::string& dir, mode_t dir_mode, mode_t file_mode) {
   std::vector<std::string> out;
-  for (const auto& e : fs::recursive_directory_iterator(dir)) {
+  auto check = [&](const fs::path& path) {
     struct stat st;
-    if (::lstat(e.path().c_str(), &st) != 0) continue;
+    if (::lstat(path.c_str(), &st) != 0) return;
     const mode_t want = S_ISDIR(st.st_mode) ? dir_mode : file_mode;
     if ((st.st_mode & 07777) != want || st.st_uid != 0 || S_ISLNK(st.st_mode)) {
       char buf[16];
       std::snprintf(buf, sizeof(buf), " %04o", st.st_mode & 07777);
-      out.push_back(e.path().string() + buf);
+      out.push_back(path.string() + buf);
     }
-  }
+  };
+  check(dir);
+  for (const auto& e : fs::recursive_directory_iterator(dir)) check(e.path());
   return out;
 }
+
+// Everything in the runtime directory `run` (and `run` itself) that is not as docs/security.md
+// ("Embedded modes", "What is stored where") says the service leaves it, all root's:
+// directories 0755; sockets 0666, since every local user must connect (connect(2) needs write
+// permission on the socket) and each request is authorized by the caller's kernel credentials;
+// mount records, regular files with one link in `run`/mounts, 0644. "path mode" per line.
+std::vector<std::string> WrongRuntimeModes(const std::string& run) {
+  std::vector<std::string> out;
+  auto check = [&](const fs::path& path) {
+    struct stat st;
+    if (::lstat(path.c_str(), &st) != 0) return;
+    const mode_t mode = st.st_mode & 07777;
+    bool ok = false;
+    if (S_ISDIR(st.st_mode)) {
+      ok = mode == 0755;
+    } else if (S_ISSOCK(st.st_mode)) {
+      ok = mode == 0666;
+    } else if (S_ISREG(st.st_mode)) {
+      ok = mode == 0644 && st.st_nlink == 1 && path.parent_path() == fs::path(run) / "mounts";
+    }
+    if (!ok || st.st_uid != 0) {
+      char buf[32];
+      std::snprintf(buf, sizeof(buf), " %06o uid %u", st.st_mode, st.st_uid);
+      out.push_back(path.string() + buf);
+    }
+  };
+  check(run);
+  for (const auto& e : fs::recursive_directory_iterator(run)) check(e.path());
+  return out;
+}
+
+// Runs `op` in a child process as `uid`/`gid` (no supplementary groups); `op` returns 0, or
+// -1 with errno set, as a system call does. Returns 0 or that errno value; -1 when the child
+// could not become the user or died.
+int ErrnoAs(uid_t uid, gid_t gid, const std::function<int()>& op) {
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    if (::setgroups(0, nullptr) != 0 || ::setgid(gid) != 0 || ::setuid(uid) != 0) ::_exit(255);
+    ::_exit(op() == 0 ? 0 : errno & 0xff);
+  }
+  int status = 0;
+  if (pid < 0 || ::waitpid(pid, &status, 0) != pid || !WIFEXITED(status)) return -1;
+  return WEXITSTATUS(status) == 255 ? -1 : WEXITSTATUS(status);
+}
+
+// A unix stream socket bound to `path` and listening: 0, or -1 with errno set. The
+// descriptor stays open until the process ends.
+int ListenAt(const std::string& path) {
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (path.size() >= sizeof(addr.sun_path)) {
+    errno = ENAMETOOLONG;
+    return -1;
+  }
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  if (fd < 0) return -1;
+  return ::bind(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) == 0 &&
+                 ::listen(fd, 16) == 0
+             ? 0
+             : -1;
+}
+
+// Whether `uid`/`gid` (no supplementary groups) can connect to the unix socket at `path`.
+bool ConnectsAs(uid_t uid, gid_t gid, const std::string& path) {
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (path.size() >= sizeof(addr.sun_path)) return false;
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  return ErrnoAs(uid, gid, [&] {
+           const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+           return fd < 0 ? -1 : ::connect(fd, reinterpret_cast<const sockaddr*>(&addr),
+                                          sizeof(addr));
+         }) == 0;
+}
+
+// A process of `uid`/`gid` serving a unix socket at `path` (listening, accepting nothing)
+// until Kill(), which leaves the socket file behind, as a crash does.
+class SocketServerAs {
+ public:
+  SocketServerAs(uid_t uid, gid_t gid, const std::string& path) {
+    int ready[2];
+    if (::pipe(ready) != 0) return;
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      ::close(ready[0]);
+      if (::setgroups(0, nullptr) != 0 || ::setgid(gid) != 0 || ::setuid(uid) != 0) ::_exit(1);
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // after setuid, which clears it
+      const char ok = 1;
+      if (ListenAt(path) != 0 || ::write(ready[1], &ok, 1) != 1) ::_exit(1);
+      for (;;) ::pause();
+    }
+    ::close(ready[1]);
+    char ok = 0;
+    serving_ = pid_ > 0 && ::read(ready[0], &ok, 1) == 1;
+    ::close(ready[0]);
+  }
+  ~SocketServerAs() { Kill(); }
+  bool serving() const { return serving_; }
+  void Kill() {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, nullptr, 0);
+    }
+    pid_ = -1;
+  }
+
+ private:
+  pid_t pid_ = -1;
+  bool serving_ = false;
+};
 
 // One line per probe attempt: name -> (status code, the rest of the line).
 std::map<std::string, std::pair<int, std::string>> ParseProbe(const std::string& out) {
@@ -192,9 +312,9 @@ std::map<std::string, std::pair<int, std::string>> ParseProbe(const std::string&
 
 constexpr const char* kWrites[] = {
     "apply-put",    "apply-delete",  "apply-edge",  "create-index", "drop-index",
-    "register-volume", "assign-files", "forget-files", "register-node", "heartbeat",
-    "new-acg",      "split-done",    "move-acg",    "migrate-acg",  "adopt-acg",
-    "release-acg"};
+    "register-volume", "remove-volume", "assign-files", "forget-files", "register-node",
+    "heartbeat",    "new-acg",       "split-done",  "move-acg",     "migrate-acg",
+    "adopt-acg",    "release-acg"};
 
 // The test's users and tree. The tree (what an HPC home area looks like):
 //   ROOT/home/<alice> 0700 <alice>: notes.txt        ROOT/pub 0755: readme.txt (root 0644)
@@ -244,17 +364,18 @@ class SecurityTest : public ::testing::Test {
   }
 
   // Runs the probe as `user` against `endpoint`; checks that no write went through and that
-  // every path a read returned is one `visible` (in-volume paths) holds. `reachable`: whether
-  // the endpoint answers this user at all (a CURVE endpoint does not).
+  // every path a read returned is one `visible` (in-volume paths) holds. `root`: the root of
+  // `secret`'s volume (remove-volume names both). `reachable`: whether the endpoint answers
+  // this user at all (a CURVE endpoint does not).
   void ProbeAs(const SystemUser* user, const std::string& endpoint,
                const std::set<std::string>& visible, uint64_t acg, FileId secret,
-               bool reachable, std::vector<std::string> extra = {}) {
+               const std::string& root, bool reachable, std::vector<std::string> extra = {}) {
     SCOPED_TRACE(user->name() + " -> " + endpoint);
     std::vector<std::string> argv = {SECURITY_PROBE_BIN, endpoint, "--acg", std::to_string(acg),
                                      "--file",
                                      std::to_string(secret.volume) + ":" +
                                          std::to_string(secret.ino),
-                                     "--other-uid", std::to_string(bob_->uid())};
+                                     "--root", root, "--other-uid", std::to_string(bob_->uid())};
     argv.insert(argv.end(), extra.begin(), extra.end());
     RunResult r = RunAs(user->uid(), user->gid(), argv, env_, 120s);
     ASSERT_EQ(r.code, 0) << r.err;
@@ -262,6 +383,14 @@ class SecurityTest : public ::testing::Test {
     for (const char* w : kWrites) {
       ASSERT_TRUE(got.count(w)) << w << "\n" << r.out;
       EXPECT_NE(got[w].first, 0) << w << " went through";
+    }
+    // Refused for who sent it, not because the body missed the volume (NotFound). A mount's
+    // query engine serves searches only (NotSupported).
+    if (reachable) {
+      const int code = got["remove-volume"].first;
+      EXPECT_TRUE(code == static_cast<int>(StatusCode::kPermissionDenied) ||
+                  code == static_cast<int>(StatusCode::kNotSupported))
+          << "remove-volume: " << got["remove-volume"].second;
     }
     for (const char* w : {"apply-setattr", "apply-rmattr"}) {
       ASSERT_TRUE(got.count(w)) << w;
@@ -376,7 +505,8 @@ TEST_F(SecurityTest, UpServesLocalUsersTheirOwnViewAndNoTcp) {
   ASSERT_FALSE(alice_sees.count(secret_path));
   ASSERT_FALSE(alice_sees.count(tree + "/pub/drop/hidden.txt"));
   for (const char* which : {"master", "node"}) {
-    ProbeAs(alice_, up.Endpoint(which), InVolume(alice_sees, tree), acg, *secret_id, true);
+    ProbeAs(alice_, up.Endpoint(which), InVolume(alice_sees, tree), acg, *secret_id, tree,
+            true);
   }
   // Nothing changed: the same records, no index, no volume, no attribute.
   hits = (*client)->SearchAll("size>=0", {});
@@ -394,6 +524,7 @@ TEST_F(SecurityTest, UpServesLocalUsersTheirOwnViewAndNoTcp) {
   auto volumes = (*client)->ListVolumes();
   ASSERT_TRUE(volumes.ok());
   ASSERT_EQ(volumes->size(), 1u);
+  EXPECT_EQ((*volumes)[0], (wire::VolumeInfo{secret_id->volume, tree}));
 
   // The CLI as each user: exactly what `find` shows them.
   for (const SystemUser* u : {alice_, bob_}) {
@@ -428,7 +559,16 @@ TEST_F(SecurityTest, UpServesLocalUsersTheirOwnViewAndNoTcp) {
   EXPECT_EQ((*tagged)[0].path, notes);
 
   // What the service stored: root's, 0700 directories and 0600 files; sockets 0666 in a
-  // runtime directory only root may write.
+  // runtime directory only root may write, which every user connects to.
+  EXPECT_EQ(WrongRuntimeModes(run_), std::vector<std::string>{});
+  for (const char* name : {"/master.sock", "/node.sock"}) {
+    struct stat sock;
+    ASSERT_EQ(::lstat((run_ + name).c_str(), &sock), 0) << name;
+    EXPECT_TRUE(S_ISSOCK(sock.st_mode)) << name;
+    for (const SystemUser* u : {alice_, bob_}) {
+      EXPECT_TRUE(ConnectsAs(u->uid(), u->gid(), run_ + name)) << u->name() << name;
+    }
+  }
   client->reset();
   ASSERT_EQ(up.Stop(), 0);
   EXPECT_EQ(WrongModes(dir_.path() + "/data", 0700, 0600), std::vector<std::string>{});
@@ -458,12 +598,11 @@ TEST_F(SecurityTest, MountEndpointsAndQueryDirectoriesArePerCaller) {
   } unmount{mnt};
   EXPECT_EQ(TcpListeners(mount.pid()), std::vector<std::string>{}) << "mount opened a TCP port";
   // The runtime directory: root's, 0755; sockets every user may connect to, records public.
-  for (const auto& e : fs::recursive_directory_iterator(run_)) {
-    struct stat st;
-    ASSERT_EQ(::lstat(e.path().c_str(), &st), 0);
-    const mode_t want = S_ISDIR(st.st_mode) ? 0755 : S_ISSOCK(st.st_mode) ? 0666 : 0644;
-    EXPECT_EQ(st.st_mode & 07777, want) << e.path();
-    EXPECT_EQ(st.st_uid, 0u) << e.path();
+  EXPECT_EQ(WrongRuntimeModes(run_), std::vector<std::string>{});
+  for (const auto& e : fs::directory_iterator(run_)) {
+    if (e.is_socket()) {
+      EXPECT_TRUE(ConnectsAs(alice_->uid(), alice_->gid(), e.path().string())) << e.path();
+    }
   }
   std::map<std::string, std::string> endpoints;
   for (const std::string& line : Lines(ReadAll(ready))) {
@@ -488,8 +627,14 @@ TEST_F(SecurityTest, MountEndpointsAndQueryDirectoriesArePerCaller) {
   const std::set<std::string> alice_sees = InVolume(FindAs(alice_, backing), backing);
   for (const std::string& ep :
        {endpoints["engine"], endpoints["master"], status->nodes[0].info.endpoint}) {
-    ProbeAs(alice_, ep, alice_sees, acg, *secret_id, true);
+    ProbeAs(alice_, ep, alice_sees, acg, *secret_id, backing, true);
   }
+  auto volumes = (*client)->ListVolumes();
+  ASSERT_TRUE(volumes.ok());
+  EXPECT_EQ(*volumes, (std::vector<wire::VolumeInfo>{{secret_id->volume, backing}}));
+  hits = (*client)->SearchAll("name=secret.txt", {});
+  ASSERT_TRUE(hits.ok());
+  EXPECT_EQ(hits->size(), 1u) << "the volume's records are gone";
 
   // Root lists a query directory; then the other users look at bob's entry by name.
   const std::string qdir = mnt + "/?size>=0";
@@ -545,14 +690,16 @@ TEST_F(SecurityTest, MountEndpointsAndQueryDirectoriesArePerCaller) {
 }
 
 // A cluster over TCP: CURVE with the cluster key the master made at its first start; a local
-// user without it, or with a key of their own, gets nothing from any daemon.
+// user without it, or with a key of their own, gets nothing from any daemon. The daemons run
+// with umask 0, as the mount's FUSE server does: their files get the service's modes anyway.
 TEST_F(SecurityTest, ClusterLinksNeedTheClusterKey) {
   const std::string key = dir_.path() + "/keys/cluster.key";
   const std::vector<int> ports = FreePorts(3);
   const std::string master_ep = "tcp://127.0.0.1:" + std::to_string(ports[0]);
   const std::string node_ep = "tcp://127.0.0.1:" + std::to_string(ports[1]);
-  ChildProcess master({PROPELLER_MASTER_BIN, "--data", dir_.path() + "/master", "--listen",
-                       master_ep, "--cluster-key", key},
+  ChildProcess master({"/bin/sh", "-c",
+                       std::string("umask 0; exec ") + PROPELLER_MASTER_BIN + " --data " +
+                           dir_.path() + "/master --listen " + master_ep + " --cluster-key " + key},
                       dir_.path() + "/master.log");
   ASSERT_TRUE(master.Start());
   for (int i = 0; i < 500 && !fs::exists(key); ++i) std::this_thread::sleep_for(10ms);
@@ -560,8 +707,12 @@ TEST_F(SecurityTest, ClusterLinksNeedTheClusterKey) {
   struct stat st;
   ASSERT_EQ(::stat(key.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 07777, 0600u);
-  ChildProcess node({PROPELLER_INDEXNODE_BIN, "--data", dir_.path() + "/node", "--listen",
-                     node_ep, "--master", master_ep, "--cluster-key", key},
+  ASSERT_EQ(::stat((dir_.path() + "/keys").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0700u) << "the directory the master made for the key";
+  ChildProcess node({"/bin/sh", "-c",
+                     std::string("umask 0; exec ") + PROPELLER_INDEXNODE_BIN + " --data " +
+                         dir_.path() + "/node --listen " + node_ep + " --master " + master_ep +
+                         " --cluster-key " + key},
                     dir_.path() + "/node.log");
   ASSERT_TRUE(node.Start());
   ClientOptions co;
@@ -575,7 +726,7 @@ TEST_F(SecurityTest, ClusterLinksNeedTheClusterKey) {
                                                                           : Status::Unavailable("");
               }).ok())
       << ReadAll(dir_.path() + "/node.log");
-  auto volume = (*client)->RegisterVolume("/vol");
+  auto volume = (*client)->RegisterVolume(kRoot);
   ASSERT_TRUE(volume.ok());
   FileUpdate u;
   u.record.id = FileId{*volume, 7};
@@ -596,10 +747,13 @@ TEST_F(SecurityTest, ClusterLinksNeedTheClusterKey) {
   ASSERT_TRUE(rpc::WriteKeyFile(server_pub, {cluster_keys->public_key, ""}).ok());
   ASSERT_EQ(::chmod(server_pub.c_str(), 0644), 0);
   for (const std::string& ep : {master_ep, node_ep}) {
-    ProbeAs(alice_, ep, {}, 1, u.record.id, false, {"--timeout-ms", "200"});
-    ProbeAs(alice_, ep, {}, 1, u.record.id, false,
+    ProbeAs(alice_, ep, {}, 1, u.record.id, kRoot, false, {"--timeout-ms", "200"});
+    ProbeAs(alice_, ep, {}, 1, u.record.id, kRoot, false,
             {"--timeout-ms", "200", "--curve", own, "--server-key", server_pub});
   }
+  auto volumes = (*client)->ListVolumes();
+  ASSERT_TRUE(volumes.ok());
+  EXPECT_EQ(*volumes, (std::vector<wire::VolumeInfo>{{*volume, kRoot}}));
   RunResult cli = RunAs(alice_->uid(), alice_->gid(),
                   {PROPELLER_CLI_BIN, "--master", master_ep, "search", "size>=0"}, env_);
   EXPECT_EQ(cli.code, 1);
@@ -615,8 +769,14 @@ TEST_F(SecurityTest, ClusterLinksNeedTheClusterKey) {
   EXPECT_NE(refused.err.find("--insecure"), std::string::npos) << refused.err;
   EXPECT_FALSE(fs::exists(dir_.path() + "/node2/node_id"));
   client->reset();
-  node.Terminate();
-  master.Terminate();
+  EXPECT_EQ(node.Terminate(), 0);
+  EXPECT_EQ(master.Terminate(), 0);
+  // What the standalone daemons stored: root's, 0700 directories and 0600 files.
+  for (const char* data : {"/master", "/node"}) {
+    ASSERT_TRUE(fs::exists(dir_.path() + data)) << data;
+    EXPECT_EQ(WrongModes(dir_.path() + data, 0700, 0600), std::vector<std::string>{});
+  }
+  EXPECT_TRUE(fs::exists(dir_.path() + "/node/node_id"));
 }
 
 // A cluster on one host without keys: its daemons on unix sockets, where the kernel names
@@ -643,8 +803,13 @@ TEST_F(SecurityTest, ClusterOnUnixSocketsNeedsNoKeys) {
   auto hits = (*client)->SearchAll("name=secret.txt", {});
   ASSERT_TRUE(hits.ok() && hits->size() == 1u);
   const std::set<std::string> alice_sees = InVolume(FindAs(alice_, tree), tree);
+  const FileId secret_id = (*hits)[0].record.id;
   for (const std::string& ep : {cluster.master_endpoint(), cluster.node_endpoint(0)}) {
-    ProbeAs(alice_, ep, alice_sees, (*hits)[0].acg, (*hits)[0].record.id, true);
+    ProbeAs(alice_, ep, alice_sees, (*hits)[0].acg, secret_id, tree, true);
+    EXPECT_TRUE(ConnectsAs(alice_->uid(), alice_->gid(), ep.substr(6))) << ep;
+    struct stat sock;
+    ASSERT_EQ(::lstat(ep.substr(6).c_str(), &sock), 0);
+    EXPECT_EQ(sock.st_mode, S_IFSOCK | 0666) << ep;
   }
   RunResult s = RunAs(alice_->uid(), alice_->gid(),
                       {PROPELLER_CLI_BIN, "--master", cluster.master_endpoint(), "search",
@@ -652,6 +817,27 @@ TEST_F(SecurityTest, ClusterOnUnixSocketsNeedsNoKeys) {
   ASSERT_EQ(s.code, 0) << s.err;
   const auto lines = Lines(s.out);
   EXPECT_EQ(std::set<std::string>(lines.begin(), lines.end()), FindAs(alice_, tree));
+
+  // The volume alice tried to remove is there; the same request from root removes it, so
+  // hers named it right and was refused for who sent it.
+  const wire::VolumeInfo vol{secret_id.volume, tree};
+  auto volumes = (*client)->ListVolumes();
+  ASSERT_TRUE(volumes.ok());
+  EXPECT_EQ(*volumes, std::vector<wire::VolumeInfo>{vol});
+  RunResult remove = RunAs(0, 0, {SECURITY_PROBE_BIN, cluster.master_endpoint(), "--file",
+                                  std::to_string(vol.volume) + ":" + std::to_string(secret_id.ino),
+                                  "--root", tree, "--only", "remove-volume"});
+  EXPECT_EQ(remove.out, "remove-volume 0\n") << remove.err;
+  volumes = (*client)->ListVolumes();
+  ASSERT_TRUE(volumes.ok());
+  EXPECT_TRUE(volumes->empty());
+
+  // What the standalone daemons stored: root's, 0700 directories and 0600 files.
+  client->reset();
+  EXPECT_EQ(cluster.node(0).Terminate(), 0);
+  EXPECT_EQ(cluster.master().Terminate(), 0);
+  EXPECT_EQ(WrongModes(cluster.dir() + "/master", 0700, 0600), std::vector<std::string>{});
+  EXPECT_EQ(WrongModes(cluster.node_dir(0), 0700, 0600), std::vector<std::string>{});
 }
 
 // Data and runtime directories: anything another user could have planted stops the daemon
@@ -749,6 +935,195 @@ TEST_F(SecurityTest, PlantedLinksAndWritableDirectoriesAreRefused) {
     EXPECT_EQ(up.Terminate(), 0);
     EXPECT_EQ(WrongModes(data2, 0700, 0600), std::vector<std::string>{});
   }
+}
+
+
+// Runtime directories (sockets and mount records) are root's and 0755: an ordinary user adds
+// no name there and removes none. What she planted while one was open to her (modes an older
+// version or an administrator left, since narrowed: a daemon refuses a directory others may
+// write) is never followed: a link or a file at a socket's path, and a socket she serves, stop
+// the daemon and are left as they were; her stale socket is replaced by the service's own; a
+// link at a mount record's path or at its temporary name is replaced, never written through.
+TEST_F(SecurityTest, LinksPlantedInTheRuntimeDirectoryAreNeverFollowed) {
+  const std::string tree = dir_.path() + "/tree";
+  const std::string data = dir_.path() + "/data";
+  const std::string mounts = MountRegistryDir();
+  ASSERT_EQ(mounts, run_ + "/mounts");
+  BuildTree(tree);
+  // Root's precious file, and alice's own files outside the runtime directory.
+  const std::string precious = dir_.path() + "/precious";
+  WriteFile(precious, "root's own\n");
+  ASSERT_EQ(::chmod(precious.c_str(), 0600), 0);
+  const std::string alices = dir_.path() + "/alices";
+  fs::create_directories(alices);
+  WriteFile(alices + "/own", "alice's own\n");
+  WriteFile(alices + "/move", "");
+  for (const std::string& p : {alices, alices + "/own", alices + "/move"}) {
+    ASSERT_EQ(::chown(p.c_str(), alice_->uid(), alice_->gid()), 0);
+  }
+  auto as_alice = [&](const std::function<int()>& op) {
+    return ErrnoAs(alice_->uid(), alice_->gid(), op);
+  };
+  auto untouched = [&] {
+    EXPECT_EQ(ReadAll(precious), "root's own\n");
+    EXPECT_EQ(ReadAll(alices + "/own"), "alice's own\n");
+  };
+  auto links_of = [](const std::string& path) -> nlink_t {
+    struct stat st;
+    return ::lstat(path.c_str(), &st) == 0 ? st.st_nlink : 0;
+  };
+  auto owner_of = [](const std::string& path) -> int64_t {
+    struct stat st;
+    return ::lstat(path.c_str(), &st) == 0 ? static_cast<int64_t>(st.st_uid) : -1;
+  };
+  const int64_t alice_uid = alice_->uid();
+
+  // 1. The directories as the service leaves them: alice adds and removes no name.
+  const std::string sock = run_ + "/master.sock";
+  {
+    Up up(data, dir_.path() + "/up.log");
+    ASSERT_TRUE(up.Start()) << ReadAll(dir_.path() + "/up.log");
+    ASSERT_EQ(RunAs(0, 0, {PROPELLER_CLI_BIN, "import", tree}, env_).code, 0);
+    ASSERT_TRUE(MakeRegistryDirs().ok());  // what a mount makes for its record
+    EXPECT_EQ(WrongRuntimeModes(run_), std::vector<std::string>{});
+    for (const std::string& d : {run_, mounts}) {
+      SCOPED_TRACE(d);
+      const std::string n = d + "/planted";
+      EXPECT_EQ(as_alice([&] {
+                  const int fd = ::open(n.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0644);
+                  return fd < 0 ? -1 : 0;
+                }),
+                EACCES);
+      EXPECT_EQ(as_alice([&] { return ::symlink(precious.c_str(), n.c_str()); }), EACCES);
+      EXPECT_EQ(as_alice([&] { return ::link((alices + "/own").c_str(), n.c_str()); }), EACCES);
+      EXPECT_EQ(as_alice([&] { return ::rename((alices + "/move").c_str(), n.c_str()); }),
+                EACCES);
+      EXPECT_EQ(as_alice([&] { return ::mkdir(n.c_str(), 0755); }), EACCES);
+      EXPECT_EQ(as_alice([&] { return ListenAt(n); }), EACCES);
+      EXPECT_EQ(owner_of(n), -1) << "alice added " << n;
+    }
+    EXPECT_EQ(as_alice([&] { return ::unlink(sock.c_str()); }), EACCES);
+    EXPECT_EQ(as_alice([&] { return ::rename((alices + "/own").c_str(), sock.c_str()); }),
+              EACCES);
+    ASSERT_EQ(up.Stop(), 0);
+  }
+  untouched();
+
+  // 2. Socket paths. Alice plants while the runtime directory is open to her; root narrows it
+  // and starts the service, which must refuse, leave the planted name alone and write nothing.
+  int attempt = 0;
+  auto start_refused = [&](const std::string& want) {
+    const std::string log = dir_.path() + "/up-" + std::to_string(++attempt) + ".log";
+    Up up(data, log);
+    const bool started = up.Start();
+    if (started) up.Stop();
+    EXPECT_FALSE(started) << "started despite: " << want;
+    EXPECT_NE(ReadAll(log).find(want), std::string::npos) << ReadAll(log);
+    untouched();
+  };
+  auto plant = [&](const std::function<int()>& op) {
+    ::unlink(sock.c_str());  // the stale socket of the last run
+    ASSERT_EQ(::chmod(run_.c_str(), 0777), 0);
+    EXPECT_EQ(as_alice(op), 0);
+    ASSERT_EQ(::chmod(run_.c_str(), 0755), 0);
+  };
+  const std::string not_socket = sock + " exists and is not a socket";
+  // Her symbolic link to root's file.
+  plant([&] { return ::symlink(precious.c_str(), sock.c_str()); });
+  start_refused(not_socket);
+  EXPECT_TRUE(fs::is_symlink(sock));
+  EXPECT_EQ(owner_of(sock), alice_uid);
+  ASSERT_EQ(::unlink(sock.c_str()), 0);
+  // Her hard link to her own file.
+  plant([&] { return ::link((alices + "/own").c_str(), sock.c_str()); });
+  start_refused(not_socket);
+  EXPECT_EQ(links_of(alices + "/own"), 2u);
+  ASSERT_EQ(::unlink(sock.c_str()), 0);
+  // A hard link to root's own file (fs.protected_hardlinks keeps alice from making it; a
+  // host without it, or an administrator's slip, does not).
+  ASSERT_EQ(::link(precious.c_str(), sock.c_str()), 0);
+  start_refused(not_socket);
+  EXPECT_EQ(links_of(precious), 2u);
+  ASSERT_EQ(::unlink(sock.c_str()), 0);
+  // A socket she serves: the service does not take it over.
+  ASSERT_EQ(owner_of(sock), -1);
+  ASSERT_EQ(::chmod(run_.c_str(), 0777), 0);
+  SocketServerAs hers(alice_->uid(), alice_->gid(), sock);
+  ASSERT_TRUE(hers.serving());
+  ASSERT_EQ(::chmod(run_.c_str(), 0755), 0);
+  start_refused("another process serves there");
+  EXPECT_EQ(owner_of(sock), alice_uid);
+  EXPECT_TRUE(ConnectsAs(alice_->uid(), alice_->gid(), sock)) << "her socket was taken";
+  // Once her server is gone, its stale socket is replaced by the service's own, which every
+  // user reaches.
+  hers.Kill();
+  ASSERT_EQ(owner_of(sock), alice_uid);
+  {
+    Up up(data, dir_.path() + "/up-stale.log");
+    ASSERT_TRUE(up.Start()) << ReadAll(dir_.path() + "/up-stale.log");
+    struct stat st;
+    ASSERT_EQ(::lstat(sock.c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode, static_cast<mode_t>(S_IFSOCK | 0666));
+    EXPECT_EQ(st.st_uid, 0u);
+    EXPECT_EQ(WrongRuntimeModes(run_), std::vector<std::string>{});
+    RunResult s = RunAs(alice_->uid(), alice_->gid(),
+                        {PROPELLER_CLI_BIN, "search", "name=notes.txt"}, env_);
+    EXPECT_EQ(s.code, 0) << s.err;
+    EXPECT_EQ(s.out, tree + "/home/" + alice_->name() + "/notes.txt\n");
+    EXPECT_EQ(up.Stop(), 0);
+  }
+  untouched();
+
+  // 3. A mount's record. Alice's symbolic link to root's file at the record's path, and a
+  // hard link to root's file at the temporary name the mount writes it under first (named
+  // after the mount's pid, known before it runs: the shell it starts as waits for `go`, then
+  // becomes the mount).
+  const std::string backing = dir_.path() + "/backing";
+  const std::string mnt = dir_.path() + "/mnt";
+  fs::create_directories(backing);
+  fs::create_directories(mnt);
+  WriteFile(backing + "/file.txt", "x\n");
+  ASSERT_EQ(::chmod(mnt.c_str(), 0755), 0);
+  const std::string go = dir_.path() + "/go";
+  const std::string ready = dir_.path() + "/mount.ready";
+  ChildProcess mount({"/bin/sh", "-c",
+                      "while [ ! -e " + go + " ]; do sleep 0.02; done; exec " +
+                          PROPELLER_CLI_BIN + " mount " + backing + " " + mnt + " --data " +
+                          dir_.path() + "/mount-data --ready-file " + ready +
+                          " --log-level warning"},
+                     dir_.path() + "/mount.log");
+  ASSERT_TRUE(mount.Start());
+  struct Unmount {
+    std::string mnt;
+    ~Unmount() { (void)std::system(("fusermount3 -u " + mnt + " 2>/dev/null").c_str()); }
+  } unmount{mnt};
+  const std::string mountpoint = fs::canonical(mnt).string();
+  const std::string record = mounts + "/" + PathAsFileName(mountpoint);
+  const std::string tmp = record + ".tmp-" + std::to_string(mount.pid());
+  ASSERT_EQ(::chmod(mounts.c_str(), 0777), 0);
+  EXPECT_EQ(as_alice([&] { return ::symlink(precious.c_str(), record.c_str()); }), 0);
+  ASSERT_EQ(::link(precious.c_str(), tmp.c_str()), 0);
+  ASSERT_EQ(::chmod(mounts.c_str(), 0755), 0);
+  WriteFile(go, "");
+  for (int i = 0; i < 500 && !fs::exists(ready); ++i) std::this_thread::sleep_for(20ms);
+  ASSERT_TRUE(fs::exists(ready)) << ReadAll(dir_.path() + "/mount.log");
+  untouched();
+  EXPECT_EQ(links_of(precious), 1u) << "the hard link at " << tmp << " is still there";
+  EXPECT_EQ(owner_of(tmp), -1);
+  struct stat st;
+  ASSERT_EQ(::lstat(record.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode, static_cast<mode_t>(S_IFREG | 0644));
+  EXPECT_EQ(st.st_uid, 0u);
+  EXPECT_EQ(st.st_nlink, 1u);
+  MountRecord written;
+  ASSERT_TRUE(DecodeMountRecord(ReadAll(record), &written).ok()) << ReadAll(record);
+  EXPECT_EQ(written.mountpoint, mountpoint);
+  EXPECT_EQ(written.pid, static_cast<uint32_t>(mount.pid()));
+  EXPECT_EQ(WrongRuntimeModes(run_), std::vector<std::string>{});
+  EXPECT_EQ(mount.Terminate(), 0);
+  EXPECT_EQ(owner_of(record), -1) << "the record outlived the mount";
+  untouched();
+  EXPECT_EQ(links_of(precious), 1u);
 }
 
 }  // namespace
