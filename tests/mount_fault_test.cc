@@ -1,13 +1,15 @@
 // The mount when the index cannot take its updates (docs/faults.md, issue 24): a full data disk
 // and a killed index node must neither fail nor stall a file operation that succeeded on the
 // backing tree, nothing acknowledged may be lost, searches in between are exact or fail with
-// "index catching up", and a damaged queue is a refusal to start, never a silent loss.
+// "index catching up", and a damaged queue or a missing master map is a refusal to start,
+// never a silent loss.
 // Oracles: a plain directory given the same system calls (same results, same tree), and the
 // backing tree itself (the index must list exactly its files, with their sizes).
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
@@ -15,6 +17,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <functional>
@@ -34,6 +37,7 @@ namespace {
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 using testing::ClusterConfig;
+using testing::List;
 using testing::LocalClient;
 using testing::LocalCluster;
 using testing::Mount;
@@ -373,6 +377,72 @@ TEST(MountFaultTest, ADamagedQueueIsARefusalToStartAndLosesNothing) {
   ASSERT_TRUE(c.cluster.StartNode(0));
   ASSERT_TRUE(m.Start());
   ExpectIndexConverges(m);
+}
+
+// Path -> bytes of every file under `dir`.
+std::map<std::string, std::string> FilesUnder(const std::string& dir) {
+  std::map<std::string, std::string> out;
+  for (const auto& e : fs::recursive_directory_iterator(dir)) {
+    if (e.is_regular_file()) out[e.path().string()] = ReadAll(e.path().string());
+  }
+  return out;
+}
+
+// Runs the CLI with `args` (its output to `out`); its exit status, 124 when it ran 30 s.
+int RunCli(const std::string& args, const std::string& out) {
+  const std::string cmd =
+      "timeout 30 " + std::string(PROPELLER_CLI_BIN) + " " + args + " >" + out + " 2>&1";
+  const int rc = std::system(cmd.c_str());
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : 128;
+}
+
+// docs/faults.md "Damaged or missing files": an embedded service whose index node has data but
+// whose master's map is gone refuses to start (the node would be registered anew and every
+// file placed again), names the file and what to do, and removes nothing; with the map back
+// it serves the index it had, exactly.
+TEST(MountFaultTest, AMissingMasterMapIsARefusalToStartAndDeletesNothing) {
+  Mount m;
+  ASSERT_TRUE(m.Start());
+  Mirror mirror(m.mnt(), m.root() + "/plain", 10s);
+  Random rnd(TestSeed() + 4);
+  for (int i = 0; i < 6; ++i) {
+    mirror.Both("mkdir", [&](const std::string& r) {
+      return ::mkdir((r + "/d" + std::to_string(i)).c_str(), 0755);
+    });
+  }
+  mirror.RandomOps(rnd, 150);
+  ExpectIndexConverges(m);
+  ASSERT_TRUE(m.Stop());
+
+  const std::string map = m.data() + "/master/data.mdb", saved = m.root() + "/map.saved";
+  ASSERT_TRUE(fs::exists(m.data() + "/node/node_id"));
+  fs::copy_file(map, saved);
+  ASSERT_TRUE(fs::remove(map));
+  const std::map<std::string, std::string> before = FilesUnder(m.data());
+
+  // Both ways of running the embedded service: a mount, and `propeller up`.
+  const std::string out = m.root() + "/refusal.out";
+  const std::vector<std::string> starts = {
+      "mount " + m.backing() + " " + m.mnt() + " --data " + m.data(),
+      "up --data " + m.data() + " --listen ipc://" + m.root() + "/up-master.sock" +
+          " --node-listen ipc://" + m.root() + "/up-node.sock"};
+  for (const std::string& start : starts) {
+    SCOPED_TRACE(start);
+    EXPECT_EQ(RunCli(start, out), 1);
+    const std::string said = ReadAll(out);
+    EXPECT_NE(said.find("the master's map " + map + " is missing"), std::string::npos) << said;
+    EXPECT_NE(said.find("Restore it from a backup"), std::string::npos) << said;
+    EXPECT_EQ(FilesUnder(m.data()), before) << "a refusal must leave the data as it is";
+    EXPECT_TRUE(List(m.mnt()).empty()) << "nothing may be mounted";
+  }
+
+  // The map restored: the mount starts, and a search lists exactly the tree at once.
+  fs::copy_file(saved, map);
+  ASSERT_TRUE(m.Start());
+  EXPECT_EQ(IndexDiff(m), "") << "mount log:\n" << ReadAll(m.log());
+  mirror.RandomOps(rnd, 50);
+  ExpectIndexConverges(m);
+  EXPECT_EQ(TreeOf(m.backing()), TreeOf(m.root() + "/plain"));
 }
 
 // The data files of the mount's embedded index node (its store's shards), largest first.
