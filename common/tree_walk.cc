@@ -27,16 +27,6 @@ FileTime Nanos(const struct timespec& ts) {
   return FileTimeOf(static_cast<int64_t>(ts.tv_sec), ts.tv_nsec);
 }
 
-AttrValue ParseAttrValue(const std::string& v) {
-  char* end = nullptr;
-  errno = 0;
-  long long i = std::strtoll(v.c_str(), &end, 10);
-  if (!v.empty() && *end == '\0' && errno == 0) return static_cast<int64_t>(i);
-  double d = std::strtod(v.c_str(), &end);
-  if (!v.empty() && *end == '\0') return d;
-  return v;
-}
-
 // user.* xattrs, read by `list` (as llistxattr) and `get` (as lgetxattr). The buffers start
 // small and grow to the size the kernel reports: the kernel allocates a buffer as large as the
 // one it is handed, and 64 KiB buffers (the limit of a list and of one value) for every entry
@@ -143,6 +133,16 @@ class DirNames {
 };
 
 }  // namespace
+
+AttrValue ParseAttrValue(const std::string& v) {
+  char* end = nullptr;
+  errno = 0;
+  long long i = std::strtoll(v.c_str(), &end, 10);
+  if (!v.empty() && *end == '\0' && errno == 0) return static_cast<int64_t>(i);
+  double d = std::strtod(v.c_str(), &end);
+  if (!v.empty() && *end == '\0') return d;
+  return v;
+}
 
 // Reports the file with several links whose record (paths sorted) and stat the walk
 // collected; `parent_ino`: of the path met first in walk order.

@@ -130,6 +130,11 @@ Status ReadFileRecordAt(int dir, const std::string& name, const std::string& pat
 // file system keeps none (or `fd` is an O_PATH descriptor).
 uint32_t InodeGeneration(int fd);
 
+// The value of a user attribute from its text (a `user.NAME` extended attribute's bytes, or
+// `propeller attr set`'s VALUE): an integer or a floating-point number when the whole text
+// reads as one, else the text (docs/query.md "User attributes").
+AttrValue ParseAttrValue(const std::string& text);
+
 // Sets record's type, size, times, owner, mode and nlink from `st` (what ReadFileRecord takes
 // from the lstat; the mount uses it with an open file's fstat).
 void FillRecordFromStat(const struct stat& st, FileRecord* record);

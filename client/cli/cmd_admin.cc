@@ -1,13 +1,20 @@
 // propeller index create|list|drop, propeller attr set|get|rm, propeller status.
+#include <sys/xattr.h>
+
 #include <cerrno>
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <optional>
+#include <string>
 
 #include "client/cli/args.h"
 #include "client/cli/commands.h"
 #include "client/lib/mount_registry.h"
+#include "common/record.h"
 #include "common/rpc/rpc.h"
+#include "common/tree_walk.h"
 #include "schemas/wire_call.h"
 
 namespace propeller::cli {
@@ -25,12 +32,21 @@ User-defined indexes are fed by the user attribute of the same name, set with
 Types: btree (ranges, prefixes; the default), hash (equality). See docs/query.md.
 )";
 
-constexpr const char* kAttrHelp = R"(usage: propeller attr set PATH NAME VALUE [--string]
+constexpr const char* kAttrHelp =
+    R"(usage: propeller attr set PATH NAME VALUE [--index-only [--string]]
        propeller attr get PATH [NAME] [--json]
-       propeller attr rm PATH NAME
+       propeller attr rm PATH NAME [--index-only]
 
-Sets, shows or removes a user attribute of an indexed file. VALUE is stored as an integer or a
-floating-point number when it reads as one, else as a string (--string forces a string).
+Sets, shows or removes a user attribute of an indexed file. `set` writes VALUE to the file's
+user.NAME extended attribute, as you (the kernel decides whether you may), and to the index;
+`rm` removes both. The file then carries its attributes: a mount, an import or a reconcile
+that reads the file again keeps them. VALUE is stored as an integer or a floating-point number
+when it reads as one, else as a string.
+
+  --index-only  change the index alone, for a file system without user.* attributes or one
+                you may not write (read-only exports). The next re-read of the file (a change
+                through a mount, an import) replaces the index's attributes with the file's.
+  --string      with --index-only: store VALUE as a string even when it reads as a number
 )";
 
 constexpr const char* kStatusHelp = R"(usage: propeller status [--json]
@@ -128,16 +144,24 @@ bool WantsHelp(const std::vector<std::string>& argv) {
   return false;
 }
 
-AttrValue ParseValue(const std::string& v, bool force_string) {
-  if (!force_string && !v.empty()) {
-    char* end = nullptr;
-    errno = 0;
-    long long i = std::strtoll(v.c_str(), &end, 10);
-    if (*end == '\0' && errno == 0) return static_cast<int64_t>(i);
-    double d = std::strtod(v.c_str(), &end);
-    if (*end == '\0') return d;
+// Sets (value != nullptr) or removes the file's `user.NAME` extended attribute, as the caller.
+Status WriteUserXattr(const std::string& path, const std::string& name, const std::string* value) {
+  const std::string key = "user." + name;
+  const int rc = value != nullptr
+                     ? ::lsetxattr(path.c_str(), key.c_str(), value->data(), value->size(), 0)
+                     : ::lremovexattr(path.c_str(), key.c_str());
+  if (rc == 0 || (value == nullptr && errno == ENODATA)) return Status::OK();
+  const int err = errno;
+  const std::string what = (value != nullptr ? "setting " : "removing ") + key + " of " + path;
+  if (err == EACCES || err == EPERM) {
+    return Status::PermissionDenied(what + ": " + std::strerror(err) +
+                                    " (you may not change this file's user.* attributes)");
   }
-  return v;
+  if (err == ENOTSUP || err == EROFS) {
+    return Status::NotSupported(what + ": " + std::strerror(err) +
+                                " (--index-only changes the index alone)");
+  }
+  return Status::IOError(what, err);
 }
 
 std::string ValueText(const AttrValue& v) {
@@ -206,8 +230,14 @@ int RunAttr(const GlobalOptions& global, const std::vector<std::string>& argv) {
     std::fputs(kAttrHelp, argv.empty() ? stderr : stdout);
     return argv.empty() ? kExitUsage : kExitOk;
   }
-  auto args = Args::Parse(argv, {}, {"--string", "--json"});
+  auto args = Args::Parse(argv, {}, {"--string", "--json", "--index-only"});
   if (!args.ok()) return ReportError(args.status(), /*usage=*/true);
+  const bool index_only = args->Has("--index-only");
+  if (args->Has("--string") && !index_only) {
+    std::fputs("propeller: --string needs --index-only: a file's user.* attribute is text, typed "
+               "by its form when read (see --help)\n", stderr);
+    return kExitUsage;
+  }
   const auto& pos = args->positional();
   const std::string& verb = pos[0];
   const size_t want = verb == "set" ? 4 : verb == "rm" ? 3 : 0;
@@ -219,30 +249,75 @@ int RunAttr(const GlobalOptions& global, const std::vector<std::string>& argv) {
     std::fprintf(stderr, "propeller: unknown attr command '%s' (set, get, rm)\n", verb.c_str());
     return kExitUsage;
   }
+  if (verb != "get") {
+    if (std::string why = CheckUserAttrName(pos[2]); !why.empty()) {
+      return ReportError(Status::InvalidArgument("attribute name '" + pos[2] + "': " + why));
+    }
+  }
+  // A file seen through a Propeller mount: the mount indexes what is done to the file, so
+  // setting or removing its user.* attribute there is the whole change, and reading goes
+  // through the mount's query engine, as a search scoped to the file does.
+  const std::string path = ScopeArgument(pos[1]);
+  std::optional<MountRecord> mount;
+  if (Result<std::optional<MountRecord>> found = FindMountFor(path); found.ok()) {
+    mount = *found;
+  }
+  if (mount && index_only) {
+    std::fprintf(stderr, "propeller: --index-only is for volumes that are not mounted: %s is in "
+                 "the mount at %s, which re-reads the file's attributes at every change\n",
+                 path.c_str(), mount->mountpoint.c_str());
+    return kExitUsage;
+  }
+  if (mount && verb != "get") {
+    Status st = WriteUserXattr(path, pos[2], verb == "set" ? &pos[3] : nullptr);
+    return st.ok() ? kExitOk : ReportError(st);
+  }
   auto client = ConnectOrReport(global);
   if (!client) return kExitError;
-  auto id = client->FileIdOf(pos[1]);
-  if (!id.ok()) return ReportError(id.status());
-  if (verb == "set") {
-    Status st = client->SetAttr(*id, pos[2], ParseValue(pos[3], args->Has("--string")));
-    return st.ok() ? kExitOk : ReportError(st);
+  std::optional<FileRecord> found;
+  if (mount) {
+    ClientSearchOptions so;
+    so.scope = path;
+    Status st = client->Search("size>=0", so, [&](const ClientHit& hit) {
+      if (hit.path != path) return true;  // a file below a directory named
+      found = hit.record;
+      return false;
+    });
+    if (!st.ok()) return ReportError(st);
+    if (!found) return ReportError(Status::NotFound(path + " is not in the index"));
   }
-  if (verb == "rm") {
-    Status st = client->RemoveAttr(*id, pos[2]);
-    return st.ok() ? kExitOk : ReportError(st);
+  if (!found) {
+    auto id = client->FileIdOf(pos[1]);
+    if (!id.ok()) return ReportError(id.status());
+    if (verb == "set" || verb == "rm") {
+      // The file first: it is where the attribute lives, and where an import or a reconcile
+      // reads it again. Then the index.
+      if (!index_only) {
+        Status st = WriteUserXattr(pos[1], pos[2], verb == "set" ? &pos[3] : nullptr);
+        if (!st.ok()) return ReportError(st);
+      }
+      Status st = verb == "set"
+                      ? client->SetAttr(*id, pos[2], args->Has("--string")
+                                                         ? AttrValue(pos[3])
+                                                         : ParseAttrValue(pos[3]))
+                      : client->RemoveAttr(*id, pos[2]);
+      return st.ok() ? kExitOk : ReportError(st);
+    }
+    auto record = client->Get(*id);
+    if (!record.ok()) return ReportError(record.status());
+    found = std::move(*record);
   }
-  auto record = client->Get(*id);
-  if (!record.ok()) return ReportError(record.status());
+  const FileRecord& record = *found;
   if (args->Has("--json")) {
-    std::printf("%s\n", RecordJson(pos[1], *record).c_str());
+    std::printf("%s\n", RecordJson(pos[1], record).c_str());
     return kExitOk;
   }
-  for (const auto& [name, value] : record->attrs) {
+  for (const auto& [name, value] : record.attrs) {
     if (pos.size() == 3 && name != pos[2]) continue;
     std::printf(pos.size() == 3 ? "%s%s\n" : "%s=%s\n", pos.size() == 3 ? "" : name.c_str(),
                 ValueText(value).c_str());
   }
-  if (pos.size() == 3 && record->attrs.count(pos[2]) == 0) {
+  if (pos.size() == 3 && record.attrs.count(pos[2]) == 0) {
     return ReportError(Status::NotFound(pos[1] + " has no attribute '" + pos[2] + "'"));
   }
   return kExitOk;
