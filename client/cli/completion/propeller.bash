@@ -48,7 +48,7 @@ _propeller() {
     up) opts="--data --listen --node-listen --cluster-key --insecure --durability
               --acg-threshold --ready-file --log-level" ;;
     index) opts="create list drop --type --json" ;;
-    attr) opts="set get rm --string --json"
+    attr) opts="set get rm --index-only --string --json"
       [[ "$cur" == -* || "$prev" == attr ]] || { COMPREPLY=($(compgen -f -- "$cur")); return 0; } ;;
     status) opts="--json" ;;
     volume) opts="list remove --json" ;;
