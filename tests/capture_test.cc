@@ -162,8 +162,8 @@ void SetXattr(const std::string& path, const std::string& name, const std::strin
 // attributes, whether they were set on the file through the mount (user.* extended
 // attributes, one of them indexed) or with `propeller attr set` (which a later change of the
 // file through the mount must keep: it used to live in the index alone and be replaced by
-// the next update) — and a search on the old file's attributes finds nothing. A loop of delete/create pairs, each checked
-// where the number really was reused.
+// the next update) — and a search on the old file's attributes finds nothing. A loop of
+// delete/create pairs, each checked where the number really was reused.
 TEST(CaptureTest, AFileThatReusesADeletedFilesNumberInheritsNoRecordOrAttribute) {
   Mount m;
   ASSERT_TRUE(m.Start());
