@@ -50,7 +50,9 @@ TEST_F(SecureDirTest, MakeDirsSetsTheModeWhateverTheUmask) {
 }
 
 TEST_F(SecureDirTest, AncestorsMustBeTrusted) {
-  EXPECT_TRUE(CheckAncestorsTrusted("/tmp/x/y").ok() || ::geteuid() != 0);  // /tmp is sticky
+  // /tmp is world-writable but sticky: a directory of ours below it is trusted. (This asked
+  // about "/tmp/x/y" and so depended on /tmp/x existing, left there by whatever ran before.)
+  EXPECT_TRUE(CheckAncestorsTrusted(dir_ + "/y").ok() || ::geteuid() != 0);
   ASSERT_TRUE(MakeDirs(dir_ + "/open/inner", 0700).ok());
   ASSERT_EQ(::chmod((dir_ + "/open").c_str(), 0777), 0);
   Status st = CheckAncestorsTrusted(dir_ + "/open/inner/data");
