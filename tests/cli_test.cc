@@ -174,9 +174,8 @@ class CliTest : public ::testing::Test {
     }
     ASSERT_TRUE(fs::exists(dir_.path() + "/ready")) << "propeller up did not start";
     tree_ = dir_.path() + "/tree";
-    // An import's checkpoint of its own (cmd_import.cc DefaultStatePath): the default one is
-    // named by volume number only, and a test run alongside (another copy of this one,
-    // security_test) imports its own volume 1 into the same file.
+    // An import's checkpoint of its own: the tests' imports stay out of the user's state
+    // directory (the default checkpoint is named by service and volume: cmd_import.cc).
     ::setenv("XDG_STATE_HOME", (dir_.path() + "/state").c_str(), 1);
   }
   void TearDown() override {
@@ -280,6 +279,63 @@ TEST_F(CliTest, ImportThenSearchMatchesTheTree) {
   EXPECT_EQ(status.code, 0);
   EXPECT_NE(status.out.find("\"files\":" + std::to_string(oracle.size() - 1)), std::string::npos)
       << status.out;  // the hard link's two names are one file
+}
+
+// Two services each have a volume 1: an import into one neither resumes from nor refuses
+// because of the other's interrupted import (the default checkpoint was named by the volume
+// number alone: "... belongs to an import of TREE").
+TEST_F(CliTest, InterruptedImportsOfTwoServicesKeepTheirOwnCheckpoints) {
+  BuildTree(tree_, TestSeed() + 2, 3000);
+  const std::string other_tree = dir_.path() + "/other-tree";
+  BuildTree(other_tree, TestSeed() + 3, 200);
+  const std::string other = "ipc://" + dir_.path() + "/other-master.sock";
+  ChildProcess other_up({PROPELLER_CLI_BIN, "up", "--data", dir_.path() + "/other-data",
+                         "--listen", other, "--node-listen",
+                         "ipc://" + dir_.path() + "/other-node.sock", "--ready-file",
+                         dir_.path() + "/other-ready", "--log-level", "warning"},
+                        dir_.path() + "/other-up.log");
+  ASSERT_TRUE(other_up.Start());
+  for (int i = 0; i < 300 && !fs::exists(dir_.path() + "/other-ready"); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_TRUE(fs::exists(dir_.path() + "/other-ready")) << "the second propeller up did not start";
+  // An import into this service, killed after its first checkpoints (default state path).
+  const std::string state_dir = dir_.path() + "/state/propeller";
+  ChildProcess importer({PROPELLER_CLI_BIN, "--master", master_, "import", tree_, "--batch", "5",
+                         "--quiet"},
+                        dir_.path() + "/import.log");
+  ASSERT_TRUE(importer.Start());
+  auto checkpoints = [&] {
+    std::vector<std::string> out;
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(state_dir, ec)) {
+      const std::string p = e.path();
+      if (p.size() > 6 && p.substr(p.size() - 6) == ".state") out.push_back(p);  // not its .tmp
+    }
+    return out;
+  };
+  for (int i = 0; i < 2000 && checkpoints().empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  importer.Kill();
+  ASSERT_EQ(checkpoints().size(), 1u) << "the import finished before it could be interrupted";
+  // The other service's volume 1: imported whole, from the start.
+  CliResult theirs = RunCli({"import", other_tree}, other);
+  ASSERT_EQ(theirs.code, 0) << theirs.err;
+  EXPECT_EQ(theirs.err.find("resuming"), std::string::npos) << theirs.err;
+  CliResult found = RunCli({"search", "type=f", "--count"}, other);
+  ASSERT_EQ(found.code, 0) << found.err;
+  size_t files = 0;
+  for (const auto& e : fs::recursive_directory_iterator(other_tree)) {
+    files += e.symlink_status().type() == fs::file_type::regular;
+  }
+  EXPECT_EQ(found.out, std::to_string(files) + "\n");
+  // And this one resumes where it stopped.
+  CliResult ours = Cli({"import", tree_});
+  ASSERT_EQ(ours.code, 0) << ours.err;
+  EXPECT_NE(ours.err.find("resuming after"), std::string::npos) << ours.err;
+  EXPECT_TRUE(checkpoints().empty()) << "finished imports remove their checkpoints";
+  EXPECT_EQ(other_up.Terminate(), 0);
 }
 
 TEST_F(CliTest, InterruptedImportResumes) {

@@ -36,8 +36,8 @@ sent. A DIR inside an existing volume, or holding one, is refused: import the vo
 Options:
   --app NAME      application tag for placement of new partitions (default: import)
   --batch N       files per update batch (default 1000)
-  --state FILE    checkpoint file (default: $XDG_STATE_HOME/propeller/import-<volume>.state,
-                  or ~/.local/state/propeller/...)
+  --state FILE    checkpoint file (default: $XDG_STATE_HOME/propeller/import-<service>-
+                  <volume>.state, or ~/.local/state/propeller/...; <service> names the master)
   --restart       ignore an existing checkpoint and import everything again
   --quiet         no progress output
 )";
@@ -49,8 +49,10 @@ struct Checkpoint {
 };
 
 // $XDG_STATE_HOME/propeller, else ~/.local/state/propeller, else the runtime directory (never a
-// directory others could have made first, such as /tmp/propeller).
-std::string DefaultStatePath(uint32_t volume) {
+// directory others could have made first, such as /tmp/propeller). Named after the service
+// (a hash of its master's endpoint) and the volume: two services each have a volume 1, and
+// an import into one must not resume from, or overwrite, the other's checkpoint.
+std::string DefaultStatePath(const std::string& master, uint32_t volume) {
   std::string dir;
   if (const char* x = std::getenv("XDG_STATE_HOME"); x != nullptr && *x == '/') {
     dir = std::string(x) + "/propeller";
@@ -59,7 +61,11 @@ std::string DefaultStatePath(uint32_t volume) {
   } else {
     dir = DefaultRuntimeDir() + "/state";
   }
-  return dir + "/import-" + std::to_string(volume) + ".state";
+  uint64_t h = 14695981039346656037ull;  // FNV-1a: stable across runs and builds
+  for (unsigned char c : master) h = (h ^ c) * 1099511628211ull;
+  char service[17];
+  std::snprintf(service, sizeof(service), "%016llx", static_cast<unsigned long long>(h));
+  return dir + "/import-" + service + "-" + std::to_string(volume) + ".state";
 }
 
 // The checkpoint's directory: made 0700 when missing, and used only when nobody else may
@@ -168,7 +174,7 @@ int RunImport(const GlobalOptions& global, const std::vector<std::string>& argv)
   if (!volume.ok()) return ReportError(volume.status());
 
   Env* env = Env::Default();
-  const std::string state_path = args->GetOr("--state", DefaultStatePath(*volume));
+  const std::string state_path = args->GetOr("--state", DefaultStatePath(client->master_endpoint(), *volume));
   Checkpoint checkpoint;
   checkpoint.root = root;
   if (!args->Has("--restart") && env->FileExists(state_path)) {
