@@ -82,6 +82,13 @@ std::optional<std::string> GlobPrefix(const std::string& pattern) {
 }
 
 void Normalise(IdSet* ids) {
+  // Most sets come sorted and unique (a keyword's posting chunks, a B-tree range): one pass
+  // says so, where sorting them anyway was ~5% of a keyword search (perf, 1 M files).
+  if (std::adjacent_find(ids->begin(), ids->end(),
+                         [](const FileId& a, const FileId& b) { return !(a < b); }) ==
+      ids->end()) {
+    return;
+  }
   std::sort(ids->begin(), ids->end());
   ids->erase(std::unique(ids->begin(), ids->end()), ids->end());
 }

@@ -533,10 +533,48 @@ Status KdTreeIndex::FilterBox(const IndexQuery& q, std::vector<FileId>* ids) con
     return Status::OK();
   }
   const Store& st = store_;
-  std::erase_if(*ids, [&](FileId id) {
-    const int64_t pos = st.FindBucket(id, HashId(id));
-    return pos < 0 || !box.Contains(st.points[st.buckets[pos] & kSlotMask]);
-  });
+  if (st.buckets.empty()) {
+    ids->clear();
+    return Status::OK();
+  }
+  // Each candidate costs a few cache misses (its bucket, then its slot's id and point), and
+  // one after the other they were the largest item of `keyword=firefox & mtime<1w` (perf,
+  // 1 M files). In groups: the buckets of a group are prefetched, then each candidate's
+  // slot by its first bucket of the same tag, then the candidates are decided, so the misses
+  // of a group overlap instead of adding up. The decision is FindBucket's, unchanged.
+  constexpr size_t kGroup = 64;
+  const size_t mask = st.buckets.size() - 1;
+  uint64_t hashes[kGroup];
+  size_t kept = 0;
+  const size_t n = ids->size();
+  for (size_t begin = 0; begin < n; begin += kGroup) {
+    const size_t end = std::min(n, begin + kGroup);
+    for (size_t i = begin; i < end; ++i) {
+      hashes[i - begin] = HashId((*ids)[i]);
+      __builtin_prefetch(&st.buckets[hashes[i - begin] & mask]);
+    }
+    for (size_t i = begin; i < end; ++i) {
+      const uint64_t hash = hashes[i - begin];
+      const uint32_t tag = TagOf(hash);
+      for (size_t pos = hash & mask;; pos = (pos + 1) & mask) {
+        const uint32_t b = st.buckets[pos];
+        if (b == kEmptyBucket) break;
+        if ((b & ~kSlotMask) == tag) {
+          const uint32_t slot = b & kSlotMask;
+          __builtin_prefetch(&st.inos[slot]);
+          __builtin_prefetch(&st.volumes[slot]);
+          __builtin_prefetch(&st.points[slot]);
+          break;
+        }
+      }
+    }
+    for (size_t i = begin; i < end; ++i) {
+      const FileId id = (*ids)[i];
+      const int64_t pos = st.FindBucket(id, hashes[i - begin]);
+      if (pos >= 0 && box.Contains(st.points[st.buckets[pos] & kSlotMask])) (*ids)[kept++] = id;
+    }
+  }
+  ids->resize(kept);
   return Status::OK();
 }
 
