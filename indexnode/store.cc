@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include <algorithm>
+#include <optional>
 #include <thread>
 
 #include "common/lmdb_check.h"
@@ -287,21 +288,65 @@ Store::~Store() {
   }
 }
 
-Status Store::ExportAcg(uint64_t acg, const std::string& path) {
-  Shard* shard = ShardOf(acg);
-  const std::string prefix = AcgKeyPrefix(acg);
-  const std::string what = "exporting ACG " + std::to_string(acg);
+// Copies every database of `from` — only the keys starting with `prefix` — into the empty
+// environment `to`, in key order with MDB_APPEND: LMDB then fills each page whole before it
+// starts the next, where ordinary inserts split pages in the middle (a shard loaded by
+// commits of many ACGs has its leaves ~3/4 full). Commits every kCopyBatch entries, so the
+// dirty pages of one transaction stay bounded. `to` is synced by the caller.
+Status CopyDatabases(MDB_env* from, MDB_env* to, const std::string& prefix,
+                     const std::string& what) {
+  constexpr uint64_t kCopyBatch = 1'000'000;
   std::vector<std::string> names;
   {
     MDB_txn* raw = nullptr;
-    int rc = mdb_txn_begin(shard->env, nullptr, MDB_RDONLY, &raw);
+    int rc = mdb_txn_begin(from, nullptr, MDB_RDONLY, &raw);
     if (rc != 0) return LmdbStatus(rc, "mdb_txn_begin");
     TxnGuard txn(raw);
     PROPELLER_RETURN_IF_ERROR(ListDatabases(raw, &names).WithContext(what));
   }
   std::vector<MDB_dbi> dbis;
-  PROPELLER_RETURN_IF_ERROR(OpenHandles(shard->env, names, &dbis).WithContext(what));
+  PROPELLER_RETURN_IF_ERROR(OpenHandles(from, names, &dbis).WithContext(what));
+  MDB_txn* read_raw = nullptr;
+  int rc = mdb_txn_begin(from, nullptr, MDB_RDONLY, &read_raw);
+  if (rc != 0) return LmdbStatus(rc, "mdb_txn_begin");
+  TxnGuard read(read_raw);
+  MDB_txn* write_raw = nullptr;
+  rc = mdb_txn_begin(to, nullptr, 0, &write_raw);
+  if (rc != 0) return LmdbStatus(rc, "mdb_txn_begin");
+  std::optional<TxnGuard> write(std::in_place, write_raw);
+  uint64_t in_txn = 0;
+  for (size_t i = 0; i < names.size(); ++i) {
+    MDB_dbi out = 0;
+    rc = mdb_dbi_open(write_raw, names[i].c_str(), MDB_CREATE, &out);
+    if (rc != 0) return LmdbStatus(rc, what + ": creating database " + names[i]);
+    MDB_cursor* cur_raw = nullptr;
+    rc = mdb_cursor_open(read_raw, dbis[i], &cur_raw);
+    if (rc != 0) return LmdbStatus(rc, "mdb_cursor_open");
+    CursorGuard cur(cur_raw);
+    MDB_val k = Val(prefix), v;
+    for (rc = mdb_cursor_get(cur_raw, &k, &v, prefix.empty() ? MDB_FIRST : MDB_SET_RANGE);
+         rc == 0 && View(k).starts_with(prefix); rc = mdb_cursor_get(cur_raw, &k, &v, MDB_NEXT)) {
+      const int put = mdb_put(write_raw, out, &k, &v, MDB_APPEND);
+      if (put != 0) return LmdbStatus(put, what + ": writing " + names[i]);
+      if (++in_txn < kCopyBatch) continue;
+      in_txn = 0;
+      const int commit = write->Commit();
+      write.reset();
+      if (commit != 0) return LmdbStatus(commit, what + ": committing");
+      const int begin = mdb_txn_begin(to, nullptr, 0, &write_raw);
+      if (begin != 0) return LmdbStatus(begin, "mdb_txn_begin");
+      write.emplace(write_raw);
+    }
+    if (rc != 0 && rc != MDB_NOTFOUND) return LmdbStatus(rc, what + ": reading " + names[i]);
+  }
+  rc = write->Commit();
+  if (rc != 0) return LmdbStatus(rc, what + ": committing");
+  return Status::OK();
+}
 
+Status Store::ExportAcg(uint64_t acg, const std::string& path) {
+  Shard* shard = ShardOf(acg);
+  const std::string what = "exporting ACG " + std::to_string(acg);
   (void)::unlink(path.c_str());
   EnvCloser out;
   int rc = mdb_env_create(&out.env);
@@ -312,33 +357,7 @@ Status Store::ExportAcg(uint64_t acg, const std::string& path) {
   // the end instead of at its commit.
   rc = mdb_env_open(out.env, path.c_str(), MDB_NOSUBDIR | MDB_NOSYNC, 0600);
   if (rc != 0) return LmdbStatus(rc, what + ": creating " + path);
-  MDB_txn* read_raw = nullptr;
-  rc = mdb_txn_begin(shard->env, nullptr, MDB_RDONLY, &read_raw);
-  if (rc != 0) return LmdbStatus(rc, "mdb_txn_begin");
-  TxnGuard read(read_raw);
-  MDB_txn* write_raw = nullptr;
-  rc = mdb_txn_begin(out.env, nullptr, 0, &write_raw);
-  if (rc != 0) return LmdbStatus(rc, "mdb_txn_begin");
-  TxnGuard write(write_raw);
-  for (size_t i = 0; i < names.size(); ++i) {
-    MDB_dbi to = 0;
-    rc = mdb_dbi_open(write_raw, names[i].c_str(), MDB_CREATE, &to);
-    if (rc != 0) return LmdbStatus(rc, what + ": creating database " + names[i]);
-    MDB_cursor* cur_raw = nullptr;
-    rc = mdb_cursor_open(read_raw, dbis[i], &cur_raw);
-    if (rc != 0) return LmdbStatus(rc, "mdb_cursor_open");
-    CursorGuard cur(cur_raw);
-    MDB_val k = Val(prefix), v;
-    for (rc = mdb_cursor_get(cur_raw, &k, &v, MDB_SET_RANGE);
-         rc == 0 && View(k).starts_with(prefix); rc = mdb_cursor_get(cur_raw, &k, &v, MDB_NEXT)) {
-      // In key order: appended, so pages are filled whole (a compacted copy).
-      const int put = mdb_put(write_raw, to, &k, &v, MDB_APPEND);
-      if (put != 0) return LmdbStatus(put, what + ": writing " + path);
-    }
-    if (rc != 0 && rc != MDB_NOTFOUND) return LmdbStatus(rc, what + ": reading " + names[i]);
-  }
-  rc = write.Commit();
-  if (rc != 0) return LmdbStatus(rc, what + ": committing " + path);
+  PROPELLER_RETURN_IF_ERROR(CopyDatabases(shard->env, out.env, AcgKeyPrefix(acg), what));
   rc = mdb_env_sync(out.env, 1);
   if (rc != 0) return LmdbStatus(rc, what + ": syncing " + path);
   mdb_env_close(out.env);
@@ -526,15 +545,28 @@ Status Store::Compact(uint64_t* before_bytes, uint64_t* after_bytes) {
     const std::string data = JoinPath(shard->dir, "data.mdb");
     const std::string tmp = JoinPath(shard->dir, "compact.tmp");
     const std::string what = "compacting store shard " + std::to_string(shard->index);
-    struct stat st;
+    struct stat st{};
     if (::stat(data.c_str(), &st) == 0) *before_bytes += static_cast<uint64_t>(st.st_blocks) * 512;
     // A copy cut short by a crash is only a leftover: the shard's own file is untouched until
     // the rename below replaces it whole.
     if (env->FileExists(tmp)) PROPELLER_RETURN_IF_ERROR(env->RemoveRecursively(tmp));
     PROPELLER_RETURN_IF_ERROR(MakeDirs(tmp, 0700).WithContext(what));
-    // LMDB writes the live pages only, renumbered (MDB_CP_COMPACT; each page copied as is).
-    int rc = mdb_env_copy2(shard->env, tmp.c_str(), MDB_CP_COMPACT);
-    if (rc != 0) return LmdbStatus(rc, what);
+    // Every key rewritten in order into a fresh environment (CopyDatabases): the pages come
+    // out full. (LMDB's own compacting copy, MDB_CP_COMPACT, drops free pages but copies each
+    // page as it is: after a plain load it gained nothing.)
+    {
+      EnvCloser out;
+      int rc = mdb_env_create(&out.env);
+      if (rc != 0) return LmdbStatus(rc, "mdb_env_create");
+      mdb_env_set_maxdbs(out.env, kMaxDbs);
+      mdb_env_set_mapsize(out.env, std::max<uint64_t>(options_.map_size,
+                                                      static_cast<uint64_t>(st.st_size)));
+      rc = mdb_env_open(out.env, tmp.c_str(), MDB_NOSYNC, 0600);
+      if (rc != 0) return LmdbStatus(rc, what + ": creating " + tmp);
+      PROPELLER_RETURN_IF_ERROR(CopyDatabases(shard->env, out.env, "", what));
+      rc = mdb_env_sync(out.env, 1);
+      if (rc != 0) return LmdbStatus(rc, what + ": syncing " + tmp);
+    }
     const std::string copy = JoinPath(tmp, "data.mdb");
     PROPELLER_RETURN_IF_ERROR(SyncFileAt(copy).WithContext(what));
     mdb_env_close(shard->env);

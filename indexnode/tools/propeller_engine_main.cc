@@ -30,8 +30,9 @@ Commands:
   import TREE              index every file under TREE (paths are stored relative to TREE)
   search QUERY             print the paths matching QUERY, e.g. 'size>1m & mtime<1d'
   stats                    partitions, files, memory and disk use
-  compact                  rewrite the store's files without their free pages (after many
-                           deletes; needs room for a copy of the largest shard)
+  compact                  rewrite the store's files with full pages and no free ones (after
+                           a bulk load or many deletes; needs room for a copy of the largest
+                           shard)
   index create NAME TYPE   create a user index (TYPE: btree, hash) fed by attribute NAME
   index list               list indexes
   index drop NAME          drop a user index
