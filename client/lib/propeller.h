@@ -274,7 +274,10 @@ class Client {
 
   // The current record of `id`. NotFound when the file is not indexed.
   Result<FileRecord> Get(FileId id);
-  // User attributes (docs/architecture.md §3): set or remove one attribute of an indexed file.
+  // User attributes (docs/architecture.md §3): set or remove one attribute of an indexed file
+  // in the index alone. The file's own `user.NAME` extended attribute is where an attribute
+  // lives: the next reading of the file (a change through a mount, an import) puts what the
+  // file holds. `propeller attr set` writes both (docs/query.md "User attributes").
   Status SetAttr(FileId id, const std::string& name, const AttrValue& value);
   Status RemoveAttr(FileId id, const std::string& name);
 
