@@ -1287,6 +1287,13 @@ TEST_F(CliTest, ErrorsAreOneLineWithDocumentedExitCodes) {
   EXPECT_EQ(Cli({"search"}).code, 2);
   EXPECT_EQ(Cli({"search", "size>1", "--limit", "ten"}).code, 2);
   EXPECT_EQ(Cli({"index", "create", "x", "--type", "trie"}).code, 2);
+  // A command given options only: a usage error, not a crash (these two read a missing
+  // first argument and died of SIGSEGV).
+  for (const char* command : {"index", "attr", "volume", "acg", "watch", "search", "import"}) {
+    CliResult r = Cli({command, "--json"});
+    EXPECT_EQ(r.code, 2) << command << ": " << r.err;
+    EXPECT_FALSE(r.err.empty()) << command;
+  }
   CliResult no_dir = Cli({"import", dir_.path() + "/does-not-exist"});
   EXPECT_EQ(no_dir.code, 1);
   EXPECT_NE(no_dir.err.find("does-not-exist"), std::string::npos);

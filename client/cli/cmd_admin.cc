@@ -184,6 +184,10 @@ int RunIndex(const GlobalOptions& global, const std::vector<std::string>& argv) 
   auto args = Args::Parse(argv, {"--type"}, {"--json"});
   if (!args.ok()) return ReportError(args.status(), /*usage=*/true);
   const auto& pos = args->positional();
+  if (pos.empty()) {  // only options (`index --json`)
+    std::fputs("propeller: index needs a command: create, list or drop (see --help)\n", stderr);
+    return kExitUsage;
+  }
   const std::string& verb = pos[0];
   if ((verb == "create" || verb == "drop") && pos.size() != 2) {
     std::fprintf(stderr, "propeller: index %s takes one NAME (see --help)\n", verb.c_str());
@@ -239,6 +243,10 @@ int RunAttr(const GlobalOptions& global, const std::vector<std::string>& argv) {
     return kExitUsage;
   }
   const auto& pos = args->positional();
+  if (pos.empty()) {  // only options (`attr --json`)
+    std::fputs("propeller: attr needs a command: set, get or rm (see --help)\n", stderr);
+    return kExitUsage;
+  }
   const std::string& verb = pos[0];
   const size_t want = verb == "set" ? 4 : verb == "rm" ? 3 : 0;
   if ((want != 0 && pos.size() != want) || (verb == "get" && (pos.size() < 2 || pos.size() > 3))) {
