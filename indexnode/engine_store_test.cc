@@ -194,6 +194,15 @@ TEST(EngineStoreMapsTest, MappedPagesAreTrimmedToTheBound) {
   EXPECT_EQ(MappedDataBytes(store), (*engine)->Stats().store_resident_bytes);
 }
 
+// The bytes of the store's shard files under data directory `dir`.
+uint64_t StoreBytes(const std::string& dir) {
+  uint64_t n = 0;
+  for (unsigned k = 0; k < kShards; ++k) {
+    n += fs::file_size(dir + "/store/shard-" + std::to_string(k) + "/data.mdb");
+  }
+  return n;
+}
+
 // Compaction (EngineOptions::compact_store, Store::Compact) rewrites the store smaller and
 // changes no answer; the compacted store takes updates and opens again (its check passes);
 // the copy a compaction cut short leaves behind is removed at the next open.
@@ -216,13 +225,6 @@ TEST(EngineStoreCompactTest, SmallerSameAnswersAndALeftoverCopyGoes) {
     }
     std::sort(out.begin(), out.end());
     return out;
-  };
-  auto store_bytes = [&] {
-    uint64_t n = 0;
-    for (unsigned k = 0; k < kShards; ++k) {
-      n += fs::file_size(dir.path() + "/store/shard-" + std::to_string(k) + "/data.mdb");
-    }
-    return n;
   };
   std::vector<std::string> before;
   uint64_t ino = 0;
@@ -264,7 +266,7 @@ TEST(EngineStoreCompactTest, SmallerSameAnswersAndALeftoverCopyGoes) {
     ASSERT_TRUE((*engine)->Close().ok());
     ino = order.size();
   }
-  const uint64_t loose = store_bytes();
+  const uint64_t loose = StoreBytes(dir.path());
   // A compaction cut short: its copy is left in a shard's directory.
   const std::string leftover = dir.path() + "/store/shard-1/compact.tmp";
   fs::create_directories(leftover);
@@ -274,8 +276,9 @@ TEST(EngineStoreCompactTest, SmallerSameAnswersAndALeftoverCopyGoes) {
     auto engine = Engine::Open(o);
     ASSERT_TRUE(engine.ok()) << engine.status().ToString();
     EXPECT_FALSE(fs::exists(leftover));
-    EXPECT_LT(store_bytes(), loose * 3 / 4) << "compaction left " << store_bytes() << " of "
-                                            << loose << " bytes";
+    const uint64_t compacted = StoreBytes(dir.path());
+    EXPECT_LT(compacted, loose * 3 / 4) << "compaction left " << compacted << " of " << loose
+                                        << " bytes";
     EXPECT_EQ(answers(engine->get()), before);
     Update u;  // and it takes updates
     u.acg = 3;
@@ -304,13 +307,6 @@ TEST(EngineStoreCompactTest, APlainLoadComesOutWithFullPages) {
   o.data_dir = dir.path();
   o.store_shards = kShards;
   o.background_commit = false;
-  auto store_bytes = [&] {
-    uint64_t n = 0;
-    for (unsigned k = 0; k < kShards; ++k) {
-      n += fs::file_size(dir.path() + "/store/shard-" + std::to_string(k) + "/data.mdb");
-    }
-    return n;
-  };
   auto count = [](Engine* e, const char* q) {
     SearchRequest req;
     req.query = q;
@@ -341,12 +337,13 @@ TEST(EngineStoreCompactTest, APlainLoadComesOutWithFullPages) {
     ASSERT_EQ(count(engine->get(), "size>=0"), kFiles);
     ASSERT_TRUE((*engine)->Close().ok());
   }
-  const uint64_t loaded = store_bytes();
+  const uint64_t loaded = StoreBytes(dir.path());
   o.compact_store = true;
   auto engine = Engine::Open(o);
   ASSERT_TRUE(engine.ok()) << engine.status().ToString();
-  EXPECT_LT(store_bytes(), loaded * 4 / 5) << "compaction left " << store_bytes() << " of "
-                                           << loaded << " bytes";
+  const uint64_t compacted = StoreBytes(dir.path());
+  EXPECT_LT(compacted, loaded * 4 / 5) << "compaction left " << compacted << " of " << loaded
+                                       << " bytes";
   EXPECT_EQ(count(engine->get(), "size>=0"), kFiles);
   EXPECT_EQ(count(engine->get(), "keyword=k3"), kFiles / 10);
 }
