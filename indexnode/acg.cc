@@ -85,6 +85,7 @@ Acg::Acg(uint64_t id, std::string dir, const AcgContext* ctx)
       moved_dbi_(shard_->moved) {}
 
 Acg::~Acg() {
+  if (busy_.load() && ctx_->busy_acgs != nullptr) ctx_->busy_acgs->fetch_sub(1);
   indexes_.clear();
   owned_.clear();
   inode_.reset();
@@ -510,11 +511,17 @@ size_t Acg::AppendToCache(std::shared_ptr<const StagedBatch> batch, uint32_t beg
   if (cache_.empty()) oldest_cached_time_ns_ = now_mono_ns;
   if (track_ids_) CountCachedIds(slice, +1);
   cache_.push_back(std::move(slice));
-  busy_.store(true, std::memory_order_release);
+  SetBusyLocked(true);
   cached_ += end - begin;
   cache_bytes_.store(cache_bytes_.load(std::memory_order_relaxed) + bytes,
                      std::memory_order_relaxed);
   return cached_;
+}
+
+void Acg::SetBusyLocked(bool busy) {
+  if (busy_.load(std::memory_order_relaxed) == busy) return;
+  busy_.store(busy, std::memory_order_release);
+  if (ctx_->busy_acgs != nullptr) ctx_->busy_acgs->fetch_add(busy ? 1 : -1);
 }
 
 size_t Acg::cached() const {

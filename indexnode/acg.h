@@ -162,6 +162,9 @@ struct AcgContext {
   std::function<void(Acg*)> on_load;
   // Monotonic "time" for least-recently-used ordering; each use of the ACG stamps it.
   std::atomic<uint64_t>* use_clock = nullptr;
+  // How many ACGs are busy (cached updates, or a commit not yet in the summary): a commit
+  // pass with none to do skips its walk of every ACG (100,000 at 100 M files). May be null.
+  std::atomic<int64_t>* busy_acgs = nullptr;
   // Tests (EngineOptions::commit_hook): called with rw_ held before a commit writes to LMDB,
   // after it took its updates out of the cache; non-OK fails the commit as an I/O error would.
   std::function<Status(uint64_t acg)> commit_hook;
@@ -188,6 +191,9 @@ class Acg {
   size_t AppendToCache(std::shared_ptr<const StagedBatch> batch, uint32_t begin, uint32_t end,
                        int64_t now_mono_ns);
   size_t cached() const;
+  // Whether the ACG has cached updates or a commit not yet in its summary (no lock: a search
+  // asks every ACG this before it asks cached()).
+  bool busy() const { return busy_.load(std::memory_order_acquire); }
   // Bytes of cached entries and records (this ACG's parts of the batches it references).
   uint64_t cache_bytes() const { return cache_bytes_.load(std::memory_order_relaxed); }
   // The oldest LSN not yet committed: cached, or taken by a commit that has not succeeded yet.
@@ -570,8 +576,10 @@ class Acg {
   // profile): while the cache is non-empty or this is non-zero, MayMatch says yes and the
   // search commits first.
   int summary_pending_ PROPELLER_GUARDED_BY(cache_mu_) = 0;
-  // !cache_.empty() || summary_pending_ > 0, written under cache_mu_ (MayMatch reads it).
+  // !cache_.empty() || summary_pending_ > 0, written under cache_mu_ (MayMatch reads it),
+  // through SetBusyLocked (which keeps ctx_->busy_acgs).
   std::atomic<bool> busy_{false};
+  void SetBusyLocked(bool busy) PROPELLER_REQUIRES(cache_mu_);
   // The oldest LSN of the updates a running commit took out of the cache; 0 = none.
   uint64_t committing_lsn_ PROPELLER_GUARDED_BY(cache_mu_) = 0;
 

@@ -217,7 +217,7 @@ Status Acg::TakeDueLocked(uint64_t up_to_lsn, Taken* t) {
   cache_bytes_.store(cache_bytes_.load(std::memory_order_relaxed) - t->bytes,
                      std::memory_order_relaxed);
   ++summary_pending_;
-  busy_.store(true, std::memory_order_release);
+  SetBusyLocked(true);
   committing_lsn_ = t->slices.front().batch->lsn;
   return Status::OK();
 }
@@ -252,7 +252,7 @@ void Acg::FinishTakenLocked(Taken* t, const Status& s) {
     cache_bytes_.store(cache_bytes_.load(std::memory_order_relaxed) + t->bytes,
                        std::memory_order_relaxed);
   }
-  busy_.store(!cache_.empty() || summary_pending_ > 0, std::memory_order_release);
+  SetBusyLocked(!cache_.empty() || summary_pending_ > 0);
 }
 
 Status Acg::EnsureOpenLocked(bool* reopened) {

@@ -123,6 +123,7 @@ Engine::Impl::Impl(const EngineOptions& o)
   ctx_.on_open = [this](Acg* acg) { OnAcgOpened(acg); };
   ctx_.on_load = [this](Acg* acg) { open_acgs_.Loaded(acg); };
   ctx_.use_clock = &use_clock_;
+  ctx_.busy_acgs = &busy_acgs_;
   ctx_.commit_hook = options_.commit_hook;
 }
 

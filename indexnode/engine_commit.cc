@@ -32,7 +32,10 @@ Status Engine::Impl::CommitDue(bool force_all) {
     last_map_check_ns_ = now;
     TrimMapsIfOver();
   }
-  std::vector<Acg*> acgs = AllAcgs();
+  // No ACG busy (AcgContext::busy_acgs), none has updates to commit: no walk of every ACG.
+  // An update cached after this load is the next pass's, as it would be after the walk.
+  std::vector<Acg*> acgs;
+  if (force_all || busy_acgs_.load() > 0) acgs = AllAcgs();
   // One log sync for the whole pass (not one per partition: with 1,000 partitions under a
   // steady write load that would be 1,000 fsyncs per pass).
   if (Status synced = wal_->Sync(); !synced.ok()) {
@@ -200,9 +203,13 @@ Status Engine::Impl::TruncateLog() {
   // those updates belong to the source again after a crash, whatever the target committed.
   const uint64_t hold = split_hold_lsn_.load();
   if (hold != 0) needed = std::min(needed, hold);
-  for (Acg* acg : AllAcgs()) {
-    uint64_t oldest = acg->oldest_cached_lsn();
-    if (oldest != 0) needed = std::min(needed, oldest);
+  // Read after next_lsn(), as the walk below would be: an ACG that is not busy holds no
+  // cached update and no commit in progress (oldest_cached_lsn() is 0).
+  if (busy_acgs_.load() > 0) {
+    for (Acg* acg : AllAcgs()) {
+      uint64_t oldest = acg->oldest_cached_lsn();
+      if (oldest != 0) needed = std::min(needed, oldest);
+    }
   }
   return wal_->DeleteObsolete(needed);
 }

@@ -419,6 +419,7 @@ class Engine::Impl {
   // Bytes of the staged batches caches still reference (StagedBatch::bytes()).
   std::atomic<uint64_t> total_cache_bytes_{0};
   std::atomic<uint64_t> use_clock_{0};
+  std::atomic<int64_t> busy_acgs_{0};  // AcgContext::busy_acgs
   std::atomic<uint64_t> acg_commits_{0};        // Stats
   std::atomic<uint64_t> store_commits_{0};      // Stats
   std::atomic<uint64_t> committed_updates_{0};

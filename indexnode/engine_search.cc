@@ -149,7 +149,7 @@ Status Engine::Impl::Search(const SearchRequest& req, const std::function<bool(S
   pool_->ParallelFor(todo.size(), [&](size_t i) {
     if (stop.load()) return;
     Acg* acg = todo[i];
-    if (acg->cached() > 0) {
+    if (acg->busy() && acg->cached() > 0) {
       Status s = CommitAcg(acg);
       if (!s.ok()) {
         errors[i] = s;

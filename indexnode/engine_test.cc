@@ -449,6 +449,56 @@ TEST(EngineGroupCommitTest, OneTransactionPerShardAndAFailingAcgHoldsBackOnlyIts
 // versions kept a copy in a `kd.inode` database, which the first open drops. A planted copy
 // that disagrees with the records (file 1 at size 0, its record says 10) must neither hide the
 // file from a K-D query nor survive the open.
+// The background committer skips its walk of every ACG when none is busy (AcgContext::
+// busy_acgs): that count must follow every way an ACG becomes busy and idle again, or cached
+// updates would wait for a search. Here only the committer commits: updates in many ACGs, then
+// a commit that fails (the ACG is busy again), then more updates after the node went idle.
+TEST(EngineCommitterTest, CommitsEveryBusyAcgThroughFailuresAndIdlePeriods) {
+  TempDir dir;
+  std::atomic<bool> fail_acg_3{false};
+  EngineOptions o;
+  o.data_dir = dir.path();
+  o.store_shards = 2;
+  o.commit_timeout_ns = 1'000'000;
+  o.commit_hook = [&](uint64_t acg) -> Status {
+    return acg == 3 && fail_acg_3.load() ? Status::IOError("simulated commit", EIO)
+                                         : Status::OK();
+  };
+  auto opened = Engine::Open(o);
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  Engine& engine = **opened;
+  auto drained = [&] {  // the committer emptied every cache (it retries failures with backoff)
+    for (int i = 0; i < 1000; ++i) {
+      if (engine.Stats().cached_updates == 0) return true;
+      usleep(10'000);
+    }
+    return false;
+  };
+  uint64_t ino = 1;
+  auto fill = [&](uint64_t acgs) {
+    for (uint64_t acg = 1; acg <= acgs; ++acg, ++ino) {
+      std::vector<Update> one = {Put(acg, ino, {"/f" + std::to_string(ino)})};
+      ASSERT_TRUE(engine.Apply(one).ok());
+    }
+  };
+  fill(20);
+  EXPECT_TRUE(drained());
+  fail_acg_3 = true;
+  fill(5);
+  usleep(50'000);  // a few passes fail on ACG 3
+  EXPECT_GE(engine.Stats().cached_updates, 1u);
+  fail_acg_3 = false;
+  EXPECT_TRUE(drained());
+  usleep(120'000);  // idle passes
+  fill(7);
+  EXPECT_TRUE(drained());
+  SearchRequest r;
+  r.query = "size>0";
+  auto hits = engine.SearchAll(r);
+  ASSERT_TRUE(hits.ok()) << hits.status().ToString();
+  EXPECT_EQ(hits->size(), ino - 1);
+}
+
 TEST_F(EngineTest, InodeTreeReadsRecordsAndDropsAnOlderVersionsPoints) {
   ASSERT_TRUE(engine_->CommitAll().ok());
   engine_.reset();

@@ -115,6 +115,7 @@ struct ScanRange {
   bool stop_inclusive = false;
   std::string prefix;  // used instead of stop when non-empty
   bool dedupe = true;  // false when keys cannot repeat an id (a single value part)
+  bool unsupported = false;  // the query's kind is not one a B-tree answers
 };
 
 class BTreeIndex final : public Index {
@@ -162,23 +163,40 @@ class BTreeIndex final : public Index {
 
   Status Search(MDB_txn* txn, const IndexQuery& q, const IdCallback& fn) const override {
     ScanRange range;
+    if (!RangeOf(q, &range)) return Status::OK();
+    return Scan(txn, range, fn);
+  }
+
+  // As Search, without a call through std::function per id: a keyword search reads a few
+  // hundred thousand ids from posting chunks, and the call per id was ~7% of its time.
+  Status Collect(MDB_txn* txn, const IndexQuery& q, std::vector<FileId>* out) const override {
+    ScanRange range;
+    if (!RangeOf(q, &range)) return Status::OK();
+    return Scan(txn, range, [out](FileId id) {
+      out->push_back(id);
+      return true;
+    });
+  }
+
+  // The scan that answers q; false when nothing can match. A kind a B-tree cannot answer
+  // sets range->unsupported, which Scan reports as NotSupported.
+  bool RangeOf(const IndexQuery& q, ScanRange* range) const {
     switch (q.kind) {
       case IndexQuery::Kind::kEqual:
-        AppendIndexValue(q.value, &range.prefix);
-        range.start = range.prefix;
-        range.dedupe = false;  // every key under this prefix has this one value part
-        break;
+        AppendIndexValue(q.value, &range->prefix);
+        range->start = range->prefix;
+        range->dedupe = false;  // every key under this prefix has this one value part
+        return true;
       case IndexQuery::Kind::kPrefix:
-        AppendIndexStringPrefix(q.prefix, &range.prefix);
-        range.start = range.prefix;
-        break;
+        AppendIndexStringPrefix(q.prefix, &range->prefix);
+        range->start = range->prefix;
+        return true;
       case IndexQuery::Kind::kRange:
-        if (!RangeToScan(q, &range)) return Status::OK();  // bounds of different types
-        break;
+        return RangeToScan(q, range);  // false: bounds of different types
       default:
-        return Status::NotSupported("btree index " + name_ + ": query kind");
+        range->unsupported = true;
+        return true;
     }
-    return Scan(txn, range, fn);
   }
 
   uint64_t Size() const override { return count_; }
@@ -247,7 +265,12 @@ class BTreeIndex final : public Index {
   }
 
   // The scan of `unprefixed` within this index's key range (key_prefix_).
-  Status Scan(MDB_txn* txn, const ScanRange& unprefixed, const IdCallback& fn) const {
+  // fn: bool(FileId), false to stop. A template so that Collect's callback is inlined.
+  template <typename Fn>
+  Status Scan(MDB_txn* txn, const ScanRange& unprefixed, Fn&& fn) const {
+    if (unprefixed.unsupported) {
+      return Status::NotSupported("btree index " + name_ + ": query kind");
+    }
     ScanRange range = unprefixed;
     if (!key_prefix_.empty()) {
       range.start.insert(0, key_prefix_);

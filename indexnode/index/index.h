@@ -90,6 +90,15 @@ class Index {
   // structure cannot answer q.kind. `txn` is a read (or the current write) transaction.
   virtual Status Search(MDB_txn* txn, const IndexQuery& q, const IdCallback& fn) const = 0;
 
+  // Appends Search's answer to *out, in the order Search calls fn. A structure may override it
+  // to do without a call through std::function per id.
+  virtual Status Collect(MDB_txn* txn, const IndexQuery& q, std::vector<FileId>* out) const {
+    return Search(txn, q, [out](FileId id) {
+      out->push_back(id);
+      return true;
+    });
+  }
+
   // kdtree only (others: NotSupported): keeps of `ids` (sorted, unique) those whose point lies
   // in q's box, as Search would answer them — one table lookup per id instead of a search of
   // the tree, for a candidate set much smaller than the box's answer.
