@@ -175,29 +175,36 @@ Result<Acg*> Engine::Impl::GetOrCreateAcg(uint64_t id) {
     PROPELLER_ASSIGN_OR_RETURN(std::unique_ptr<Acg> acg, Acg::Open(id, dir, &ctx_));
     raw = acg.get();
     acgs_[id] = std::move(acg);
+    ++acgs_changes_;
   }
   OnAcgOpened(raw);  // Acg::Open leaves it open
   EnforceOpenBounds();  // the caller may not need it open (Apply does not)
   return raw;
 }
 
+std::vector<Acg*> Engine::Impl::AcgListLocked() {
+  MutexLock lock(&acg_list_mu_);
+  if (acg_list_changes_ != acgs_changes_) {
+    acg_list_.clear();
+    acg_list_.reserve(acgs_.size());
+    for (auto& [id, acg] : acgs_) acg_list_.push_back(acg.get());
+    acg_list_changes_ = acgs_changes_;
+  }
+  return acg_list_;
+}
+
 std::vector<Acg*> Engine::Impl::AllAcgs() {
   ReaderLock lock(&acgs_mu_);
-  std::vector<Acg*> out;
-  out.reserve(acgs_.size());
-  for (auto& [id, acg] : acgs_) out.push_back(acg.get());
-  return out;
+  return AcgListLocked();
 }
 
 std::vector<Acg*> Engine::Impl::VisibleAcgs() {
   ReaderLock lock(&acgs_mu_);
-  std::vector<Acg*> out;
-  out.reserve(acgs_.size());
-  for (auto& [id, acg] : acgs_) {
-    if (id != hidden_acg_ && acg->merged_into() == 0 && !acg->retired()) {
-      out.push_back(acg.get());
-    }
-  }
+  std::vector<Acg*> out = AcgListLocked();
+  const uint64_t hidden = hidden_acg_;
+  std::erase_if(out, [hidden](Acg* acg) {
+    return acg->id() == hidden || acg->merged_into() != 0 || acg->retired();
+  });
   return out;
 }
 

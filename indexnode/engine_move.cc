@@ -168,6 +168,7 @@ Status Engine::Impl::AdoptAcg(uint64_t id, const std::string& path, bool frozen)
     auto it = acgs_.find(id);
     if (it != acgs_.end()) retired_.push_back(std::move(it->second));  // keep its pointers valid
     acgs_[id] = std::move(*opened);
+    ++acgs_changes_;
     moved_ = std::move(moved);
   }
   // The commit point. Failing here leaves the marker: the next Open discards the copy,

@@ -179,6 +179,7 @@ Status Engine::Impl::Open() {
           // It may have opened (and joined the open set) before its meta data was refused.
           open_acgs_.Forget(it->second.get());
           acgs_.erase(it);
+          ++acgs_changes_;
         }
       }
       PROPELLER_RETURN_IF_ERROR(quarantine_.Put(id, opened.message()));

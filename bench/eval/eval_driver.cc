@@ -70,7 +70,11 @@ struct Options {
   std::string root;  // mktree
   bool keep = false;   // leave the loaded data in the work directory
   bool reuse = false;  // measure what a --keep=yes run left instead of loading
-  bool path_query = true;  // experiment 4 runs path~firefox too (not a target; slow at 100 M)
+  // The queries experiments 2 and 4 run (--queries; all four by default).
+  std::vector<QueryKind> queries{std::begin(kAllQueries), std::end(kAllQueries)};
+  bool Runs(QueryKind k) const {
+    return std::find(queries.begin(), queries.end(), k) != queries.end();
+  }
   SystemConfig sys;
 };
 
@@ -215,6 +219,7 @@ std::string GlobalSearch(const Options& o, System& sys, Session& s,
                          const std::map<QueryKind, uint64_t>& truth) {
   std::string json = "[";
   for (QueryKind k : {QueryKind::kBigRecent, QueryKind::kFirefoxWeek}) {
+    if (!o.Runs(k)) continue;
     CheckHits(sys.Name(), k, Check(s.Search(k), "search"), truth.at(k));  // warm-up
     std::vector<double> ms;
     for (int r = 0; r < o.runs; ++r) {
@@ -367,7 +372,7 @@ std::string StaticNamespace(const Options& o, System& sys, std::unique_ptr<Sessi
                             const std::map<QueryKind, uint64_t>& truth) {
   std::string json = "[";
   for (QueryKind k : {QueryKind::kOver16M, QueryKind::kPathFirefox}) {
-    if (k == QueryKind::kPathFirefox && !o.path_query) continue;
+    if (!o.Runs(k)) continue;
     // Warm.
     CheckHits(sys.Name(), k, Check(s->Search(k), "search"), truth.at(k));
     std::vector<double> real, user, system;
@@ -536,6 +541,22 @@ int MakeTree(const Options& o) {
   return 0;
 }
 
+// "size1g,keyword,size16m,path" (any of them, any order) into *out; false on a bad name.
+bool ParseQueries(const std::string& list, std::vector<QueryKind>* out) {
+  static const std::pair<const char*, QueryKind> kNames[] = {
+      {"size1g", QueryKind::kBigRecent}, {"keyword", QueryKind::kFirefoxWeek},
+      {"size16m", QueryKind::kOver16M}, {"path", QueryKind::kPathFirefox}};
+  out->clear();
+  std::stringstream in(list);
+  for (std::string name; std::getline(in, name, ',');) {
+    auto it = std::find_if(std::begin(kNames), std::end(kNames),
+                           [&](const auto& n) { return name == n.first; });
+    if (it == std::end(kNames)) return false;
+    out->push_back(it->second);
+  }
+  return !out->empty();
+}
+
 int Usage() {
   std::fprintf(stderr,
                "usage: propeller_eval run --system=S --files=N [--experiments=2,3,1] "
@@ -544,8 +565,8 @@ int Usage() {
                "--pg-port=P] [--seed=42] [--files-per-acg=1000]\n"
                "                      [--cluster-transport=ipc|tcp] [--compact=yes|no]\n"
                "                      [--keep=yes] (leave the data in --work)\n"
-               "                      [--path-query=no] (experiment 4 without path~firefox, "
-               "which scans every record: ~150 s a run at 100 M files)\n"
+               "                      [--queries=size1g,keyword,size16m,path] (the queries of "
+               "experiments 2 and 4; path~firefox scans every record: ~150 s a run at 100 M)\n"
                "                      [--reuse=yes] (measure what --keep=yes left, same "
                "--files/--seed; experiments 2 and 4 only)\n"
                "       propeller_eval mktree --files=N --root=DIR [--out=F]\n"
@@ -585,7 +606,7 @@ int main(int argc, char** argv) {
       o.sys.cluster_ipc = v == "ipc";
     else if (k == "keep" && (v == "yes" || v == "no")) o.keep = v == "yes";
     else if (k == "reuse" && (v == "yes" || v == "no")) o.reuse = v == "yes";
-    else if (k == "path-query" && (v == "yes" || v == "no")) o.path_query = v == "yes";
+    else if (k == "queries" && ParseQueries(v, &o.queries)) {}
     else if (k == "compact" && (v == "yes" || v == "no"))
       o.sys.compact_after_load = v == "yes";
     else return Usage();
