@@ -61,6 +61,9 @@ class Engine::Impl {
   // The ACGs searches and listings see: all but the target of a split in progress (it holds
   // copies of files its source still answers for).
   std::vector<Acg*> VisibleAcgs();
+  // VisibleAcgs() without leaving out those merged away or retired (Search asks that in its
+  // parallel judge): reads only the few ACGs a binary search for the hidden one visits.
+  std::vector<Acg*> SearchableAcgs();
 
   // The ACG that holds file `id` for an update or lookup addressed to `acg_id`: a split leaves
   // routes behind in its source (Acg::RouteOf), followed here, also across later splits.

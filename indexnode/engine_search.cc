@@ -63,7 +63,9 @@ Status Engine::Impl::Search(const SearchRequest& req, const std::function<bool(S
 
   // A split's final step (SplitAcg) happens between searches, never during one.
   ReaderLock gate(&search_gate_);
-  std::vector<Acg*> acgs = VisibleAcgs();
+  // Every ACG but a split's hidden target; those merged away or retired are left out by the
+  // judge below, in parallel (VisibleAcgs would read each ACG once more, on this thread).
+  std::vector<Acg*> acgs = SearchableAcgs();
   SearchStats stats;
   // Before the recent moves are noted: an excluded ACG is not reported as adopted either.
   if (!req.exclude.empty()) {
@@ -71,26 +73,28 @@ Status Engine::Impl::Search(const SearchRequest& req, const std::function<bool(S
       return std::find(req.exclude.begin(), req.exclude.end(), a->id()) != req.exclude.end();
     });
   }
+  std::vector<uint64_t> wanted;
   if (!req.acgs.empty()) {
-    std::vector<uint64_t> wanted = req.acgs;
+    wanted = req.acgs;
     std::sort(wanted.begin(), wanted.end());
     std::erase_if(acgs, [&](Acg* a) {
       return !std::binary_search(wanted.begin(), wanted.end(), a->id());
     });
-    NoteRecentMoves(acgs, &wanted, &stats);
-  } else if (any_recent_moves_.load(std::memory_order_acquire)) {
-    NoteRecentMoves(acgs, nullptr, &stats);
   }
   // Which ACGs the query may match (their summaries), in parallel slices: at 100 M files a
   // search asks 100,000 ACGs, each a few cache misses. A damaged ACG's files cannot be
   // searched, and which they are is unknown: a search that would include it fails rather than
   // answer without them.
-  enum : uint8_t { kSkip, kMay, kDamaged };
+  enum : uint8_t { kSkip, kMay, kDamaged, kGone };
   std::vector<uint8_t> verdict(acgs.size());
   const size_t slices = std::min<size_t>(64, acgs.size() / 2048 + 1);
   auto judge = [&](size_t s) {
     const size_t end = (s + 1) * acgs.size() / slices;
     for (size_t i = s * acgs.size() / slices; i < end; ++i) {
+      if (acgs[i]->merged_into() != 0 || acgs[i]->retired()) {
+        verdict[i] = kGone;
+        continue;
+      }
       if (!DamageOf(acgs[i]).empty()) {
         verdict[i] = kDamaged;
         continue;
@@ -108,6 +112,21 @@ Status Engine::Impl::Search(const SearchRequest& req, const std::function<bool(S
     judge(0);
   } else {
     pool_->ParallelFor(slices, judge);
+  }
+  {
+    size_t kept = 0;
+    for (size_t i = 0; i < acgs.size(); ++i) {
+      if (verdict[i] == kGone) continue;
+      acgs[kept] = acgs[i];
+      verdict[kept++] = verdict[i];
+    }
+    acgs.resize(kept);
+    verdict.resize(kept);
+  }
+  if (!req.acgs.empty()) {
+    NoteRecentMoves(acgs, &wanted, &stats);
+  } else if (any_recent_moves_.load(std::memory_order_acquire)) {
+    NoteRecentMoves(acgs, nullptr, &stats);
   }
   stats.acgs_total = acgs.size();
   stats.unknown_attrs = std::move(unknown);

@@ -35,10 +35,7 @@ int64_t GetI64(const char* p) {
 
 }  // namespace
 
-AcgSummary::AcgSummary() : bloom_(kBloomBytes, 0) {
-  class_mtime_min_.fill(INT64_MAX);
-  class_mtime_max_.fill(INT64_MIN);
-}
+AcgSummary::AcgSummary() : bloom_(kBloomBytes, 0) {}
 
 int AcgSummary::SizeClass(int64_t size) {
   return size <= 0 ? 0 : 64 - __builtin_clzll(static_cast<uint64_t>(size));
@@ -69,8 +66,9 @@ void AcgSummary::AddAttributes(const FileRecord& record) {
     }
   }
   const int c = SizeClass(p[0]);
-  class_mtime_min_[c] = std::min(class_mtime_min_[c], p[1]);
-  class_mtime_max_[c] = std::max(class_mtime_max_[c], p[1]);
+  classes_[c].min = std::min(classes_[c].min, p[1]);
+  classes_[c].max = std::max(classes_[c].max, p[1]);
+  class_mask_ |= uint64_t{1} << c;
   BloomAdd(UidKey(record.uid));
 }
 
@@ -89,9 +87,10 @@ void AcgSummary::Merge(const AcgSummary& other) {
   for (size_t i = 0; i < kBloomBytes; ++i) bloom_[i] |= other.bloom_[i];
   has_classes_ = has_classes_ && other.has_classes_;
   for (int c = 0; c < kSizeClasses; ++c) {
-    class_mtime_min_[c] = std::min(class_mtime_min_[c], other.class_mtime_min_[c]);
-    class_mtime_max_[c] = std::max(class_mtime_max_[c], other.class_mtime_max_[c]);
+    classes_[c].min = std::min(classes_[c].min, other.classes_[c].min);
+    classes_[c].max = std::max(classes_[c].max, other.classes_[c].max);
   }
+  class_mask_ |= other.class_mask_;
 }
 
 void AcgSummary::BloomAdd(std::string_view key) {
@@ -213,9 +212,12 @@ bool AcgSummary::SizeMtimeMayMatch(const QueryNode& and_node) const {
   if (size_hi < 0 || size_lo > size_hi || mtime_lo > mtime_hi) return false;
   const int first = SizeClass(std::max<int64_t>(size_lo, 0));
   const int last = SizeClass(size_hi);
-  for (int c = first; c <= last; ++c) {
-    // An empty class has min > max and fails one of the two tests.
-    if (class_mtime_max_[c] >= mtime_lo && class_mtime_min_[c] <= mtime_hi) return true;
+  // The classes in [first, last] that hold a file (last <= 63).
+  uint64_t held = class_mask_ >> first;
+  if (last - first < 63) held &= (uint64_t{1} << (last - first + 1)) - 1;
+  for (; held != 0; held &= held - 1) {
+    const ClassTimes& t = classes_[first + __builtin_ctzll(held)];
+    if (t.max >= mtime_lo && t.min <= mtime_hi) return true;
   }
   return false;
 }
@@ -229,8 +231,8 @@ void AcgSummary::EncodeTo(std::string* out) const {
   }
   out->append(reinterpret_cast<const char*>(bloom_.data()), bloom_.size());
   for (int c = 0; c < kSizeClasses; ++c) {
-    PutI64(class_mtime_min_[c], out);
-    PutI64(class_mtime_max_[c], out);
+    PutI64(classes_[c].min, out);
+    PutI64(classes_[c].max, out);
   }
 }
 
@@ -250,11 +252,12 @@ Status AcgSummary::DecodeFrom(std::string_view bytes) {
   std::memcpy(bloom_.data(), p, kBloomBytes);
   p += kBloomBytes;
   has_classes_ = v2;
-  class_mtime_min_.fill(INT64_MAX);
-  class_mtime_max_.fill(INT64_MIN);
+  classes_.fill(ClassTimes{});
+  class_mask_ = 0;
   for (int c = 0; v2 && c < kSizeClasses; ++c, p += 16) {
-    class_mtime_min_[c] = GetI64(p);
-    class_mtime_max_[c] = GetI64(p + 8);
+    classes_[c].min = GetI64(p);
+    classes_[c].max = GetI64(p + 8);
+    if (classes_[c].min <= classes_[c].max) class_mask_ |= uint64_t{1} << c;
   }
   return Status::OK();
 }
