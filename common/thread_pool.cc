@@ -51,15 +51,20 @@ namespace {
 // because a helper may be dequeued only after ParallelFor has returned; such a helper finds no
 // index left to claim and never touches `fn`, which by then may be gone.
 struct ParallelForState {
-  ParallelForState(size_t n, const std::function<void(size_t)>* fn) : n(n), fn(fn) {}
+  ParallelForState(size_t n, size_t threads, const std::function<void(size_t)>* fn)
+      : n(n), chunk(std::clamp<size_t>(n / (threads * 64), 1, 16)), fn(fn) {}
 
-  // Claims and runs indices until none are left.
+  // Claims and runs indices, `chunk` at a time, until none are left. In chunks because both
+  // counters are shared by every thread: a search runs one index per ACG (100,000 at 100 M
+  // files), and two contended atomic operations per index cost more than a small index.
+  // Small chunks (at most 1/64 of a thread's share) keep the threads' loads even.
   void RunClaimed() {
     for (;;) {
-      const size_t i = next.fetch_add(1, std::memory_order_relaxed);
-      if (i >= n) return;
-      (*fn)(i);
-      if (done.fetch_add(1, std::memory_order_acq_rel) + 1 == n) {
+      const size_t begin = next.fetch_add(chunk, std::memory_order_relaxed);
+      if (begin >= n) return;
+      const size_t end = std::min(n, begin + chunk);
+      for (size_t i = begin; i < end; ++i) (*fn)(i);
+      if (done.fetch_add(end - begin, std::memory_order_acq_rel) + (end - begin) == n) {
         std::lock_guard<std::mutex> lock(mu);
         cv.notify_all();
       }
@@ -67,6 +72,7 @@ struct ParallelForState {
   }
 
   const size_t n;
+  const size_t chunk;
   const std::function<void(size_t)>* const fn;
   std::atomic<size_t> next{0};
   std::atomic<size_t> done{0};
@@ -82,9 +88,9 @@ void ThreadPool::ParallelFor(size_t n, const std::function<void(size_t)>& fn) {
     fn(0);
     return;
   }
-  auto state = std::make_shared<ParallelForState>(n, &fn);
   // One helper per worker at most, and none for the index the caller will surely take.
   const size_t helpers = std::min(n - 1, workers_.size());
+  auto state = std::make_shared<ParallelForState>(n, helpers + 1, &fn);
   for (size_t h = 0; h < helpers; ++h) {
     Submit([state] { state->RunClaimed(); });
   }

@@ -50,7 +50,8 @@ TEST(ThreadPoolTest, NonPositiveSizeMeansOneThread) {
 TEST(ThreadPoolTest, ParallelForRunsEachIndexExactlyOnce) {
   for (int threads : {1, 2, 4}) {
     ThreadPool pool(threads);
-    for (size_t n : {size_t{0}, size_t{1}, size_t{2}, size_t{3}, size_t{17}, size_t{1000}}) {
+    for (size_t n : {size_t{0}, size_t{1}, size_t{2}, size_t{3}, size_t{17}, size_t{1000},
+                     size_t{100'003}}) {  // the last: claimed in chunks, with a remainder
       std::vector<std::atomic<int>> hits(n);
       pool.ParallelFor(n, [&](size_t i) { hits[i].fetch_add(1); });
       for (size_t i = 0; i < n; ++i) {

@@ -468,6 +468,8 @@ class Acg {
   // every Load of `inode` runs under rw_.)
   Status ScanPoints(MDB_txn* txn, const KdReserve& reserve, const KdAddPoint& add)
       PROPELLER_REQUIRES_SHARED(rw_);
+  // Before a scan of every record: asks the kernel to read the span of their pages (acg.cc).
+  void WillNeedRecords(MDB_cursor* cur) const;
   void RefreshOpenBytes() PROPELLER_REQUIRES(rw_);
   // Runs `fn` in a read transaction, opening the environment if needed.
   Status ReadHeld(const std::function<Status(MDB_txn*)>& fn) PROPELLER_REQUIRES(rw_);
