@@ -440,7 +440,8 @@ Status Acg::Search(const AcgSearchRequest& req, AcgSearchStats* stats) {
 bool Acg::Loaded(const std::vector<std::string>& names) const {
   for (const std::string& n : names) {
     // The built-in B-trees have nothing in memory, and the K-D tree is inode_: no map lookup
-    // (a search asks this of every ACG, and the map's nodes are cold; 3% of a keyword search).
+    // (a search asks this of every ACG, and the map's nodes are cold: 3% of a keyword search's
+    // profile).
     if (n == acg_internal::kKeywordIndex || n == acg_internal::kPathIndex) continue;
     if (n == acg_internal::kInodeIndex) {
       if (inode_ != nullptr && !inode_->loaded()) return false;

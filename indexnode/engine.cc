@@ -201,7 +201,7 @@ std::vector<Acg*> Engine::Impl::AllAcgs() {
 std::vector<Acg*> Engine::Impl::SearchableAcgs() {
   ReaderLock lock(&acgs_mu_);
   std::vector<Acg*> out = AcgListLocked();
-  if (hidden_acg_ != 0) {  // the list is in id order: no ACG but this one is read
+  if (hidden_acg_ != 0) {  // the list is in id order: a binary search reads a few ACGs
     auto it = std::lower_bound(out.begin(), out.end(), hidden_acg_,
                                [](Acg* a, uint64_t id) { return a->id() < id; });
     if (it != out.end() && (*it)->id() == hidden_acg_) out.erase(it);
