@@ -499,7 +499,7 @@ void Acg::WillNeedRecords(MDB_cursor* cur) const {
   const uint64_t files = files_.load() + 1;
   // A record takes ~300 bytes: a span above ~1 KiB per file is not one run of pages.
   if (span > std::max<uint64_t>(files * 1024, uint64_t{256} << 10)) return;
-  const uintptr_t page = 4096;
+  static const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
   const uintptr_t start = reinterpret_cast<uintptr_t>(lo) & ~(page - 1);
   ::madvise(reinterpret_cast<void*>(start), reinterpret_cast<uintptr_t>(hi) - start,
             MADV_WILLNEED);

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <functional>
 #include <cerrno>
 
 #include "indexnode/engine_test_util.h"
@@ -25,6 +26,15 @@ Update Put(uint64_t acg, uint64_t ino, std::vector<std::string> paths, uint64_t 
   u.record.paths = std::move(paths);
   u.record.size = size;
   return u;
+}
+
+// EngineOptions::commit_hook: the commits of ACG `acg` fail as an I/O error would while
+// *failing is set.
+std::function<Status(uint64_t)> FailCommitsOf(uint64_t acg, const std::atomic<bool>* failing) {
+  return [acg, failing](uint64_t id) -> Status {
+    return id == acg && failing->load() ? Status::IOError("simulated commit", EIO)
+                                        : Status::OK();
+  };
 }
 
 class EngineTest : public ::testing::Test {
@@ -405,10 +415,7 @@ TEST(EngineGroupCommitTest, OneTransactionPerShardAndAFailingAcgHoldsBackOnlyIts
   o.data_dir = dir.path();
   o.store_shards = 2;
   o.background_commit = false;
-  o.commit_hook = [&](uint64_t acg) -> Status {
-    return acg == 3 && fail_acg_3.load() ? Status::IOError("simulated commit", EIO)
-                                         : Status::OK();
-  };
+  o.commit_hook = FailCommitsOf(3, &fail_acg_3);
   auto opened = Engine::Open(o);
   ASSERT_TRUE(opened.ok()) << opened.status().ToString();
   Engine& engine = **opened;
@@ -460,10 +467,7 @@ TEST(EngineCommitterTest, CommitsEveryBusyAcgThroughFailuresAndIdlePeriods) {
   o.data_dir = dir.path();
   o.store_shards = 2;
   o.commit_timeout_ns = 1'000'000;
-  o.commit_hook = [&](uint64_t acg) -> Status {
-    return acg == 3 && fail_acg_3.load() ? Status::IOError("simulated commit", EIO)
-                                         : Status::OK();
-  };
+  o.commit_hook = FailCommitsOf(3, &fail_acg_3);
   auto opened = Engine::Open(o);
   ASSERT_TRUE(opened.ok()) << opened.status().ToString();
   Engine& engine = **opened;
