@@ -20,6 +20,7 @@
 //   4  static namespace [Table V]: size>16m and path~firefox, warm (median of --runs) and cold
 //      (server restarted and page cache dropped before one run), real/user/sys of the driver.
 // Exit status: 0 ok, 1 a system error, 2 usage, 3 a wrong hit count (recall/correctness).
+#include <malloc.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/time.h>
@@ -96,7 +97,7 @@ uint64_t DiskBytes(const std::string& dir) {
   return total;
 }
 
-// A "VmRSS:" / "VmHWM:" line of /proc/self/status, in bytes; 0 when absent. For the in-process
+// A "VmRSS:", "VmHWM:", "RssAnon:" or "RssFile:" line of /proc/self/status, in bytes; 0 when absent. For the in-process
 // systems (propeller-engine, sqlite) that is the system's memory with the driver's.
 uint64_t ProcStatusBytes(const char* field) {
   std::ifstream in("/proc/self/status");
@@ -479,9 +480,16 @@ int Run(const Options& o) {
     if (e == 4) json += ",\"exp4\":" + StaticNamespace(o, *sys, session, truth);
     std::fflush(stdout);
   }
-  // After the experiments: what the process holds with the index warm.
+  // After the experiments: what the process holds with the index warm — in all, then the
+  // heap and in-memory indexes (RssAnon) apart from the data files' pages mapped in (RssFile:
+  // page cache the kernel can take back), and the heap once freed memory went back to the
+  // kernel (malloc_trim, as a long-running daemon's would).
   json += ",\"rss_bytes\":" + std::to_string(ProcStatusBytes("VmRSS:")) +
-          ",\"peak_rss_bytes\":" + std::to_string(ProcStatusBytes("VmHWM:"));
+          ",\"peak_rss_bytes\":" + std::to_string(ProcStatusBytes("VmHWM:")) +
+          ",\"rss_anon_bytes\":" + std::to_string(ProcStatusBytes("RssAnon:")) +
+          ",\"rss_file_bytes\":" + std::to_string(ProcStatusBytes("RssFile:"));
+  malloc_trim(0);
+  json += ",\"rss_anon_trimmed_bytes\":" + std::to_string(ProcStatusBytes("RssAnon:"));
   json += "}\n";
   session.reset();
   sys.reset();
