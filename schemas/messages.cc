@@ -901,4 +901,26 @@ Status DecodeReply(std::string_view bytes, ReplyEnvelope* envelope) {
       });
 }
 
+void SearchHitsChunkEncoder::Add(const std::string& path, const FileRecord& record,
+                                 uint64_t acg) {
+  // As Put(WireHit) writes the struct.
+  codec::Writer w(&body_);
+  w.pk().pack_array(3);
+  codec::Put(w, path);
+  codec::Put(w, record);
+  codec::Put(w, acg);
+  ++hits_;
+}
+
+void SearchHitsChunkEncoder::Finish(std::string* frame) {
+  // As Put(SearchHitsChunk): the struct's one field, the array of hits.
+  frame->clear();
+  codec::Writer w(frame);
+  w.pk().pack_array(1);
+  w.pk().pack_array(static_cast<uint32_t>(hits_));
+  frame->append(body_);
+  body_.clear();
+  hits_ = 0;
+}
+
 }  // namespace propeller::wire

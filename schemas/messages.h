@@ -315,6 +315,21 @@ struct WireHit {
 struct SearchHitsChunk {
   std::vector<WireHit> hits;
 };
+// Encodes a SearchHitsChunk one hit at a time, straight from the engine's hit: no WireHit copy
+// of the path and record first (that copy was most of what an index node added per hit to an
+// in-process search). Finish gives exactly the bytes Encode(SearchHitsChunk) gives.
+class SearchHitsChunkEncoder {
+ public:
+  void Add(const std::string& path, const FileRecord& record, uint64_t acg);
+  size_t hits() const { return hits_; }
+  size_t bytes() const { return body_.size(); }
+  // Replaces *frame with the chunk of the hits added since the last Finish, and starts over.
+  void Finish(std::string* frame);
+
+ private:
+  std::string body_;  // the hits, encoded
+  size_t hits_ = 0;
+};
 struct SearchDone {
   uint64_t acgs_total = 0;
   uint64_t acgs_skipped = 0;

@@ -2,27 +2,11 @@
 #include <algorithm>
 #include <optional>
 #include <string>
-#include <variant>
 
 #include "indexnode/server/node_service.h"
 #include "schemas/messages.h"
 
 namespace propeller {
-namespace {
-
-// Rough encoded size of one hit, to bound a chunk near max_chunk_bytes without encoding twice.
-// Over-estimates the msgpack overhead (a few bytes per field) on purpose.
-size_t EstimateHitBytes(const SearchHit& hit) {
-  size_t n = 96 + hit.path.size();
-  for (const std::string& p : hit.record.paths) n += p.size() + 5;
-  for (const auto& [name, value] : hit.record.attrs) {
-    n += name.size() + 12;
-    if (const auto* s = std::get_if<std::string>(&value)) n += s->size();
-  }
-  return n;
-}
-
-}  // namespace
 
 std::string NodeService::HandleSearch(std::string_view body, CallerAccess& caller,
                                       rpc::ReplyStream& out) {
@@ -64,16 +48,12 @@ std::string NodeService::HandleSearch(std::string_view body, CallerAccess& calle
     }
   }
 
-  wire::SearchHitsChunk chunk;
-  size_t chunk_bytes = 0;
+  wire::SearchHitsChunkEncoder chunk;
   bool stream_closed = false;
   std::string frame;
   auto flush = [&]() -> bool {
-    if (chunk.hits.empty()) return true;
-    frame.clear();
-    wire::Encode(chunk, &frame);
-    chunk.hits.clear();
-    chunk_bytes = 0;
+    if (chunk.hits() == 0) return true;
+    chunk.Finish(&frame);
     if (!out.Send(frame)) {
       stream_closed = true;
       return false;
@@ -84,10 +64,10 @@ std::string NodeService::HandleSearch(std::string_view body, CallerAccess& calle
   st = engine_->Search(
       req,
       [&](const SearchHit& hit) {
-        chunk_bytes += EstimateHitBytes(hit);
-        chunk.hits.push_back(wire::WireHit{hit.path, hit.record, hit.acg});
-        if (chunk.hits.size() >= options_.max_chunk_hits ||
-            chunk_bytes >= options_.max_chunk_bytes) {
+        // Each hit is encoded as it arrives; a chunk ends at max_chunk_hits or once its
+        // encoded size reaches max_chunk_bytes.
+        chunk.Add(hit.path, hit.record, hit.acg);
+        if (chunk.hits() >= options_.max_chunk_hits || chunk.bytes() >= options_.max_chunk_bytes) {
           return flush();
         }
         return true;

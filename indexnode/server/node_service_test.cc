@@ -425,7 +425,7 @@ TEST_F(NodeServiceTest, ManyHitsStreamInBoundedChunksInOrder) {
   std::sort(sizes.rbegin(), sizes.rend());
   for (size_t i = 0; i < hits.size(); ++i) ASSERT_EQ(hits[i].record.size, sizes[i]) << i;
 
-  // A byte bound: every chunk stays near it.
+  // A byte bound: a chunk ends at the hit that reaches it (all but the last reach it).
   NodeServiceOptions so;
   so.max_chunk_bytes = 8192;
   StartService(so);
@@ -435,9 +435,11 @@ TEST_F(NodeServiceTest, ManyHitsStreamInBoundedChunksInOrder) {
   wire::ReplyEnvelope env;
   ASSERT_TRUE(wire::DecodeReply(final_reply, &env).ok());
   ASSERT_TRUE(env.status.ok()) << env.status.ToString();
-  EXPECT_GT(out.chunks.size(), 10u);
+  EXPECT_GT(out.chunks.size(), 5u);
   size_t total = 0;
-  for (const std::string& c : out.chunks) {
+  for (size_t i = 0; i < out.chunks.size(); ++i) {
+    const std::string& c = out.chunks[i];
+    EXPECT_TRUE(i + 1 == out.chunks.size() || c.size() >= 8192u) << "chunk " << i;
     EXPECT_LE(c.size(), 8192u + 512u);
     wire::SearchHitsChunk chunk;
     ASSERT_TRUE(wire::Decode(c, &chunk).ok());
