@@ -97,8 +97,9 @@ uint64_t DiskBytes(const std::string& dir) {
   return total;
 }
 
-// A "VmRSS:", "VmHWM:", "RssAnon:" or "RssFile:" line of /proc/self/status, in bytes; 0 when absent. For the in-process
-// systems (propeller-engine, sqlite) that is the system's memory with the driver's.
+// A "VmRSS:", "VmHWM:", "RssAnon:" or "RssFile:" line of /proc/self/status, in bytes; 0 when
+// absent. For the in-process systems (propeller-engine, sqlite) that is the system's memory
+// with the driver's.
 uint64_t ProcStatusBytes(const char* field) {
   std::ifstream in("/proc/self/status");
   std::string line;

@@ -23,7 +23,7 @@ constexpr uint64_t kLoadBatch = 1000;
 // What a search does with each hit, as the SQL systems' drivers do with each row: read the path
 // and the numbers they select (ino, size, mtime, uid) into a checksum. Hits are consumed as
 // they stream, as SQLite's rows are, not collected first (SearchAll's vector of every hit was
-// ~10% of a `size>16m` search's time).
+// ~15% of a `size>16m` search's time at 10 M files, on one core).
 uint64_t Checksum(const std::string& path, const FileRecord& r) {
   return path.size() + r.id.ino + r.size + static_cast<uint64_t>(r.mtime) + r.uid;
 }
