@@ -1,39 +1,44 @@
-// The kdtree index: a static nanoflann tree + a linear delta + tombstones (see kdtree_index.h).
+// The kdtree index: the leaves of a nanoflann K-D tree with their bounding boxes + a linear
+// delta + tombstones (see kdtree_index.h).
 //
 // Memory layout, per point version ("slot"), chosen for docs/architecture.md §11 (≤ 200 B per file
 // for the whole node; this structure is the largest in-memory part):
-//   float codes 24 B | inode 8 B | volume 4 B | tombstone 1 bit       (parallel vectors)
+//   float codes 24 B, one column per axis | inode 8 B | tombstone 1 bit
+//   volume 4 B, only once the slots span more than one volume
 //   FileId -> slot table: 4 B buckets at load 0.35-0.8                 (~5-11 B per point)
-//   nanoflann nodes at leaf size 32: 48 B per node, ~1 node per 10 points   (~5 B)
-// The tree's doubles are never stored: BuildAdaptor computes them from the codes when
-// nanoflann asks, and only nanoflann's build asks (Search walks the nodes itself). After a build
-// the slots are permuted into the tree's leaf order, so a leaf's [left, right) is directly a
-// slot range and nanoflann's 4 B/point index array (vAcc) is freed; leaves are then also
-// contiguous in memory. Slot vectors are reserved to live * 9/8 + slack at a rebuild, which is
-// exactly the delta the lazy rebuild tolerates, so they do not double between rebuilds when
-// searches come regularly.
+//   per leaf of <= 32 slots: its end and a box (4 + 48 B), per 16 leaves a box  (~2-3 B)
+// nanoflann only orders the slots: a rebuild builds its tree over doubles mapped from the codes
+// (BuildAdaptor), permutes the slots into the tree's leaf order, keeps each leaf's slot range
+// and the box of its codes, and frees the tree. A search reads the boxes of the blocks of 16
+// leaves, then of the leaves in a block that meets the query, and scans a meeting leaf's slots,
+// reading only the axes the query bounds: `size>16m` reads 4 bytes per slot where whole points
+// were 24, and no tree nodes (pointer chasing, ~5 B per point). At 10 M files in 1,000-file
+// ACGs this cut `size>16m` by 17% and the keyword query by 4% against walking the tree over
+// whole points (bench/results/scale). Slot vectors are reserved to live * 9/8 + slack at a
+// rebuild, which is exactly the delta the lazy rebuild tolerates, so they do not double between
+// rebuilds when searches come regularly.
 //
 // Why not nanoflann's KDTreeSingleIndexDynamicAdaptor: removePoint there only tombstones,
 // points cannot move, and its logarithmic forest re-builds small trees on every insert; it also
 // keeps its own copy of the index arrays. Our updates are "replace the point of id", so
 // tombstone + append + periodic compaction is both simpler and smaller.
 //
-// A superset, never a miss: int64 -> double -> float rounds (CodeOf), but every map used here
-// is monotone non-decreasing (rounding conversions and additions, subtraction of a constant,
-// product with a positive constant, IEEE bit patterns of positive doubles), so p >= lo implies
-// N(p) >= N(lo). The traversal skips a child only when N(lo) > child max (or N(hi) < child min)
-// on the split axis, which then proves every point there is outside the box; every point
-// reached is tested against the box of codes. Hence Search returns exactly the ids whose codes
-// are in the box of the bounds' codes: every match, plus points that round onto a bound.
+// A superset, never a miss: int64 -> double -> float rounds (CodeOf), and that rounding is
+// monotone non-decreasing, so lo <= p <= hi implies CodeOf(lo) <= CodeOf(p) <= CodeOf(hi). A
+// block or leaf is skipped only when its box (the minimum and maximum of its slots' codes)
+// misses the box of the bounds' codes on some axis, which proves every slot in it is outside;
+// every slot reached is tested against the box of codes. Hence Search returns exactly the ids
+// whose codes are in the box of the bounds' codes: every match, plus points that round onto a
+// bound.
 // (Until 2026-11 the slots held the exact int64 points, 48 B, and answers were exact; the codes
 // halve the structure that stays resident for every ACG, open or closed — acg.h.)
 //
 // Measured (50k points; size log-uniform with 20% empty, three times over 3 years, 21 uids;
 // 2 shared cores, thread CPU time): MemoryBytes 84.8 B/point with int64 points (also at 100k;
 // see MemoryPerPoint in the test for the float codes); build from LMDB
-// 34 ms; a box of 3% of the size range x 3% of the mtime range (~46 hits, 0.09%) visits ~210
-// leaves / 4.3k points in ~45 us against ~300 us for a linear scan. The log map for size cut
-// the points visited by 2.5x. Down-weighting uid/gid splits helped size/mtime boxes by ~30%
+// 34 ms; a box of 3% of the size range x 3% of the mtime range (~46 hits, 0.09%) visited ~210
+// leaves / 4.3k points of the tree in ~45 us against ~300 us for a linear scan. The log map for
+// size (AxisKey) cut the points visited by 2.5x. Down-weighting uid/gid splits helped size/mtime boxes by ~30%
 // but hurt uid queries as much, so all axes weigh the same.
 // nanoflann builds recursively; every unbalanced split at least halves one axis's span, so
 // the depth stays near log2(n) + 64 per axis (adversarial geometric data at 200k points: ~280
@@ -148,6 +153,9 @@ constexpr uint32_t kSlotMask = (1u << kSlotBits) - 1;
 constexpr uint32_t kEmptyBucket = 0xFFFFFFFFu;  // slot kSlotMask is never used
 static_assert(kMaxKdTreeSlots < kSlotMask);
 constexpr size_t kMinBuckets = 16;
+// Leaves per block of the two-level bounding boxes (Store): a search reads a block's box, then
+// its leaves' boxes only when the block's meets the query.
+constexpr size_t kLeavesPerBlock = 16;
 
 uint64_t HashId(FileId id) {
   uint64_t x = id.ino + 0x9E3779B97F4A7C15ull * (uint64_t{id.volume} + 1);
@@ -171,10 +179,23 @@ struct Box {
   int num_axes = 0;
   bool empty = false;  // no int64 point can be inside
 
-  bool Contains(const Code& p) const {
+  // Whether slot `s` of the columns `cols` (one per axis) is inside: only the bounded axes
+  // are read, one float each.
+  bool ContainsAt(const std::array<std::vector<float>, kDims>& cols, size_t s) const {
     for (int k = 0; k < num_axes; ++k) {
       const int a = axes[k];
-      if (p[a] < lo[a] || p[a] > hi[a]) return false;
+      const float v = cols[a][s];
+      if (v < lo[a] || v > hi[a]) return false;
+    }
+    return true;
+  }
+  // Whether the bounding box number `i` of `los`/`his` (columns of per-axis minima and maxima)
+  // meets this box. False proves that every code it bounds is outside.
+  bool Meets(const std::array<std::vector<float>, kDims>& los,
+             const std::array<std::vector<float>, kDims>& his, size_t i) const {
+    for (int k = 0; k < num_axes; ++k) {
+      const int a = axes[k];
+      if (his[a][i] < lo[a] || los[a][i] > hi[a]) return false;
     }
     return true;
   }
@@ -235,18 +256,57 @@ class KdTreeIndex final : public Index {
   // Everything a rebuild replaces, so a rebuild can construct the new one aside and swap it in
   // (a failed rebuild leaves the old one intact).
   struct Store {
-    std::vector<Code> points;
+    std::array<std::vector<float>, kDims> cols;  // cols[a][slot]: the slot's code on axis a
     std::vector<uint64_t> inos;
+    // The slots' volumes: every slot's is volume0 while `volumes` is empty — an ACG's files
+    // are nearly always on one volume, and a lookup then reads no volume (one cache miss less
+    // per candidate in FilterBox, 4 B less per slot) — else volumes[slot].
+    uint32_t volume0 = 0;
     std::vector<uint32_t> volumes;
     std::vector<bool> dead;
     std::vector<uint32_t> buckets;  // power-of-two size, or empty when nothing was ever added
-    std::unique_ptr<BuiltTree> tree;  // null when base_end == 0
-    uint32_t base_end = 0;            // slots [0, base_end) are in the tree
+    // The base slots [0, base_end) in the leaf order of the last build: leaf k holds the
+    // slots [leaf_end[k - 1], leaf_end[k]) (from 0 for k = 0), with bounding box
+    // leaf_lo[a][k] .. leaf_hi[a][k] on each axis a; block j bounds the leaves
+    // [j * kLeavesPerBlock, (j + 1) * kLeavesPerBlock) the same way (block_lo, block_hi).
+    std::vector<uint32_t> leaf_end;
+    std::array<std::vector<float>, kDims> leaf_lo, leaf_hi, block_lo, block_hi;
+    uint32_t base_end = 0;            // slots [0, base_end) are in leaves
     uint32_t dead_base = 0;           // tombstones among them
     uint32_t dead_total = 0;          // tombstones among all slots
 
-    uint32_t slots() const { return static_cast<uint32_t>(points.size()); }
-    FileId IdAt(uint32_t slot) const { return FileId{volumes[slot], inos[slot]}; }
+    uint32_t slots() const { return static_cast<uint32_t>(inos.size()); }
+    FileId IdAt(uint32_t slot) const {
+      return FileId{volumes.empty() ? volume0 : volumes[slot], inos[slot]};
+    }
+    // Whether appending a slot of `volume` needs the per-slot volumes.
+    bool NeedsVolumes(uint32_t volume) const {
+      return volumes.empty() && !inos.empty() && volume != volume0;
+    }
+    Code PointAt(uint32_t slot) const {
+      Code c;
+      for (int a = 0; a < kDims; ++a) c[a] = cols[a][slot];
+      return c;
+    }
+    // Appends a slot. REQUIRES: room reserved in every vector (ReserveOneMore) when the
+    // caller must not throw.
+    void Push(const Code& code, FileId id) {
+      if (NeedsVolumes(id.volume)) volumes.assign(inos.size(), volume0);
+      if (inos.empty() && volumes.empty()) volume0 = id.volume;
+      if (!volumes.empty()) volumes.push_back(id.volume);
+      for (int a = 0; a < kDims; ++a) cols[a].push_back(code[a]);
+      inos.push_back(id.ino);
+      dead.push_back(false);
+    }
+    // Takes the leaves' ends (ascending, the last one slots()) and computes their boxes and
+    // their blocks' boxes from the slots' codes. May throw std::bad_alloc.
+    void SetLeaves(std::vector<uint32_t> ends);
+    void Reserve(size_t n) {
+      for (auto& c : cols) c.reserve(n);
+      inos.reserve(n);
+      if (!volumes.empty()) volumes.reserve(n);
+      dead.reserve(n);
+    }
     // The bucket index holding id, or -1.
     int64_t FindBucket(FileId id, uint64_t hash) const;
     // Places (id at slot) in an empty bucket. REQUIRES: id absent, a free bucket exists.
@@ -256,7 +316,7 @@ class KdTreeIndex final : public Index {
     void Rehash(size_t n);
     // Reserves room for one more slot in every vector and, if `new_id`, in the table, without
     // changing any content. May throw std::bad_alloc (then nothing observable changed).
-    void ReserveOneMore(bool new_id, uint32_t live);
+    void ReserveOneMore(bool new_id, uint32_t live, uint32_t volume);
   };
 
   // The prologue of Search and FilterBox: q must be a box, the index loaded; a rebuild a
@@ -334,6 +394,34 @@ void KdTreeIndex::Store::EraseBucket(size_t pos) {
   buckets[hole] = kEmptyBucket;
 }
 
+void KdTreeIndex::Store::SetLeaves(std::vector<uint32_t> ends) {
+  leaf_end = std::move(ends);
+  const size_t leaves = leaf_end.size();
+  const size_t blocks = (leaves + kLeavesPerBlock - 1) / kLeavesPerBlock;
+  constexpr float kInf = std::numeric_limits<float>::infinity();
+  for (int a = 0; a < kDims; ++a) {
+    const std::vector<float>& col = cols[a];
+    leaf_lo[a].assign(leaves, kInf);
+    leaf_hi[a].assign(leaves, -kInf);
+    block_lo[a].assign(blocks, kInf);
+    block_hi[a].assign(blocks, -kInf);
+    uint32_t begin = 0;
+    for (size_t k = 0; k < leaves; ++k) {
+      float lo = kInf, hi = -kInf;
+      for (uint32_t s = begin; s < leaf_end[k]; ++s) {
+        lo = std::min(lo, col[s]);
+        hi = std::max(hi, col[s]);
+      }
+      leaf_lo[a][k] = lo;
+      leaf_hi[a][k] = hi;
+      const size_t j = k / kLeavesPerBlock;
+      block_lo[a][j] = std::min(block_lo[a][j], lo);
+      block_hi[a][j] = std::max(block_hi[a][j], hi);
+      begin = leaf_end[k];
+    }
+  }
+}
+
 void KdTreeIndex::Store::Rehash(size_t n) {
   std::vector<uint32_t> previous(n, kEmptyBucket);
   previous.swap(buckets);
@@ -342,13 +430,18 @@ void KdTreeIndex::Store::Rehash(size_t n) {
   }
 }
 
-void KdTreeIndex::Store::ReserveOneMore(bool new_id, uint32_t live) {
+void KdTreeIndex::Store::ReserveOneMore(bool new_id, uint32_t live, uint32_t volume) {
   auto grow = [](auto& v) {
     if (v.size() == v.capacity()) v.reserve(std::max<size_t>(16, v.capacity() * 2));
   };
-  grow(points);
+  for (auto& c : cols) grow(c);
   grow(inos);
-  grow(volumes);
+  if (NeedsVolumes(volume)) {
+    // Push will fill it: room for every slot and the new one.
+    volumes.reserve(inos.capacity());
+  } else if (!volumes.empty()) {
+    grow(volumes);
+  }
   grow(dead);
   if (new_id && (uint64_t{live} + 1) * 5 > uint64_t{buckets.size()} * 4) {  // load > 0.8
     Rehash(std::max(kMinBuckets, buckets.size() * 2));
@@ -364,20 +457,17 @@ Status KdTreeIndex::Rebuild() const {
       if (!store_.dead[s]) order.push_back(s);
     }
     const size_t n = order.size();
-    const size_t capacity = n + n / 8 + options_.rebuild_slack;
-    next.points.reserve(capacity);
-    next.inos.reserve(capacity);
-    next.volumes.reserve(capacity);
-    next.dead.reserve(capacity);
+    next.Reserve(n + n / 8 + options_.rebuild_slack);
     next.buckets.assign(BucketsFor(n), kEmptyBucket);
     if (n > 0) {
       BuildAdaptor adaptor;
       adaptor.count = n;
       for (int a = 0; a < kDims; ++a) {
-        double lo = AxisKey(a, store_.points[order[0]][a]);
+        const std::vector<float>& col = store_.cols[a];
+        double lo = AxisKey(a, col[order[0]]);
         double hi = lo;
         for (uint32_t s : order) {
-          const double k = AxisKey(a, store_.points[s][a]);
+          const double k = AxisKey(a, col[s]);
           lo = std::min(lo, k);
           hi = std::max(hi, k);
         }
@@ -386,23 +476,35 @@ Status KdTreeIndex::Rebuild() const {
       }
       std::vector<double> coords(n * kDims);
       for (size_t i = 0; i < n; ++i) {
-        const Code& c = store_.points[order[i]];
-        for (int a = 0; a < kDims; ++a) coords[i * kDims + a] = adaptor.scales[a].Map(a, c[a]);
+        for (int a = 0; a < kDims; ++a) {
+          coords[i * kDims + a] = adaptor.scales[a].Map(a, store_.cols[a][order[i]]);
+        }
       }
       adaptor.coords = coords.data();
-      next.tree = std::make_unique<BuiltTree>(adaptor, std::max<size_t>(1, options_.leaf_size));
-      next.tree->tree.buildIndex();
-      // Lay the slots out in leaf order (see the file comment), then drop nanoflann's index
-      // array and the build-time pointers.
-      for (uint32_t i : next.tree->tree.vAcc) {
+      BuiltTree built(adaptor, std::max<size_t>(1, options_.leaf_size));
+      built.tree.buildIndex();
+      // Lay the slots out in leaf order (see the file comment) and keep each leaf's range and
+      // bounding box; the tree itself goes with `built`.
+      for (uint32_t i : built.tree.vAcc) {
         const uint32_t s = order[i];
-        next.points.push_back(store_.points[s]);
-        next.inos.push_back(store_.inos[s]);
-        next.volumes.push_back(store_.volumes[s]);
-        next.dead.push_back(false);
+        next.Push(store_.PointAt(s), store_.IdAt(s));
       }
-      std::vector<uint32_t>().swap(next.tree->tree.vAcc);
-      next.tree->adaptor.coords = nullptr;
+      std::vector<uint32_t> ends;
+      std::vector<const TreeNode*> stack{built.tree.root_node};
+      while (!stack.empty()) {
+        const TreeNode* node = stack.back();
+        stack.pop_back();
+        if (node->child1 == nullptr && node->child2 == nullptr) {
+          if (node->node_type.lr.right > node->node_type.lr.left) {
+            ends.push_back(static_cast<uint32_t>(node->node_type.lr.right));
+          }
+          continue;
+        }
+        if (node->child2 != nullptr) stack.push_back(node->child2);
+        if (node->child1 != nullptr) stack.push_back(node->child1);
+      }
+      std::sort(ends.begin(), ends.end());
+      next.SetLeaves(std::move(ends));
       for (uint32_t s = 0; s < n; ++s) next.PlaceBucket(HashId(next.IdAt(s)), s);
       next.base_end = static_cast<uint32_t>(n);
     }
@@ -445,7 +547,7 @@ Status KdTreeIndex::InsertPoint(MDB_txn* txn, const KdPoint& point, FileId id) {
   uint64_t hash = HashId(id);
   int64_t pos = store_.FindBucket(id, hash);
   const Code code = CodeOf(point);
-  if (pos >= 0 && store_.points[store_.buckets[pos] & kSlotMask] == code) {
+  if (pos >= 0 && store_.PointAt(store_.buckets[pos] & kSlotMask) == code) {
     return PutPoint(txn, id, point);  // unchanged in memory; keep LMDB authoritative
   }
   if (store_.slots() >= kMaxKdTreeSlots) {
@@ -459,7 +561,7 @@ Status KdTreeIndex::InsertPoint(MDB_txn* txn, const KdPoint& point, FileId id) {
   }
   // Allocate before writing LMDB so that after a successful put nothing can fail.
   try {
-    store_.ReserveOneMore(/*new_id=*/pos < 0, live_);
+    store_.ReserveOneMore(/*new_id=*/pos < 0, live_, id.volume);
   } catch (const std::bad_alloc&) {
     return Status::ResourceExhausted("kdtree index " + name_ + ": out of memory");
   }
@@ -467,10 +569,7 @@ Status KdTreeIndex::InsertPoint(MDB_txn* txn, const KdPoint& point, FileId id) {
   PROPELLER_RETURN_IF_ERROR(PutPoint(txn, id, point));
 
   const uint32_t slot = store_.slots();
-  store_.points.push_back(code);
-  store_.inos.push_back(id.ino);
-  store_.volumes.push_back(id.volume);
-  store_.dead.push_back(false);
+  store_.Push(code, id);
   if (pos >= 0) {
     const uint32_t old = store_.buckets[pos] & kSlotMask;
     store_.dead[old] = true;
@@ -562,8 +661,8 @@ Status KdTreeIndex::FilterBox(const IndexQuery& q, std::vector<FileId>* ids) con
         if ((b & ~kSlotMask) == tag) {
           const uint32_t slot = b & kSlotMask;
           __builtin_prefetch(&st.inos[slot]);
-          __builtin_prefetch(&st.volumes[slot]);
-          __builtin_prefetch(&st.points[slot]);
+          if (!st.volumes.empty()) __builtin_prefetch(&st.volumes[slot]);
+          for (int k = 0; k < box.num_axes; ++k) __builtin_prefetch(&st.cols[box.axes[k]][slot]);
           break;
         }
       }
@@ -571,7 +670,7 @@ Status KdTreeIndex::FilterBox(const IndexQuery& q, std::vector<FileId>* ids) con
     for (size_t i = begin; i < end; ++i) {
       const FileId id = (*ids)[i];
       const int64_t pos = st.FindBucket(id, hashes[i - begin]);
-      if (pos >= 0 && box.Contains(st.points[st.buckets[pos] & kSlotMask])) (*ids)[kept++] = id;
+      if (pos >= 0 && box.ContainsAt(st.cols, st.buckets[pos] & kSlotMask)) (*ids)[kept++] = id;
     }
   }
   ids->resize(kept);
@@ -587,39 +686,20 @@ Status KdTreeIndex::Search(MDB_txn* /*txn*/, const IndexQuery& q, const IdCallba
 
   auto scan = [&](uint32_t begin, uint32_t end) {
     for (uint32_t s = begin; s < end; ++s) {
-      if (!st.dead[s] && box.Contains(st.points[s]) && !fn(st.IdAt(s))) return false;
+      if (box.ContainsAt(st.cols, s) && !st.dead[s] && !fn(st.IdAt(s))) return false;
     }
     return true;
   };
 
-  if (st.tree != nullptr && st.tree->tree.root_node != nullptr) {
-    const Scales& scales = st.tree->adaptor.scales;
-    std::array<double, kDims> lo_t;
-    std::array<double, kDims> hi_t;
-    for (int a = 0; a < kDims; ++a) {
-      lo_t[a] = q.box_lo[a] ? scales[a].Map(a, box.lo[a])
-                            : -std::numeric_limits<double>::infinity();
-      hi_t[a] = q.box_hi[a] ? scales[a].Map(a, box.hi[a])
-                            : std::numeric_limits<double>::infinity();
-    }
-    std::vector<const TreeNode*> stack;
-    stack.reserve(64);
-    stack.push_back(st.tree->tree.root_node);
-    while (!stack.empty()) {
-      const TreeNode* node = stack.back();
-      stack.pop_back();
-      if (node->child1 == nullptr && node->child2 == nullptr) {
-        if (!scan(static_cast<uint32_t>(node->node_type.lr.left),
-                  static_cast<uint32_t>(node->node_type.lr.right))) {
-          return Status::OK();
-        }
-        continue;
-      }
-      // child1 holds points with coordinate <= divlow, child2 those >= divhigh (their exact
-      // extents on the split axis), so each test below is a proof that a skipped child is empty.
-      const int f = node->node_type.sub.divfeat;
-      if (hi_t[f] >= node->node_type.sub.divhigh) stack.push_back(node->child2);
-      if (lo_t[f] <= node->node_type.sub.divlow) stack.push_back(node->child1);
+  // The leaves, a block of them at a time: a block or leaf whose box misses the query's holds
+  // no match (every code it bounds is outside), and a leaf that meets it is scanned.
+  const size_t leaves = st.leaf_end.size();
+  for (size_t j = 0; j * kLeavesPerBlock < leaves; ++j) {
+    if (!box.Meets(st.block_lo, st.block_hi, j)) continue;
+    const size_t last = std::min(leaves, (j + 1) * kLeavesPerBlock);
+    for (size_t k = j * kLeavesPerBlock; k < last; ++k) {
+      if (!box.Meets(st.leaf_lo, st.leaf_hi, k)) continue;
+      if (!scan(k == 0 ? 0 : st.leaf_end[k - 1], st.leaf_end[k])) return Status::OK();
     }
   }
   (void)scan(st.base_end, st.slots());
@@ -630,17 +710,15 @@ uint64_t KdTreeIndex::MemoryBytes() const {
   MutexLock lock(&rebuild_mu_);
   const Store& st = store_;
   uint64_t bytes = sizeof(*this) + name_.capacity() + key_buf_.capacity() + value_buf_.capacity();
-  bytes += st.points.capacity() * sizeof(Code);
+  for (const auto& c : st.cols) bytes += c.capacity() * sizeof(float);
   bytes += st.inos.capacity() * sizeof(uint64_t);
   bytes += st.volumes.capacity() * sizeof(uint32_t);
   bytes += st.dead.capacity() / 8;
   bytes += st.buckets.capacity() * sizeof(uint32_t);
-  if (st.tree != nullptr) {
-    const auto& pool = st.tree->tree.pool;
-    // Used + wasted tails of full blocks, plus at most one partly used 8 KiB block.
-    bytes += sizeof(BuiltTree) + pool.usedMemory + pool.wastedMemory;
-    if (pool.usedMemory > 0) bytes += nanoflann::BLOCKSIZE;
-    bytes += st.tree->tree.vAcc.capacity() * sizeof(uint32_t);
+  bytes += st.leaf_end.capacity() * sizeof(uint32_t);
+  for (int a = 0; a < kDims; ++a) {
+    bytes += (st.leaf_lo[a].capacity() + st.leaf_hi[a].capacity() + st.block_lo[a].capacity() +
+              st.block_hi[a].capacity()) * sizeof(float);
   }
   return bytes;
 }
@@ -685,11 +763,7 @@ Status KdTreeIndex::Rebalance() {
 }
 
 void KdTreeIndex::ReserveLoad(uint64_t n) {
-  n = std::min<uint64_t>(n, kMaxKdTreeSlots);
-  store_.points.reserve(n);
-  store_.inos.reserve(n);
-  store_.volumes.reserve(n);
-  store_.dead.reserve(n);
+  store_.Reserve(std::min<uint64_t>(n, kMaxKdTreeSlots));
 }
 
 Status KdTreeIndex::AddLoaded(FileId id, const KdPoint& point) {
@@ -697,10 +771,7 @@ Status KdTreeIndex::AddLoaded(FileId id, const KdPoint& point) {
     return Status::ResourceExhausted("kdtree index " + name_ + ": too many points");
   }
   // Each id comes once (unique keys), so the table needs no lookup; Rebuild fills it.
-  store_.points.push_back(CodeOf(point));
-  store_.inos.push_back(id.ino);
-  store_.volumes.push_back(id.volume);
-  store_.dead.push_back(false);
+  store_.Push(CodeOf(point), id);
   ++live_;
   return Status::OK();
 }

@@ -17,9 +17,10 @@
 // In memory (kdtree_index.cc explains the layout and the numbers):
 //   - one slot per point version: the point's float codes (each int64 coordinate rounded to
 //     the nearest float, 24 bytes), the FileId and a tombstone bit;
-//   - a static nanoflann K-D tree over the "base" slots [0, base_end), built over doubles that
-//     are computed on the fly from the codes by a monotone per-axis map (no second copy of the
-//     coordinates); slots appended since the build (the "delta") are scanned linearly;
+//   - the "base" slots [0, base_end) in the leaf order of a nanoflann K-D tree built over them
+//     (over doubles computed from the codes by a monotone per-axis map), each leaf with the
+//     bounding box of its codes and each 16 leaves with theirs; the tree itself is freed.
+//     Slots appended since the build (the "delta") are scanned linearly;
 //   - an open-addressing table FileId -> live slot.
 //   An update tombstones the old slot and appends a new one (nanoflann cannot move a point).
 //   Search returns a SUPERSET of the exact answer (index.h allows it; callers verify): exactly
@@ -65,8 +66,8 @@ using KdPointScan = std::function<Status(MDB_txn*, const KdReserve&, const KdAdd
 
 // Tuning knobs; the defaults are what OpenIndex uses. Tests shrink them to exercise rebuilds.
 struct KdTreeOptions {
-  // Maximum points per tree leaf. 32 costs ~5 bytes of tree nodes per point (10 would cost ~15;
-  // docs/pitfalls.md NF-4) for a few more exact checks per visited leaf.
+  // Maximum points per leaf. 32 costs ~2 bytes of leaf boxes per point (10 would cost ~7) for
+  // a few more exact checks per leaf that meets a query.
   size_t leaf_size = 32;
   // Slots outside the tree (or tombstoned) tolerated on top of the size-proportional thresholds:
   // scanning a few hundred points linearly costs well under a microsecond.

@@ -208,8 +208,10 @@ class Harness {
     txn_ = BeginWrite(env_.env());
   }
 
+  // Ids come from volumes 1 .. n (2 unless set).
+  void set_volumes(int n) { volumes_ = n; }
   FileId RandomId(uint64_t pool) {
-    return FileId{static_cast<uint32_t>(gen_.Uniform(1, 2)),
+    return FileId{static_cast<uint32_t>(gen_.Uniform(1, volumes_)),
                   static_cast<uint64_t>(gen_.Uniform(1, static_cast<int64_t>(pool)))};
   }
 
@@ -331,6 +333,7 @@ class Harness {
   FlatModel flat_;  // model_ flattened for the oracle, refreshed when flat_dirty_
   bool flat_dirty_ = true;
   int scans_ = 0;  // calls of scan_points
+  int volumes_ = 2;
 };
 
 TEST(KdTreeIndexTest, InterfaceBasics) {
@@ -363,6 +366,7 @@ struct StreamCase {
   int queries;      // before the stream, after it, and after reopening
   Profile profile;
   bool scan = false;  // points from scan_points instead of the index's own database
+  int volumes = 2;    // ids from volumes 1 .. volumes
 };
 
 class KdTreeStreamTest : public ::testing::TestWithParam<StreamCase> {};
@@ -372,6 +376,7 @@ TEST_P(KdTreeStreamTest, MatchesBruteForceAndSurvivesReopen) {
   const uint64_t seed = TestSeed() + c.initial * 7 + static_cast<uint64_t>(c.profile);
   SCOPED_TRACE("seed=" + std::to_string(seed));
   Harness h(seed, c.profile, KdTreeOptions{}, c.scan);
+  h.set_volumes(c.volumes);
   const uint64_t id_pool = static_cast<uint64_t>(c.initial) * 5 / 4 + 4;
   while (h.model().size() < static_cast<size_t>(c.initial)) {
     h.Insert(h.RandomId(id_pool), h.gen().Point());
@@ -407,7 +412,38 @@ INSTANTIATE_TEST_SUITE_P(
                       StreamCase{50000, 5000, 250, 150, Profile::kMixed},
                       StreamCase{0, 0, 1, 20, Profile::kMixed, true},
                       StreamCase{1000, 3000, 10, 300, Profile::kExtreme, true},
-                      StreamCase{50000, 5000, 250, 150, Profile::kMixed, true}));
+                      StreamCase{50000, 5000, 250, 150, Profile::kMixed, true},
+                      StreamCase{1000, 3000, 10, 300, Profile::kRealistic, false, 1},
+                      StreamCase{50000, 5000, 250, 150, Profile::kMixed, true, 1}));
+
+// Files of one volume keep no per-slot volume; the first file of another volume (here with
+// the same inode numbers) brings them in, inside a commit's batch and outside it, and after a
+// reopen the answers are the same.
+TEST(KdTreeIndexTest, ASecondVolumeArrives) {
+  const uint64_t seed = TestSeed();
+  SCOPED_TRACE("seed=" + std::to_string(seed));
+  Harness h(seed, Profile::kRealistic);
+  h.set_volumes(1);
+  const uint64_t before_bytes = h.index().MemoryBytes();
+  for (uint64_t ino = 1; ino <= 2000; ++ino) h.Insert(FileId{1, ino}, h.gen().Point());
+  h.CheckAll(100);
+  const uint64_t one_volume = h.index().MemoryBytes() - before_bytes;
+  h.Insert(FileId{2, 7}, h.gen().Point());  // the delta, then the table's lookups
+  h.CheckAll(100);
+  h.index().BeginBatch();
+  for (uint64_t ino = 1; ino <= 500; ++ino) h.Insert(FileId{2, ino * 3}, h.gen().Point());
+  h.index().EndBatch();
+  EXPECT_GE(h.index().MemoryBytes() - before_bytes, one_volume + 2000 * sizeof(uint32_t));
+  h.set_volumes(2);
+  h.RunStream(/*ops=*/2000, /*id_pool=*/2500, /*query_every=*/50);
+  h.CheckAll(100);
+  h.Reopen();
+  h.CheckAll(100);
+  for (uint64_t ino = 1; ino <= 2500; ++ino) h.Remove(FileId{2, ino});
+  h.CheckAll(100);
+  h.Reopen();
+  h.CheckAll(100);
+}
 
 // Not loaded (the ACG cache, index.h): changes reach only LMDB, searching is a caller bug,
 // Load reads exactly what LMDB holds, Unload frees the memory, Reattach after the environment
