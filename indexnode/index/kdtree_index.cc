@@ -38,8 +38,8 @@
 // see MemoryPerPoint in the test for the float codes); build from LMDB
 // 34 ms; a box of 3% of the size range x 3% of the mtime range (~46 hits, 0.09%) visited ~210
 // leaves / 4.3k points of the tree in ~45 us against ~300 us for a linear scan. The log map for
-// size (AxisKey) cut the points visited by 2.5x. Down-weighting uid/gid splits helped size/mtime boxes by ~30%
-// but hurt uid queries as much, so all axes weigh the same.
+// size (AxisKey) cut the points visited by 2.5x. Down-weighting uid/gid splits helped
+// size/mtime boxes by ~30% but hurt uid queries as much, so all axes weigh the same.
 // nanoflann builds recursively; every unbalanced split at least halves one axis's span, so
 // the depth stays near log2(n) + 64 per axis (adversarial geometric data at 200k points: ~280
 // levels, ~100 KB of stack).
