@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """Plots search time and bytes per file against files indexed, from bench/eval JSON files.
 
-    bench/eval/scale_plot.py OUT_DIR RUN.json [RUN.json ...]
+    bench/eval/scale_plot.py OUT_DIR [NAME=]RUN.json [[NAME=]RUN.json ...]
 
 Each RUN.json is one `propeller_eval run` (any system, any --files); runs of one system at
-several sizes become one line. Writes OUT_DIR/scale-search.svg (one panel per query of
+several sizes become one line, named after the system, or NAME when given (for example to draw
+compacted stores apart: a run with --reuse=yes cannot tell how its store was made). Writes OUT_DIR/scale-search.svg (one panel per query of
 experiments 2 and 4, warm medians, log-log) and OUT_DIR/scale-bytes.svg (disk_bytes / files).
 Plain SVG, no plotting library: the machine that runs the evaluation need not have one.
 """
@@ -20,10 +21,13 @@ COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e"]
 def load(paths):
     """{system: {files: run}} from the JSON files."""
     runs = {}
-    for p in paths:
+    for arg in paths:
+        name, sep, p = arg.partition("=")
+        if not sep or os.path.exists(arg):  # a file whose name has "=" is a file
+            name, p = None, arg
         with open(p) as f:
             r = json.load(f)
-        runs.setdefault(r["system"], {})[r["files"]] = r
+        runs.setdefault(name or r["system"], {})[r["files"]] = r
     return runs
 
 
