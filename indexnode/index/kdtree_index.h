@@ -16,7 +16,8 @@
 //
 // In memory (kdtree_index.cc explains the layout and the numbers):
 //   - one slot per point version: the point's float codes (each int64 coordinate rounded to
-//     the nearest float, 24 bytes), the FileId and a tombstone bit;
+//     the nearest float, 24 bytes, one column per axis), the FileId (its volume kept per slot
+//     only once the index holds more than one volume) and a tombstone bit;
 //   - the "base" slots [0, base_end) in the leaf order of a nanoflann K-D tree built over them
 //     (over doubles computed from the codes by a monotone per-axis map), each leaf with the
 //     bounding box of its codes and each 16 leaves with theirs; the tree itself is freed.
