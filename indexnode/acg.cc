@@ -87,7 +87,7 @@ Acg::Acg(uint64_t id, std::string dir, const AcgContext* ctx)
 
 Acg::~Acg() {
   if (busy_.load() && ctx_->busy_acgs != nullptr) ctx_->busy_acgs->fetch_sub(1);
-  indexes_.clear();
+  indexes_.Clear();
   owned_.clear();
   inode_.reset();
 }
@@ -211,6 +211,7 @@ Status Acg::OpenEnv(bool first) {
     if (rc == 0) {
       MutexLock sl(&summary_mu_);
       PROPELLER_RETURN_IF_ERROR(summary_.DecodeFrom(View(val)));
+      common_dir_bits_.store(summary_.common_dir_bits(), std::memory_order_relaxed);
     } else if (rc != MDB_NOTFOUND) {
       return LmdbStatus(rc, "reading summary");
     }
@@ -266,9 +267,9 @@ Status Acg::OpenLocked(bool first) {
 }
 
 void Acg::CloseLocked() {
-  indexes_.clear();
+  indexes_.Clear();
   owned_.clear();
-  if (inode_ != nullptr) indexes_[kInodeIndex] = inode_.get();
+  if (inode_ != nullptr) indexes_.Set(kInodeIndex, inode_.get());
   open_.store(false, std::memory_order_release);
 }
 
@@ -312,8 +313,8 @@ Status Acg::EnsureLoaded(const std::vector<std::string>& names) {
     ReaderLock lock(&rw_);
     bool need = false;
     for (const std::string& n : names) {
-      auto it = indexes_.find(n);
-      if (it != indexes_.end() && !it->second->loaded()) need = true;
+      Index* index = indexes_.Find(n);
+      if (index != nullptr && !index->loaded()) need = true;
     }
     if (!need) return Status::OK();
   }
@@ -326,12 +327,12 @@ Status Acg::EnsureLoaded(const std::vector<std::string>& names) {
     if (rc != 0) return LmdbStatus(rc, "mdb_txn_begin");
     TxnGuard txn(raw);
     for (const std::string& n : names) {
-      auto it = indexes_.find(n);
-      if (it == indexes_.end() || it->second->loaded()) continue;
-      if (Status st = it->second->Load(raw); !st.ok()) {
+      Index* index = indexes_.Find(n);
+      if (index == nullptr || index->loaded()) continue;
+      if (Status st = index->Load(raw); !st.ok()) {
         return st.WithContext(AcgName(id_));
       }
-      tables |= it->second->type() == IndexType::kHash;
+      tables |= index->type() == IndexType::kHash;
     }
     RefreshOpenBytes();
   }
@@ -348,7 +349,7 @@ void Acg::RefreshOpenBytes() {
 }
 
 Status Acg::ReconcileIndexes(MDB_txn* raw, const std::vector<IndexSpec>& user_indexes) {
-  indexes_.clear();
+  indexes_.Clear();
   owned_.clear();
   // Which indexes exist in this ACG already: meta "idx:<name>" holds a byte, the IndexType
   // ‖ kPostingsFormat for a B-tree of posting chunks (index/btree_index.h).
@@ -420,7 +421,7 @@ Status Acg::ReconcileIndexes(MDB_txn* raw, const std::vector<IndexSpec>& user_in
     } else {
       built.erase(it);
     }
-    indexes_[spec.name] = index;
+    indexes_.Set(spec.name, index);
   }
   // Whatever is left was dropped from the catalogue.
   for (const auto& [name, format] : built) {
@@ -576,6 +577,15 @@ uint64_t Acg::oldest_cached_lsn() const {
 int64_t Acg::oldest_cached_time_ns() const {
   MutexLock lock(&cache_mu_);
   return cache_.empty() ? 0 : oldest_cached_time_ns_;
+}
+
+bool Acg::EveryPathHasKeyword(std::string_view token) const {
+  // Most ACGs lack it: answered by the filter alone, without the lock (a search asks this of
+  // every ACG it plans a keyword for).
+  const uint64_t need = AcgSummary::KeywordBits(token);
+  if ((common_dir_bits_.load(std::memory_order_relaxed) & need) != need) return false;
+  MutexLock lock(&summary_mu_);
+  return summary_.EveryPathHasKeyword(token);
 }
 
 bool Acg::MayMatch(const QueryNode& node) const {

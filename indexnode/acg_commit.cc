@@ -410,6 +410,7 @@ Status Acg::ApplyTaken(MDB_txn* raw, Taken* t) {
     MutexLock sl(&summary_mu_);
     summary_.Merge(widened);
     summary_.EncodeTo(&summary);
+    common_dir_bits_.store(summary_.common_dir_bits(), std::memory_order_relaxed);
   }
   key = Key("summary");
   k = Val(key);
@@ -548,8 +549,8 @@ Status Acg::UpdateIndexes(MDB_txn* txn, const FileRecord* old_rec, const FileRec
   const FileId id = new_rec ? new_rec->id : old_rec->id;
   // path: one entry per path.
   if (!old_rec || !new_rec || old_rec->paths != new_rec->paths) {
-    Index* path = indexes_.at(kPathIndex);
-    Index* keyword = indexes_.at(kKeywordIndex);
+    Index* path = indexes_.At(kPathIndex);
+    Index* keyword = indexes_.At(kKeywordIndex);
     std::set<std::string> old_paths, new_paths;
     if (old_rec) old_paths.insert(old_rec->paths.begin(), old_rec->paths.end());
     if (new_rec) new_paths.insert(new_rec->paths.begin(), new_rec->paths.end());
@@ -570,7 +571,7 @@ Status Acg::UpdateIndexes(MDB_txn* txn, const FileRecord* old_rec, const FileRec
     }
   }
   // inode: the K-D point.
-  Index* inode = indexes_.at(kInodeIndex);
+  Index* inode = indexes_.At(kInodeIndex);
   if (!new_rec) {
     PROPELLER_RETURN_IF_ERROR(inode->RemovePoint(txn, id));
   } else {
@@ -582,7 +583,7 @@ Status Acg::UpdateIndexes(MDB_txn* txn, const FileRecord* old_rec, const FileRec
   // User indexes: the attribute of the same name.
   for (const IndexSpec& spec : user_specs_) {
     if (!FedByAttribute(spec)) continue;
-    Index* index = indexes_.at(spec.name);
+    Index* index = indexes_.At(spec.name);
     const AttrValue* ov = nullptr;
     const AttrValue* nv = nullptr;
     if (old_rec) {

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "indexnode/index/index.h"
+#include "indexnode/index_table.h"
 #include "common/record.h"
 
 namespace propeller::acg_internal {
@@ -19,24 +20,18 @@ namespace propeller::acg_internal {
 // in-memory state anyway).
 class IndexBatchScope {
  public:
-  explicit IndexBatchScope(std::map<std::string, Index*, std::less<>>* indexes)
-      : indexes_(indexes) {
-    for (auto& [name, index] : *indexes_) index->BeginBatch();
+  explicit IndexBatchScope(const IndexTable* indexes) : indexes_(indexes) {
+    indexes_->ForEach([](Index* index) { index->BeginBatch(); });
   }
   ~IndexBatchScope() {
-    for (auto& [name, index] : *indexes_) index->EndBatch();
+    indexes_->ForEach([](Index* index) { index->EndBatch(); });
   }
   IndexBatchScope(const IndexBatchScope&) = delete;
   IndexBatchScope& operator=(const IndexBatchScope&) = delete;
 
  private:
-  std::map<std::string, Index*, std::less<>>* indexes_;
+  const IndexTable* indexes_;
 };
-
-// The built-in indexes every ACG has (acg.h).
-inline constexpr char kPathIndex[] = "path";
-inline constexpr char kKeywordIndex[] = "keyword";
-inline constexpr char kInodeIndex[] = "inode";
 
 // The keywords of every path of `rec` (PathKeywords), once each.
 inline std::set<std::string> KeywordSet(const FileRecord& rec) {

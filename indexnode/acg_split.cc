@@ -153,7 +153,7 @@ Status Acg::SetAppliedLsn(uint64_t lsn) {
 void Acg::Retire() {
   WriterLock lock(&rw_);
   CloseLocked();
-  indexes_.clear();
+  indexes_.Clear();
   inode_.reset();
   retired_.store(true, std::memory_order_release);
 }

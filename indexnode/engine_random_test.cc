@@ -243,6 +243,13 @@ TEST(EngineKeywordBoxTest, DenseAndSparseKeywordsAgreeWithBruteForce) {
       } else {
         u.op = UpdateOp::kPut;
         gen.RandomizeAttrs(&u.record);
+        // Renames within the ACG: out of the directory every path of ACG 1 was under (its
+        // summary then stops saying that every path holds `firefox`), or into it.
+        if (rnd.OneIn(8)) {
+          u.record.paths = {"/acg" + std::to_string(acg - 1) +
+                            (rnd.OneIn(2) ? "/firefox" : "/fox") + "/r" +
+                            std::to_string(u.record.id.ino) + ".c"};
+        }
       }
       model.Apply(u);
       batch.push_back(std::move(u));

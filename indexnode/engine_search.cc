@@ -171,9 +171,13 @@ Status Engine::Impl::Search(const SearchRequest& req, const std::function<bool(S
   };
   std::vector<AcgCounts> counts(todo.size());
   std::vector<Status> errors(todo.size());
+  std::vector<AcgQueryShape> shapes;
+  shapes.reserve(passes.size());
+  for (const Pass& pass : passes) shapes.push_back(Acg::ShapeOf(*pass.query));
 
   pool_->ParallelFor(todo.size(), [&](size_t i) {
     if (stop.load()) return;
+    if (i + 1 < todo.size()) todo[i + 1]->PrefetchForSearch();
     Acg* acg = todo[i];
     if (acg->busy() && acg->cached() > 0) {
       Status s = CommitAcg(acg);
@@ -210,10 +214,7 @@ Status Engine::Impl::Search(const SearchRequest& req, const std::function<bool(S
     };
     const size_t batch_size =
         req.limit != 0 && !sorted ? std::min<size_t>(kHitBatch, req.limit) : kHitBatch;
-    AcgSearchRequest ar;
-    ar.scope = req.scope;
-    ar.stop = &stop;
-    ar.on_match = [&](const std::string& path, FileRecord& rec) {
+    auto on_match = [&](const std::string& path, FileRecord& rec) {
       if (req.creds) {
         if (req.volume_visible && !req.volume_visible(rec.id.volume)) return true;
         if (!dir_table_.Visible(rec.id.volume, path, *req.creds)) return true;
@@ -222,9 +223,19 @@ Status Engine::Impl::Search(const SearchRequest& req, const std::function<bool(S
       batch.push_back(SearchHit{path, std::move(rec), acg->id()});
       return batch.size() < batch_size || deliver();
     };
-    for (const Pass& pass : passes) {
+    AcgSearchRequest ar;
+    ar.scope = req.scope;
+    ar.stop = &stop;
+    // By a pointer: std::function keeps a capture this small in place, where the lambda's own
+    // captures would be allocated once per ACG.
+    ar.on_match = [m = &on_match](const std::string& path, FileRecord& rec) {
+      return (*m)(path, rec);
+    };
+    for (size_t k = 0; k < passes.size(); ++k) {
+      const Pass& pass = passes[k];
       if (passes.size() > 1 && !acg->MayMatch(pass.query->root())) continue;
       ar.query = pass.query;
+      ar.shape = &shapes[k];
       ar.volume = pass.volume;
       ar.skip_volumes = pass.skip;
       AcgSearchStats as;

@@ -51,7 +51,53 @@ void AcgSummary::Add(const FileRecord& record) {
   AddAttributes(record);
   for (const std::string& path : record.paths) {
     for (const std::string& token : PathKeywords(path)) BloomAdd(token);
+    NarrowCommonDir(path);
   }
+}
+
+void AcgSummary::NarrowCommonDir(std::string_view path) {
+  // The directory of `path`: up to its last '/'. Nothing in common ends as "/", which claims
+  // no keyword.
+  size_t n = path.rfind('/');
+  n = n == std::string_view::npos ? 0 : n + 1;
+  std::string_view dir = path.substr(0, std::min(n, kMaxCommonDir));
+  const size_t before = common_dir_.size();
+  if (common_dir_.empty()) {
+    common_dir_.assign(dir);
+  } else {
+    size_t same = 0;
+    const size_t most = std::min(common_dir_.size(), dir.size());
+    while (same < most && common_dir_[same] == dir[same]) ++same;
+    common_dir_.resize(same);
+  }
+  // Back to a whole directory: "/a/b" of "/a/b/" and "/a/bc/" is "/a/".
+  const size_t slash = common_dir_.rfind('/');
+  common_dir_.resize(slash == std::string::npos ? 0 : slash + 1);
+  if (common_dir_.empty()) common_dir_ = "/";
+  // It only narrows: a change is a change of length.
+  if (common_dir_.size() != before) dir_bits_valid_ = false;
+}
+
+uint64_t AcgSummary::KeywordBits(std::string_view token) {
+  const uint64_t h = HashKey(token);
+  return (uint64_t{1} << (h & 63)) | (uint64_t{1} << ((h >> 6) & 63));
+}
+
+uint64_t AcgSummary::common_dir_bits() const {
+  if (!dir_bits_valid_) {
+    dir_bits_ = 0;
+    if (common_dir_.size() > 1) {
+      for (const std::string& t : PathKeywords(common_dir_)) dir_bits_ |= KeywordBits(t);
+    }
+    dir_bits_valid_ = true;
+  }
+  return dir_bits_;
+}
+
+bool AcgSummary::EveryPathHasKeyword(std::string_view token) const {
+  const uint64_t need = KeywordBits(token);
+  if ((common_dir_bits() & need) != need) return false;
+  return !empty_ && common_dir_.size() > 1 && PathHasKeyword(common_dir_, token);
 }
 
 void AcgSummary::AddAttributes(const FileRecord& record) {
@@ -91,6 +137,7 @@ void AcgSummary::Merge(const AcgSummary& other) {
     classes_[c].max = std::max(classes_[c].max, other.classes_[c].max);
   }
   class_mask_ |= other.class_mask_;
+  if (!other.common_dir_.empty()) NarrowCommonDir(other.common_dir_);
 }
 
 void AcgSummary::BloomAdd(std::string_view key) {
@@ -223,7 +270,7 @@ bool AcgSummary::SizeMtimeMayMatch(const QueryNode& and_node) const {
 }
 
 void AcgSummary::EncodeTo(std::string* out) const {
-  out->push_back(2);
+  out->push_back(3);
   out->push_back(empty_ ? 1 : 0);
   for (int i = 0; i < kNumInodeAxes; ++i) {
     PutI64(min_[i], out);
@@ -234,6 +281,9 @@ void AcgSummary::EncodeTo(std::string* out) const {
     PutI64(classes_[c].min, out);
     PutI64(classes_[c].max, out);
   }
+  out->push_back(static_cast<char>(common_dir_.size() & 0xff));
+  out->push_back(static_cast<char>(common_dir_.size() >> 8));
+  out->append(common_dir_);
 }
 
 Status AcgSummary::DecodeFrom(std::string_view bytes) {
@@ -241,7 +291,21 @@ Status AcgSummary::DecodeFrom(std::string_view bytes) {
   const size_t v2_size = v1_size + kSizeClasses * 16;
   const bool v1 = bytes.size() == v1_size && bytes[0] == 1;
   const bool v2 = bytes.size() == v2_size && bytes[0] == 2;
-  if (!v1 && !v2) return Status::Corruption("ACG summary has an unknown layout");
+  std::string_view dir;
+  bool v3 = false;
+  if (bytes.size() >= v2_size + 2 && bytes[0] == 3) {
+    const size_t n = static_cast<uint8_t>(bytes[v2_size]) |
+                     static_cast<size_t>(static_cast<uint8_t>(bytes[v2_size + 1])) << 8;
+    dir = bytes.substr(v2_size + 2);
+    v3 = dir.size() == n && n <= kMaxCommonDir &&
+         (n == 0 || (dir.front() == '/' && dir.back() == '/'));
+  }
+  if (!bytes.empty() && static_cast<uint8_t>(bytes[0]) > 3) {
+    return Status::Corruption("ACG summary layout " +
+                              std::to_string(static_cast<uint8_t>(bytes[0])) +
+                              " is newer than this program's (3)");
+  }
+  if (!v1 && !v2 && !v3) return Status::Corruption("ACG summary has an unknown layout");
   empty_ = bytes[1] != 0;
   const char* p = bytes.data() + 2;
   for (int i = 0; i < kNumInodeAxes; ++i) {
@@ -251,14 +315,21 @@ Status AcgSummary::DecodeFrom(std::string_view bytes) {
   }
   std::memcpy(bloom_.data(), p, kBloomBytes);
   p += kBloomBytes;
-  has_classes_ = v2;
+  has_classes_ = !v1;
   classes_.fill(ClassTimes{});
   class_mask_ = 0;
-  for (int c = 0; v2 && c < kSizeClasses; ++c, p += 16) {
+  for (int c = 0; !v1 && c < kSizeClasses; ++c, p += 16) {
     classes_[c].min = GetI64(p);
     classes_[c].max = GetI64(p + 8);
     if (classes_[c].min <= classes_[c].max) class_mask_ |= uint64_t{1} << c;
   }
+  // Layouts 1 and 2 did not keep the directory: "/" claims no keyword, and stays "/".
+  if (v3) {
+    common_dir_.assign(dir);
+  } else {
+    common_dir_ = empty_ ? "" : "/";
+  }
+  dir_bits_valid_ = false;
   return Status::OK();
 }
 

@@ -6,7 +6,9 @@
 // for each power-of-two size class, the min/max mtime of the files in it: a conjunction of a
 // size and an mtime range ("size>1g & mtime<1d", the commonest search there is) is pruned
 // unless one file is both large enough and recent enough, where the separate min/max of each
-// axis would keep every partition with one big file and one new one.
+// axis would keep every partition with one big file and one new one. It also holds the
+// deepest directory every path lies under, which tells the planner when a keyword is in every
+// path (EveryPathHasKeyword) and reading its posting chunks would list the whole ACG.
 // It only ever widens as records arrive (deletions do not shrink it), so it stays a correct
 // over-approximation without rescanning; it is rebuilt exactly when an ACG is rebuilt.
 // A false "may match" costs a partition search; a false "cannot match" would lose results and
@@ -50,11 +52,23 @@ class AcgSummary {
   // False only when no record covered by the summary can satisfy `node`.
   bool MayMatch(const QueryNode& node) const;
 
+  // The deepest directory (ending in '/') that every path added so far lies under; "/" when
+  // unknown (a summary decoded from layout 1 or 2), "" while no path was added.
+  const std::string& common_dir() const { return common_dir_; }
+  // Whether `token` (a lowercase keyword) is a keyword of every path the summary covers: it is
+  // one of common_dir()'s. A planning hint, never a filter: verification checks each record.
+  bool EveryPathHasKeyword(std::string_view token) const;
+  // A 64-bit filter of common_dir()'s keywords: KeywordBits(t) are all set in it for each.
+  // What a caller can keep beside the summary and test without the summary's lock.
+  uint64_t common_dir_bits() const;
+  static uint64_t KeywordBits(std::string_view token);
+
   // Persistence in the ACG's meta database. Layout (little-endian):
-  //   u8 version=2 ‖ u8 empty ‖ 6×(i64 min, i64 max) ‖ kBloomBytes bloom bits ‖
-  //   kSizeClasses×(i64 min mtime, i64 max mtime)   (an empty class: min > max)
-  // Version 1 (written before the size classes) is the same without the last part; it decodes
-  // to a summary without them, which prunes on the axes alone until the ACG is rebuilt.
+  //   u8 version=3 ‖ u8 empty ‖ 6×(i64 min, i64 max) ‖ kBloomBytes bloom bits ‖
+  //   kSizeClasses×(i64 min mtime, i64 max mtime) ‖   (an empty class: min > max)
+  //   u16 n ‖ n bytes: common_dir()
+  // Version 2 is the same without the last part, version 1 also without the size classes;
+  // they decode to a summary that prunes on what they hold (a common directory of "/").
   void EncodeTo(std::string* out) const;
   Status DecodeFrom(std::string_view bytes);
 
@@ -63,8 +77,13 @@ class AcgSummary {
   static int SizeClass(int64_t size);
 
   static KdPoint PointOf(const FileRecord& record);
+  // The longest common_dir() kept: a shorter prefix ending in '/' of a common directory is
+  // common too.
+  static constexpr size_t kMaxCommonDir = 1024;
 
  private:
+  // Narrows common_dir_ to a directory that `path` lies under too.
+  void NarrowCommonDir(std::string_view path);
   void BloomAdd(std::string_view key);
   bool BloomMayContain(std::string_view key) const;
   bool PredMayMatch(const Predicate& pred) const;
@@ -87,6 +106,11 @@ class AcgSummary {
   KdPoint max_{};
   std::array<ClassTimes, kSizeClasses> classes_{};
   std::vector<uint8_t> bloom_;
+  std::string common_dir_;
+  // common_dir_bits(), computed when first asked after common_dir_ changed (a commit's
+  // summary of its own records changes it at every record it adds, and is never asked).
+  mutable uint64_t dir_bits_ = 0;
+  mutable bool dir_bits_valid_ = true;
 };
 
 }  // namespace propeller

@@ -165,7 +165,8 @@ TEST(AcgSummaryTest, SizeAndMtimeTogetherNeverPruneAMatch) {
   // A summary written before the size classes (layout 1) decodes and prunes on the axes alone.
   std::string bytes;
   s.EncodeTo(&bytes);
-  std::string v1 = bytes.substr(0, bytes.size() - AcgSummary::kSizeClasses * 16);
+  const size_t v2_size = bytes.size() - 2 - s.common_dir().size();  // without the directory
+  std::string v1 = bytes.substr(0, v2_size - AcgSummary::kSizeClasses * 16);
   v1[0] = 1;
   AcgSummary old;
   ASSERT_TRUE(old.DecodeFrom(v1).ok());
@@ -180,6 +181,89 @@ TEST(AcgSummaryTest, SizeAndMtimeTogetherNeverPruneAMatch) {
   EXPECT_TRUE(fresh.MayMatch(big_new->root()));
 }
 
+// EveryPathHasKeyword is a planning hint the planner trusts to skip a keyword's postings: it
+// must never claim a keyword that some path lacks. Random paths from a few names (some
+// sharing letters, some in capitals), hard links, merges and round trips, against brute force.
+TEST(AcgSummaryTest, CommonDirectoryNeverClaimsAKeywordSomePathLacks) {
+  const uint64_t seed = TestSeed();
+  SCOPED_TRACE("PROPELLER_SEED=" + std::to_string(seed));
+  RecordGen gen(seed);
+  Random& rnd = gen.rnd();
+  const char* kNames[] = {"firefox", "fire", "fox", "Firefox", "firefox.d", "a-firefox", "x"};
+  const char* kTokens[] = {"firefox", "fire", "fox", "d", "a", "x", "proj"};
+  auto random_path = [&] {
+    std::string p = rnd.OneIn(2) ? "/proj" : "";
+    const int depth = 1 + static_cast<int>(rnd.Uniform(4));
+    for (int d = 0; d < depth; ++d) p += std::string("/") + kNames[rnd.Uniform(std::size(kNames))];
+    return p;
+  };
+  int claims = 0;
+  for (int round = 0; round < 400; ++round) {
+    std::vector<std::string> paths;
+    AcgSummary whole, part;
+    const int n = 1 + static_cast<int>(rnd.Uniform(5));
+    for (int i = 0; i < n; ++i) {
+      FileRecord r = gen.NewRecord(FileId{1, static_cast<uint64_t>(i + 1)});
+      // Mostly under one directory, as an ACG's files are; sometimes elsewhere.
+      r.paths = {rnd.OneIn(4) ? random_path() : "/proj/firefox" + random_path()};
+      if (rnd.OneIn(5)) r.paths.push_back(random_path());  // a hard link
+      paths.insert(paths.end(), r.paths.begin(), r.paths.end());
+      (i % 2 == 0 ? whole : part).Add(r);
+    }
+    whole.Merge(part);
+    std::string bytes;
+    whole.EncodeTo(&bytes);
+    AcgSummary loaded;
+    ASSERT_TRUE(loaded.DecodeFrom(bytes).ok());
+    ASSERT_EQ(loaded.common_dir(), whole.common_dir());
+    ASSERT_EQ(whole.common_dir().front(), '/');
+    ASSERT_EQ(whole.common_dir().back(), '/');
+    for (const char* t : kTokens) {
+      bool every = true;
+      for (const std::string& p : paths) every = every && PathHasKeyword(p, t);
+      const bool claimed = loaded.EveryPathHasKeyword(t);
+      ASSERT_TRUE(every || !claimed) << "claims '" << t << "' under " << whole.common_dir();
+      claims += claimed ? 1 : 0;
+    }
+  }
+  EXPECT_GT(claims, 100);  // and it does claim: most rounds share /proj/firefox/
+}
+
+TEST(AcgSummaryTest, CommonDirectoryOfOlderLayoutsClaimsNothing) {
+  RecordGen gen(1);
+  FileRecord r = gen.NewRecord(FileId{1, 1});
+  r.paths = {"/proj/firefox/a.c"};
+  AcgSummary s;
+  s.Add(r);
+  EXPECT_EQ(s.common_dir(), "/proj/firefox/");
+  EXPECT_TRUE(s.EveryPathHasKeyword("firefox"));
+  EXPECT_FALSE(s.EveryPathHasKeyword("a"));  // the file's name is not the directory's
+  r.paths = {"/proj/fire/b.c"};  // a rename: the directory narrows
+  s.Add(r);
+  EXPECT_EQ(s.common_dir(), "/proj/");
+  EXPECT_FALSE(s.EveryPathHasKeyword("firefox"));
+  EXPECT_FALSE(s.EveryPathHasKeyword("fire"));
+  // Layout 2 (without the directory) decodes to "/", which claims nothing and stays "/".
+  std::string bytes;
+  s.EncodeTo(&bytes);
+  std::string v2 = bytes.substr(0, bytes.size() - 2 - s.common_dir().size());
+  v2[0] = 2;
+  AcgSummary old;
+  ASSERT_TRUE(old.DecodeFrom(v2).ok());
+  EXPECT_EQ(old.common_dir(), "/");
+  EXPECT_FALSE(old.EveryPathHasKeyword("proj"));
+  r.paths = {"/proj/firefox/c.c"};
+  old.Add(r);
+  EXPECT_EQ(old.common_dir(), "/");
+  // A directory that is not one is corrupt.
+  std::string bad = bytes;
+  bad[bytes.size() - s.common_dir().size()] = 'p';
+  EXPECT_FALSE(AcgSummary().DecodeFrom(bad).ok());
+  bad = bytes;
+  bad[bytes.size() - s.common_dir().size() - 2] = 3;  // a length that is not the rest's
+  EXPECT_FALSE(AcgSummary().DecodeFrom(bad).ok());
+}
+
 TEST(AcgSummaryTest, RejectsMalformedBytes) {
   AcgSummary s;
   EXPECT_FALSE(s.DecodeFrom("").ok());
@@ -190,6 +274,10 @@ TEST(AcgSummaryTest, RejectsMalformedBytes) {
   EXPECT_FALSE(s.DecodeFrom(good).ok());
   good[0] = 1;  // layout 1 is shorter: a version byte that does not fit the length is corrupt
   EXPECT_FALSE(s.DecodeFrom(good).ok());
+  good[0] = 4;  // a later layout is refused with its number, never misread
+  Status st = s.DecodeFrom(good);
+  EXPECT_FALSE(st.ok());
+  EXPECT_NE(st.ToString().find("ACG summary layout 4 is newer"), std::string::npos) << st.ToString();
 }
 
 }  // namespace
