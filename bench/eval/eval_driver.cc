@@ -493,6 +493,14 @@ int Run(const Options& o) {
   json += ",\"rss_anon_trimmed_bytes\":" + std::to_string(ProcStatusBytes("RssAnon:"));
   json += "}\n";
   session.reset();
+  if (!o.keep) {
+    // A server's tables would otherwise stay in its data directory (10 M files: ~14 GB in
+    // PostgreSQL's, ~9 GB in MariaDB's).
+    if (Status st = sys->Drop(); !st.ok()) {
+      std::fprintf(stderr, "[%s] dropping its data: %s\n", sys->Name().c_str(),
+                   st.ToString().c_str());
+    }
+  }
   sys.reset();
   if (!o.keep) std::filesystem::remove_all(config.work_dir);
   if (!o.out.empty()) {

@@ -69,6 +69,10 @@ class System {
   }
   // A new client connection.
   virtual Result<std::unique_ptr<Session>> Connect() = 0;
+  // Removes what Load stored outside the work directory (a server's database), at the end of
+  // a run without --keep=yes; the driver removes the work directory itself. Sessions must all
+  // be closed first.
+  virtual Status Drop() { return Status::OK(); }
   // Stops the server process(es) and starts them again on the same data (the caller drops
   // caches in between through `between`). Sessions must all be closed first.
   virtual Status Restart(const std::function<void()>& between) = 0;

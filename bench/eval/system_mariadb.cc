@@ -151,6 +151,14 @@ class MariaDb : public System {
     return st;
   }
 
+  Status Drop() override {
+    auto m = Open(config_.mariadb_socket, nullptr);
+    if (!m.ok()) return m.status();
+    Status st = Exec(*m, std::string("DROP DATABASE IF EXISTS ") + kDb);
+    mysql_close(*m);
+    return st;
+  }
+
   Result<std::unique_ptr<Session>> Connect() override {
     auto m = Open(config_.mariadb_socket, kDb);
     if (!m.ok()) return m.status();

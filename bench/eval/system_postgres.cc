@@ -143,6 +143,14 @@ class Postgres : public System {
     return st;
   }
 
+  Status Drop() override {
+    auto admin = Open(config_, "postgres");
+    if (!admin.ok()) return admin.status();
+    Status st = Exec(*admin, std::string("DROP DATABASE IF EXISTS ") + kDb);
+    PQfinish(*admin);
+    return st;
+  }
+
   Result<std::unique_ptr<Session>> Connect() override {
     auto c = Open(config_, kDb);
     if (!c.ok()) return c.status();
