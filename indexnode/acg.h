@@ -91,7 +91,6 @@ struct IndexSpec {
   bool operator==(const IndexSpec&) const = default;
 };
 
-// What a search asks of one ACG.
 // What a query needs of every ACG it searches, computed once per query (Acg::ShapeOf) rather
 // than in each of its 10,000 ACGs.
 struct AcgQueryShape {
@@ -99,6 +98,7 @@ struct AcgQueryShape {
   bool keyword_probe = false;            // it is, or is an AND of, a keyword equality
 };
 
+// What a search asks of one ACG.
 struct AcgSearchRequest {
   const Query* query = nullptr;
   const AcgQueryShape* shape = nullptr;  // Acg::ShapeOf(*query); null: computed per ACG

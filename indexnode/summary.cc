@@ -49,6 +49,8 @@ KdPoint AcgSummary::PointOf(const FileRecord& r) {
 
 void AcgSummary::Add(const FileRecord& record) {
   AddAttributes(record);
+  // A record without a path has no directory in common with the others.
+  if (record.paths.empty()) NarrowCommonDir("");
   for (const std::string& path : record.paths) {
     for (const std::string& token : PathKeywords(path)) BloomAdd(token);
     NarrowCommonDir(path);
@@ -137,7 +139,8 @@ void AcgSummary::Merge(const AcgSummary& other) {
     classes_[c].max = std::max(classes_[c].max, other.classes_[c].max);
   }
   class_mask_ |= other.class_mask_;
-  if (!other.common_dir_.empty()) NarrowCommonDir(other.common_dir_);
+  // (Non-empty, `other` has a common directory: "/" at least.)
+  NarrowCommonDir(other.common_dir_.empty() ? std::string_view("/") : other.common_dir_);
 }
 
 void AcgSummary::BloomAdd(std::string_view key) {
@@ -324,7 +327,8 @@ Status AcgSummary::DecodeFrom(std::string_view bytes) {
     if (classes_[c].min <= classes_[c].max) class_mask_ |= uint64_t{1} << c;
   }
   // Layouts 1 and 2 did not keep the directory: "/" claims no keyword, and stays "/".
-  if (v3) {
+  // "" only while empty: a summary of records has "/" at least.
+  if (v3 && (empty_ || !dir.empty())) {
     common_dir_.assign(dir);
   } else {
     common_dir_ = empty_ ? "" : "/";

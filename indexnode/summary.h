@@ -53,7 +53,8 @@ class AcgSummary {
   bool MayMatch(const QueryNode& node) const;
 
   // The deepest directory (ending in '/') that every path added so far lies under; "/" when
-  // unknown (a summary decoded from layout 1 or 2), "" while no path was added.
+  // unknown (a summary decoded from layout 1 or 2, or a record without a path), "" while
+  // nothing was added.
   const std::string& common_dir() const { return common_dir_; }
   // Whether `token` (a lowercase keyword) is a keyword of every path the summary covers: it is
   // one of common_dir()'s. A planning hint, never a filter: verification checks each record.

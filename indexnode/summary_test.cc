@@ -255,6 +255,14 @@ TEST(AcgSummaryTest, CommonDirectoryOfOlderLayoutsClaimsNothing) {
   r.paths = {"/proj/firefox/c.c"};
   old.Add(r);
   EXPECT_EQ(old.common_dir(), "/");
+  // A record without a path shares no directory: the first record, as a later one.
+  AcgSummary pathless;
+  FileRecord bare = gen.NewRecord(FileId{1, 2});
+  bare.paths.clear();
+  pathless.Add(bare);
+  pathless.Add(r);
+  EXPECT_EQ(pathless.common_dir(), "/");
+  EXPECT_FALSE(pathless.EveryPathHasKeyword("firefox"));
   // A directory that is not one is corrupt.
   std::string bad = bytes;
   bad[bytes.size() - s.common_dir().size()] = 'p';
