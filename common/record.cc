@@ -14,10 +14,6 @@ namespace {
 // path (kMaxQueryBytes).
 constexpr size_t kMaxPathBytes = 64 * 1024;
 
-bool IsAsciiAlnum(unsigned char c) {
-  return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
-}
-
 char AsciiLower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
 
 }  // namespace
@@ -57,29 +53,13 @@ bool PathInScope(std::string_view path, std::string_view scope) {
 
 std::vector<std::string> PathKeywords(std::string_view path) {
   std::vector<std::string> tokens;
-  std::string current;
-  auto finish = [&] {
-    if (current.empty()) return;
+  std::string lowered;
+  ForEachPathToken(path, [&](std::string_view token) {
+    lowered.assign(token);
+    for (char& c : lowered) c = AsciiLower(c);
     // Paths have few tokens (typically < 10), so a linear scan beats building a hash set.
-    bool seen = false;
-    for (const std::string& t : tokens) {
-      if (t == current) {
-        seen = true;
-        break;
-      }
-    }
-    if (!seen) tokens.push_back(current);
-    current.clear();
-  };
-  for (char ch : path) {
-    const auto c = static_cast<unsigned char>(ch);
-    if (IsAsciiAlnum(c) || c >= 0x80) {
-      current += AsciiLower(ch);
-    } else {
-      finish();
-    }
-  }
-  finish();
+    if (std::find(tokens.begin(), tokens.end(), lowered) == tokens.end()) tokens.push_back(lowered);
+  });
   return tokens;
 }
 
@@ -87,16 +67,12 @@ bool PathHasKeyword(std::string_view path, std::string_view token) {
   if (token.empty()) return false;
   size_t i = 0;
   while (i < path.size()) {
-    auto in_token = [&](size_t j) {
-      const auto c = static_cast<unsigned char>(path[j]);
-      return IsAsciiAlnum(c) || c >= 0x80;
-    };
-    if (!in_token(i)) {
+    if (!IsPathTokenByte(path[i])) {
       ++i;
       continue;
     }
     size_t end = i;
-    while (end < path.size() && in_token(end)) ++end;
+    while (end < path.size() && IsPathTokenByte(path[end])) ++end;
     if (end - i == token.size()) {
       size_t k = 0;
       while (k < token.size() && AsciiLower(path[i + k]) == token[k]) ++k;

@@ -115,6 +115,27 @@ bool PathInScope(std::string_view path, std::string_view scope);
 // multibyte sequences) are kept inside tokens when they are >= 0x80, so non-ASCII words survive.
 // "/home/Ann/firefox-bin/x.tar.gz" -> {home, ann, firefox, bin, x, tar, gz}.
 std::vector<std::string> PathKeywords(std::string_view path);
+// Whether byte `c` belongs to a keyword token: an ASCII letter or digit, or >= 0x80.
+inline bool IsPathTokenByte(char c) {
+  const auto u = static_cast<unsigned char>(c);
+  return (u >= '0' && u <= '9') || (u >= 'a' && u <= 'z') || (u >= 'A' && u <= 'Z') || u >= 0x80;
+}
+// Calls fn(token) for each token of `path` as written, repeats included, without allocating
+// (PathKeywords lowercases and deduplicates them).
+template <class Fn>
+void ForEachPathToken(std::string_view path, Fn&& fn) {
+  size_t i = 0;
+  while (i < path.size()) {
+    if (!IsPathTokenByte(path[i])) {
+      ++i;
+      continue;
+    }
+    size_t end = i + 1;
+    while (end < path.size() && IsPathTokenByte(path[end])) ++end;
+    fn(path.substr(i, end - i));
+    i = end;
+  }
+}
 // Whether `token` is one of PathKeywords(path), without building the list (query verification
 // runs it once per candidate). A token with upper-case ASCII letters never matches.
 bool PathHasKeyword(std::string_view path, std::string_view token);

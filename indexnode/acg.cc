@@ -450,7 +450,8 @@ Status Acg::BuildIndex(MDB_txn* txn, Index* index) {
     s = DecodeStored(View(v), &rec);
     if (!s.ok()) break;
     if (name == kInodeIndex) {
-      s = index->InsertPoint(txn, AcgSummary::PointOf(rec), rec.id);
+      s = index->InsertPoint(txn, AcgSummary::PointOf(rec), rec.id,
+                             AcgSummary::RecordKeywordBits(rec));
     } else if (name == kPathIndex) {
       for (const std::string& p : rec.paths) {
         s = index->Insert(txn, AttrValue(p), rec.id);
@@ -515,11 +516,17 @@ Status Acg::ScanPoints(MDB_txn* txn, const KdReserve& reserve, const KdAddPoint&
   MDB_val k, v;
   Status s;
   FileRecord rec;
+  // Each point's tags: the keywords of the record's paths, read where they lie.
+  uint64_t tags = 0;
+  const PathVisitor on_path = [&tags](std::string_view p) {
+    tags |= AcgSummary::PathKeywordBits(p);
+  };
   for (rc = First(cur, &k, &v); rc == 0; rc = Next(cur, &k, &v)) {
     std::string_view bytes;
     s = UnwrapStored(View(v), &bytes);
-    if (s.ok()) s = DecodeRecordHead(bytes, &rec);
-    if (s.ok()) s = add(rec.id, AcgSummary::PointOf(rec));
+    tags = 0;
+    if (s.ok()) s = DecodeRecordHead(bytes, &rec, on_path);
+    if (s.ok()) s = add(rec.id, AcgSummary::PointOf(rec), tags);
     if (!s.ok()) break;
   }
   mdb_cursor_close(cur);

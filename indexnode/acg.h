@@ -489,7 +489,8 @@ class Acg {
   // Calls fn(edge) for every edge in `txn`, in key order; Corruption for a malformed entry.
   Status ScanEdges(MDB_txn* txn, const std::function<void(const StoredEdge&)>& fn);
   Status BuildIndex(MDB_txn* txn, Index* index);
-  // The `inode` K-D tree's source (KdTreeOptions::scan_points): the six axes of every record.
+  // The `inode` K-D tree's source (KdTreeOptions::scan_points): the six axes of every record,
+  // tagged with the keywords of its paths (AcgSummary::RecordKeywordBits).
   // (Called through a std::function by the tree's Load, which the analysis does not follow:
   // every Load of `inode` runs under rw_.)
   Status ScanPoints(MDB_txn* txn, const KdReserve& reserve, const KdAddPoint& add)

@@ -547,8 +547,9 @@ Status Acg::ReadRecord(MDB_txn* txn, FileId id, FileRecord* rec, bool* found) {
 
 Status Acg::UpdateIndexes(MDB_txn* txn, const FileRecord* old_rec, const FileRecord* new_rec) {
   const FileId id = new_rec ? new_rec->id : old_rec->id;
+  const bool paths_changed = !old_rec || !new_rec || old_rec->paths != new_rec->paths;
   // path: one entry per path.
-  if (!old_rec || !new_rec || old_rec->paths != new_rec->paths) {
+  if (paths_changed) {
     Index* path = indexes_.At(kPathIndex);
     Index* keyword = indexes_.At(kKeywordIndex);
     std::set<std::string> old_paths, new_paths;
@@ -570,14 +571,15 @@ Status Acg::UpdateIndexes(MDB_txn* txn, const FileRecord* old_rec, const FileRec
       if (!old_kw.count(t)) PROPELLER_RETURN_IF_ERROR(keyword->Insert(txn, AttrValue(t), id));
     }
   }
-  // inode: the K-D point.
+  // inode: the K-D point, tagged with the keywords of the paths (kdtree_index.h).
   Index* inode = indexes_.At(kInodeIndex);
   if (!new_rec) {
     PROPELLER_RETURN_IF_ERROR(inode->RemovePoint(txn, id));
   } else {
     KdPoint np = AcgSummary::PointOf(*new_rec);
-    if (!old_rec || AcgSummary::PointOf(*old_rec) != np) {
-      PROPELLER_RETURN_IF_ERROR(inode->InsertPoint(txn, np, id));
+    if (paths_changed || AcgSummary::PointOf(*old_rec) != np) {
+      PROPELLER_RETURN_IF_ERROR(
+          inode->InsertPoint(txn, np, id, AcgSummary::RecordKeywordBits(*new_rec)));
     }
   }
   // User indexes: the attribute of the same name.

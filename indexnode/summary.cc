@@ -7,10 +7,12 @@
 namespace propeller {
 namespace {
 
-// FNV-1a then a 64-bit finaliser; two halves give the double-hashing probe sequence.
-uint64_t HashKey(std::string_view key) {
+// FNV-1a then a 64-bit finaliser; two halves give the double-hashing probe sequence. With
+// `lower`, of the key with ASCII letters lowercased (a token as PathKeywords returns it).
+uint64_t HashKey(std::string_view key, bool lower = false) {
   uint64_t h = 1469598103934665603ull;
   for (unsigned char c : key) {
+    if (lower && c >= 'A' && c <= 'Z') c = static_cast<unsigned char>(c - 'A' + 'a');
     h ^= c;
     h *= 1099511628211ull;
   }
@@ -19,6 +21,9 @@ uint64_t HashKey(std::string_view key) {
   h ^= h >> 33;
   return h;
 }
+
+// Two bits of 64 for a token's hash (KeywordBits).
+uint64_t TwoBits(uint64_t h) { return (uint64_t{1} << (h & 63)) | (uint64_t{1} << ((h >> 6) & 63)); }
 
 std::string UidKey(int64_t uid) { return "\x01u" + std::to_string(uid); }
 
@@ -80,9 +85,18 @@ void AcgSummary::NarrowCommonDir(std::string_view path) {
   if (common_dir_.size() != before) dir_bits_valid_ = false;
 }
 
-uint64_t AcgSummary::KeywordBits(std::string_view token) {
-  const uint64_t h = HashKey(token);
-  return (uint64_t{1} << (h & 63)) | (uint64_t{1} << ((h >> 6) & 63));
+uint64_t AcgSummary::KeywordBits(std::string_view token) { return TwoBits(HashKey(token)); }
+
+uint64_t AcgSummary::PathKeywordBits(std::string_view path) {
+  uint64_t bits = 0;
+  ForEachPathToken(path, [&](std::string_view t) { bits |= TwoBits(HashKey(t, /*lower=*/true)); });
+  return bits;
+}
+
+uint64_t AcgSummary::RecordKeywordBits(const FileRecord& record) {
+  uint64_t bits = 0;
+  for (const std::string& p : record.paths) bits |= PathKeywordBits(p);
+  return bits;
 }
 
 uint64_t AcgSummary::common_dir_bits() const {

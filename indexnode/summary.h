@@ -63,6 +63,11 @@ class AcgSummary {
   // What a caller can keep beside the summary and test without the summary's lock.
   uint64_t common_dir_bits() const;
   static uint64_t KeywordBits(std::string_view token);
+  // The OR of KeywordBits(t) over every t of PathKeywords(path), without building the list; and
+  // over every path of a record. The `inode` K-D tree keeps the latter per file as its tags
+  // (kdtree_index.h), so a keyword is tested against a file in memory.
+  static uint64_t PathKeywordBits(std::string_view path);
+  static uint64_t RecordKeywordBits(const FileRecord& record);
 
   // Persistence in the ACG's meta database. Layout (little-endian):
   //   u8 version=3 ‖ u8 empty ‖ 6×(i64 min, i64 max) ‖ kBloomBytes bloom bits ‖

@@ -229,6 +229,36 @@ TEST(AcgSummaryTest, CommonDirectoryNeverClaimsAKeywordSomePathLacks) {
   EXPECT_GT(claims, 100);  // and it does claim: most rounds share /proj/firefox/
 }
 
+// The K-D tree's tags of a file (PathKeywordBits, computed without building the token list)
+// are exactly the KeywordBits of its paths' PathKeywords: upper case, digits, bytes >= 0x80,
+// repeats and every separator included. A bit too few would hide the file from a keyword query.
+TEST(AcgSummaryTest, PathKeywordBitsAreThoseOfPathKeywords) {
+  const uint64_t seed = TestSeed();
+  SCOPED_TRACE("PROPELLER_SEED=" + std::to_string(seed));
+  Random rnd(seed);
+  const std::string kBytes = "aZz09/._- ~Fx\xc3\xa9\x80\xff/";
+  for (int round = 0; round < 5000; ++round) {
+    FileRecord r;
+    const int links = static_cast<int>(rnd.Uniform(3));
+    uint64_t want = 0;
+    for (int l = 0; l < links; ++l) {
+      std::string path = "/";
+      const int n = static_cast<int>(rnd.Uniform(40));
+      for (int i = 0; i < n; ++i) path += kBytes[rnd.Uniform(kBytes.size())];
+      uint64_t bits = 0;
+      for (const std::string& t : PathKeywords(path)) bits |= AcgSummary::KeywordBits(t);
+      ASSERT_EQ(AcgSummary::PathKeywordBits(path), bits) << path;
+      want |= bits;
+      r.paths.push_back(path);
+    }
+    ASSERT_EQ(AcgSummary::RecordKeywordBits(r), want);
+  }
+  EXPECT_EQ(AcgSummary::PathKeywordBits("/Home/FIREFOX-17/x.tar.gz"),
+            AcgSummary::KeywordBits("home") | AcgSummary::KeywordBits("firefox") |
+                AcgSummary::KeywordBits("17") | AcgSummary::KeywordBits("x") |
+                AcgSummary::KeywordBits("tar") | AcgSummary::KeywordBits("gz"));
+}
+
 TEST(AcgSummaryTest, CommonDirectoryOfOlderLayoutsClaimsNothing) {
   RecordGen gen(1);
   FileRecord r = gen.NewRecord(FileId{1, 1});

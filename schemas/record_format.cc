@@ -383,8 +383,10 @@ void EncodeRecord(const FileRecord& record, std::string* out) {
 // valid and corrupted encodings); records nested in wire messages still go through the tree.
 namespace {
 
-// DecodeRecord, or with whole = false DecodeRecordHead (record_format.h).
-Status DecodeRecordFields(std::string_view bytes, FileRecord* record, bool whole) {
+// DecodeRecord, or with whole = false DecodeRecordHead (record_format.h); on_path, when set, is
+// called with each path.
+Status DecodeRecordFields(std::string_view bytes, FileRecord* record, bool whole,
+                          const PathVisitor* on_path = nullptr) {
   using msgpack_util::Bad;
   constexpr std::string_view kWhat = "record";
   constexpr size_t kRecordDepth = 1;  // the record array; its fields sit at depth 2
@@ -396,6 +398,9 @@ Status DecodeRecordFields(std::string_view bytes, FileRecord* record, bool whole
     Status s = msgpack_util::ParseAndDecode(
         kWhat, bytes, bytes.size(), msgpack_util::kMaxDepth,
         [record](const msgpack::object& o) { return msgpack_util::DecodeRecordObject(o, record); });
+    if (s.ok() && on_path != nullptr) {
+      for (const std::string& p : r.paths) (*on_path)(p);
+    }
     if (!whole) {
       r.paths.clear();
       r.attrs.clear();
@@ -418,6 +423,7 @@ Status DecodeRecordFields(std::string_view bytes, FileRecord* record, bool whole
   for (uint64_t i = 0; i < num_paths; ++i) {
     std::string_view path;
     if (!in.ReadStr(&path)) return Bad(kWhat, "paths", "has a non-string");
+    if (on_path != nullptr) (*on_path)(path);
     if (!whole) continue;
     if (kept < r.paths.size()) {
       r.paths[kept].assign(path);
@@ -509,6 +515,10 @@ Status DecodeRecord(std::string_view bytes, FileRecord* record) {
 
 Status DecodeRecordHead(std::string_view bytes, FileRecord* record) {
   return DecodeRecordFields(bytes, record, /*whole=*/false);
+}
+
+Status DecodeRecordHead(std::string_view bytes, FileRecord* record, const PathVisitor& on_path) {
+  return DecodeRecordFields(bytes, record, /*whole=*/false, &on_path);
 }
 
 void EncodeUpdateBatch(std::span<const Update> updates, std::string* out) {

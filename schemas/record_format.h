@@ -39,6 +39,10 @@ Status DecodeRecord(std::string_view bytes, FileRecord* record);
 // those fields as DecodeRecord does; what follows them is not read. (An ACG's K-D tree loads
 // its points this way.)
 Status DecodeRecordHead(std::string_view bytes, FileRecord* record);
+// As DecodeRecordHead, calling on_path with each of the record's paths (views into `bytes`),
+// still without copying them. (The K-D tree's tags are the keywords of the paths.)
+using PathVisitor = std::function<void(std::string_view)>;
+Status DecodeRecordHead(std::string_view bytes, FileRecord* record, const PathVisitor& on_path);
 
 // A record as an ACG stores it (the `files` and `dirs` databases), since ACG format 2: the
 // byte 0xC1, the masked CRC-32C (common/crc32c.h) of the record's bytes (4 bytes, little-

@@ -154,7 +154,8 @@ class BTreeIndex final : public Index {
     return Status::OK();
   }
 
-  Status InsertPoint(MDB_txn*, const KdPoint&, FileId) override {
+  using Index::InsertPoint;
+  Status InsertPoint(MDB_txn*, const KdPoint&, FileId, uint64_t) override {
     return Status::NotSupported("btree index " + name_ + ": InsertPoint");
   }
   Status RemovePoint(MDB_txn*, FileId) override {

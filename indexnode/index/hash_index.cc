@@ -317,7 +317,8 @@ class HashIndex final : public Index {
     return Status::OK();
   }
 
-  Status InsertPoint(MDB_txn*, const KdPoint&, FileId) override {
+  using Index::InsertPoint;
+  Status InsertPoint(MDB_txn*, const KdPoint&, FileId, uint64_t) override {
     return Status::NotSupported("hash index " + name_ + ": InsertPoint");
   }
   Status RemovePoint(MDB_txn*, FileId) override {

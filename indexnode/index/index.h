@@ -66,6 +66,8 @@ struct IndexQuery {
   // kBox: per axis inclusive bounds; unset = unbounded on that side.
   std::array<std::optional<int64_t>, kNumInodeAxes> box_lo{};
   std::array<std::optional<int64_t>, kNumInodeAxes> box_hi{};
+  // kBox: bits every candidate's tags must have (Index::InsertPoint); 0 = no condition.
+  uint64_t box_tags = 0;
 };
 
 // Called once per candidate id; return false to stop early.
@@ -82,8 +84,15 @@ class Index {
   virtual Status Insert(MDB_txn* txn, const AttrValue& value, FileId id) = 0;
   // Removes the entry (value, id); OK when absent.
   virtual Status Remove(MDB_txn* txn, const AttrValue& value, FileId id) = 0;
-  // kdtree only (others: NotSupported). Insert replaces any previous point of `id`.
-  virtual Status InsertPoint(MDB_txn* txn, const KdPoint& point, FileId id) = 0;
+  // kdtree only (others: NotSupported). Insert replaces any previous point of `id`. `tags` is
+  // the caller's 64-bit filter of what else the file has (the ACG's `inode` tree: its paths'
+  // KeywordBits, summary.h); a box query with box_tags keeps only points whose tags hold all
+  // of them. The three-argument form gives every bit, which every such query keeps.
+  virtual Status InsertPoint(MDB_txn* txn, const KdPoint& point, FileId id, uint64_t tags) = 0;
+  Status InsertPoint(MDB_txn* txn, const KdPoint& point, FileId id) {
+    return InsertPoint(txn, point, id, kAllTags);
+  }
+  static constexpr uint64_t kAllTags = ~uint64_t{0};
   virtual Status RemovePoint(MDB_txn* txn, FileId id) = 0;
 
   // Calls fn for each candidate id of q (each id at most once). NotSupported when this

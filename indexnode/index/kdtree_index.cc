@@ -46,6 +46,9 @@
 #include "indexnode/index/kdtree_index.h"
 
 #include <nanoflann.hpp>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #include <algorithm>
 #include <array>
@@ -171,6 +174,26 @@ uint32_t TagOf(uint64_t hash) { return static_cast<uint32_t>(hash >> 58) << kSlo
 // Smallest power of two >= kMinBuckets holding n entries at load <= 0.7.
 size_t BucketsFor(size_t n) { return std::max(kMinBuckets, std::bit_ceil(n * 10 / 7 + 1)); }
 
+// Bit i set when the interval [los[i], his[i]] meets [lo, hi], for i < n <= 32 (with
+// los == his: when lo <= v[i] <= hi). Four at a time with SSE2 (every x86-64 has it): a box
+// query tests whole leaves of one column, where a compare and a branch per code were 30% of
+// `keyword=firefox & mtime<1w` at 10 M files (perf).
+uint32_t Overlaps(const float* los, const float* his, uint32_t n, float lo, float hi) {
+  uint32_t mask = 0;
+  uint32_t i = 0;
+#ifdef __SSE2__
+  const __m128 vlo = _mm_set1_ps(lo);
+  const __m128 vhi = _mm_set1_ps(hi);
+  for (; i + 4 <= n; i += 4) {
+    const __m128 meets = _mm_and_ps(_mm_cmpge_ps(_mm_loadu_ps(his + i), vlo),
+                                    _mm_cmple_ps(_mm_loadu_ps(los + i), vhi));
+    mask |= static_cast<uint32_t>(_mm_movemask_ps(meets)) << i;
+  }
+#endif
+  for (; i < n; ++i) mask |= uint32_t{his[i] >= lo && los[i] <= hi} << i;
+  return mask;
+}
+
 // The codes of an axis-aligned int64 box (unbounded sides: infinite).
 struct Box {
   std::array<float, kDims> lo;
@@ -178,6 +201,7 @@ struct Box {
   std::array<int, kDims> axes;  // the bounded axes, checked per point
   int num_axes = 0;
   bool empty = false;  // no int64 point can be inside
+  uint64_t tags = 0;   // IndexQuery::box_tags: bits a point's tags must all have
 
   // Whether slot `s` of the columns `cols` (one per axis) is inside: only the bounded axes
   // are read, one float each.
@@ -199,6 +223,28 @@ struct Box {
     }
     return true;
   }
+  // Bit i set when slot begin + i is inside, for i < n <= 32 (ContainsAt of each).
+  uint32_t ContainsMask(const std::array<std::vector<float>, kDims>& cols, size_t begin,
+                        uint32_t n) const {
+    uint32_t mask = n == 32 ? ~uint32_t{0} : (uint32_t{1} << n) - 1;
+    for (int k = 0; k < num_axes && mask != 0; ++k) {
+      const int a = axes[k];
+      const float* col = cols[a].data() + begin;
+      mask &= Overlaps(col, col, n, lo[a], hi[a]);
+    }
+    return mask;
+  }
+  // Bit i set when bounding box begin + i of los/his meets this box, for i < n <= 32.
+  uint32_t MeetsMask(const std::array<std::vector<float>, kDims>& los,
+                     const std::array<std::vector<float>, kDims>& his, size_t begin,
+                     uint32_t n) const {
+    uint32_t mask = n == 32 ? ~uint32_t{0} : (uint32_t{1} << n) - 1;
+    for (int k = 0; k < num_axes && mask != 0; ++k) {
+      const int a = axes[k];
+      mask &= Overlaps(los[a].data() + begin, his[a].data() + begin, n, lo[a], hi[a]);
+    }
+    return mask;
+  }
 };
 
 Box MakeBox(const IndexQuery& q) {
@@ -210,6 +256,7 @@ Box MakeBox(const IndexQuery& q) {
     if (q.box_lo[a] || q.box_hi[a]) box.axes[box.num_axes++] = a;
     if (q.box_lo[a] && q.box_hi[a] && *q.box_lo[a] > *q.box_hi[a]) box.empty = true;
   }
+  box.tags = q.box_tags;
   return box;
 }
 
@@ -227,7 +274,8 @@ class KdTreeIndex final : public Index {
   Status Remove(MDB_txn*, const AttrValue&, FileId) override {
     return Status::NotSupported("kdtree index " + name_ + ": use RemovePoint");
   }
-  Status InsertPoint(MDB_txn* txn, const KdPoint& point, FileId id) override;
+  using Index::InsertPoint;
+  Status InsertPoint(MDB_txn* txn, const KdPoint& point, FileId id, uint64_t tags) override;
   Status RemovePoint(MDB_txn* txn, FileId id) override;
   Status Search(MDB_txn* txn, const IndexQuery& q, const IdCallback& fn) const override;
   Status FilterBox(const IndexQuery& q, std::vector<FileId>* ids) const override;
@@ -250,7 +298,7 @@ class KdTreeIndex final : public Index {
   Status LoadPoints(MDB_txn* txn);
   // LoadPoints' steps: room for n points; one point (ids come once each).
   void ReserveLoad(uint64_t n);
-  Status AddLoaded(FileId id, const KdPoint& point);
+  Status AddLoaded(FileId id, const KdPoint& point, uint64_t tags);
   // Whether points live in this index's own database (dbi_) rather than behind scan_points.
   bool own_db() const { return !options_.scan_points; }
   // Everything a rebuild replaces, so a rebuild can construct the new one aside and swap it in
@@ -258,6 +306,9 @@ class KdTreeIndex final : public Index {
   struct Store {
     std::array<std::vector<float>, kDims> cols;  // cols[a][slot]: the slot's code on axis a
     std::vector<uint64_t> inos;
+    // tags[slot]: the point's tags (InsertPoint). Not part of the geometry: a new tag for an
+    // unchanged point is written in place.
+    std::vector<uint64_t> tags;
     // The slots' volumes: every slot's is volume0 while `volumes` is empty — an ACG's files
     // are nearly always on one volume, and a lookup then reads no volume (one cache miss less
     // per candidate in FilterBox, 4 B less per slot) — else volumes[slot].
@@ -283,6 +334,8 @@ class KdTreeIndex final : public Index {
     bool NeedsVolumes(uint32_t volume) const {
       return volumes.empty() && !inos.empty() && volume != volume0;
     }
+    // Whether the slot's tags have every bit of `want`.
+    bool HasTags(uint32_t slot, uint64_t want) const { return (tags[slot] & want) == want; }
     // Whether the slot holds `code`: axis by axis, so a changed point (an update's usual case:
     // its size or mtime moved) costs one column's cache miss, not six.
     bool Holds(uint32_t slot, const Code& code) const {
@@ -298,12 +351,13 @@ class KdTreeIndex final : public Index {
     }
     // Appends a slot. REQUIRES: room reserved in every vector (ReserveOneMore) when the
     // caller must not throw.
-    void Push(const Code& code, FileId id) {
+    void Push(const Code& code, FileId id, uint64_t tag) {
       if (NeedsVolumes(id.volume)) volumes.assign(inos.size(), volume0);
       if (inos.empty() && volumes.empty()) volume0 = id.volume;
       if (!volumes.empty()) volumes.push_back(id.volume);
       for (int a = 0; a < kDims; ++a) cols[a].push_back(code[a]);
       inos.push_back(id.ino);
+      tags.push_back(tag);
       dead.push_back(false);
     }
     // Takes the leaves' ends (ascending, the last one slots()) and computes their boxes and
@@ -312,6 +366,7 @@ class KdTreeIndex final : public Index {
     void Reserve(size_t n) {
       for (auto& c : cols) c.reserve(n);
       inos.reserve(n);
+      tags.reserve(n);
       if (!volumes.empty()) volumes.reserve(n);
       dead.reserve(n);
     }
@@ -444,6 +499,7 @@ void KdTreeIndex::Store::ReserveOneMore(bool new_id, uint32_t live, uint32_t vol
   };
   for (auto& c : cols) grow(c);
   grow(inos);
+  grow(tags);
   if (NeedsVolumes(volume)) {
     // Push will fill it: room for every slot and the new one.
     volumes.reserve(inos.capacity());
@@ -495,7 +551,7 @@ Status KdTreeIndex::Rebuild() const {
       // bounding box; the tree itself goes with `built`.
       for (uint32_t i : built.tree.vAcc) {
         const uint32_t s = order[i];
-        next.Push(store_.PointAt(s), store_.IdAt(s));
+        next.Push(store_.PointAt(s), store_.IdAt(s), store_.tags[s]);
       }
       std::vector<uint32_t> ends;
       std::vector<const TreeNode*> stack{built.tree.root_node};
@@ -550,13 +606,17 @@ Status KdTreeIndex::PutPoint(MDB_txn* txn, FileId id, const KdPoint& point) {
   return Status::OK();
 }
 
-Status KdTreeIndex::InsertPoint(MDB_txn* txn, const KdPoint& point, FileId id) {
+Status KdTreeIndex::InsertPoint(MDB_txn* txn, const KdPoint& point, FileId id, uint64_t tags) {
   if (!loaded_) return PutPoint(txn, id, point);
   uint64_t hash = HashId(id);
   int64_t pos = store_.FindBucket(id, hash);
   const Code code = CodeOf(point);
   if (pos >= 0 && store_.Holds(store_.buckets[pos] & kSlotMask, code)) {
-    return PutPoint(txn, id, point);  // unchanged in memory; keep LMDB authoritative
+    // Unchanged in memory but for the tags, which no tree structure depends on; keep LMDB
+    // authoritative.
+    PROPELLER_RETURN_IF_ERROR(PutPoint(txn, id, point));
+    store_.tags[store_.buckets[pos] & kSlotMask] = tags;
+    return Status::OK();
   }
   if (store_.slots() >= kMaxKdTreeSlots) {
     if (store_.dead_total > 0) {
@@ -577,7 +637,7 @@ Status KdTreeIndex::InsertPoint(MDB_txn* txn, const KdPoint& point, FileId id) {
   PROPELLER_RETURN_IF_ERROR(PutPoint(txn, id, point));
 
   const uint32_t slot = store_.slots();
-  store_.Push(code, id);
+  store_.Push(code, id, tags);
   if (pos >= 0) {
     const uint32_t old = store_.buckets[pos] & kSlotMask;
     store_.dead[old] = true;
@@ -671,6 +731,7 @@ Status KdTreeIndex::FilterBox(const IndexQuery& q, std::vector<FileId>* ids) con
           __builtin_prefetch(&st.inos[slot]);
           if (!st.volumes.empty()) __builtin_prefetch(&st.volumes[slot]);
           for (int k = 0; k < box.num_axes; ++k) __builtin_prefetch(&st.cols[box.axes[k]][slot]);
+          if (box.tags != 0) __builtin_prefetch(&st.tags[slot]);
           break;
         }
       }
@@ -678,7 +739,9 @@ Status KdTreeIndex::FilterBox(const IndexQuery& q, std::vector<FileId>* ids) con
     for (size_t i = begin; i < end; ++i) {
       const FileId id = (*ids)[i];
       const int64_t pos = st.FindBucket(id, hashes[i - begin]);
-      if (pos >= 0 && box.ContainsAt(st.cols, st.buckets[pos] & kSlotMask)) (*ids)[kept++] = id;
+      if (pos < 0) continue;
+      const uint32_t slot = st.buckets[pos] & kSlotMask;
+      if (box.ContainsAt(st.cols, slot) && st.HasTags(slot, box.tags)) (*ids)[kept++] = id;
     }
   }
   ids->resize(kept);
@@ -692,21 +755,30 @@ Status KdTreeIndex::Search(MDB_txn* /*txn*/, const IndexQuery& q, const IdCallba
   if (box.empty) return Status::OK();
   const Store& st = store_;
 
+  // 32 slots at a time: which are inside (one mask per axis), then of those the live ones
+  // with the tags.
   auto scan = [&](uint32_t begin, uint32_t end) {
-    for (uint32_t s = begin; s < end; ++s) {
-      if (box.ContainsAt(st.cols, s) && !st.dead[s] && !fn(st.IdAt(s))) return false;
+    for (uint32_t b = begin; b < end; b += 32) {
+      const uint32_t n = std::min<uint32_t>(32, end - b);
+      for (uint32_t in = box.ContainsMask(st.cols, b, n); in != 0; in &= in - 1) {
+        const uint32_t s = b + static_cast<uint32_t>(std::countr_zero(in));
+        if (st.HasTags(s, box.tags) && !st.dead[s] && !fn(st.IdAt(s))) return false;
+      }
     }
     return true;
   };
 
   // The leaves, a block of them at a time: a block or leaf whose box misses the query's holds
   // no match (every code it bounds is outside), and a leaf that meets it is scanned.
+  static_assert(kLeavesPerBlock <= 32);
   const size_t leaves = st.leaf_end.size();
   for (size_t j = 0; j * kLeavesPerBlock < leaves; ++j) {
     if (!box.Meets(st.block_lo, st.block_hi, j)) continue;
-    const size_t last = std::min(leaves, (j + 1) * kLeavesPerBlock);
-    for (size_t k = j * kLeavesPerBlock; k < last; ++k) {
-      if (!box.Meets(st.leaf_lo, st.leaf_hi, k)) continue;
+    const size_t first = j * kLeavesPerBlock;
+    const uint32_t n = static_cast<uint32_t>(std::min(leaves - first, kLeavesPerBlock));
+    const uint32_t meets = box.MeetsMask(st.leaf_lo, st.leaf_hi, first, n);
+    for (uint32_t m = meets; m != 0; m &= m - 1) {
+      const size_t k = first + static_cast<size_t>(std::countr_zero(m));
       if (!scan(k == 0 ? 0 : st.leaf_end[k - 1], st.leaf_end[k])) return Status::OK();
     }
   }
@@ -720,6 +792,7 @@ uint64_t KdTreeIndex::MemoryBytes() const {
   uint64_t bytes = sizeof(*this) + name_.capacity() + key_buf_.capacity() + value_buf_.capacity();
   for (const auto& c : st.cols) bytes += c.capacity() * sizeof(float);
   bytes += st.inos.capacity() * sizeof(uint64_t);
+  bytes += st.tags.capacity() * sizeof(uint64_t);
   bytes += st.volumes.capacity() * sizeof(uint32_t);
   bytes += st.dead.capacity() / 8;
   bytes += st.buckets.capacity() * sizeof(uint32_t);
@@ -774,12 +847,12 @@ void KdTreeIndex::ReserveLoad(uint64_t n) {
   store_.Reserve(std::min<uint64_t>(n, kMaxKdTreeSlots));
 }
 
-Status KdTreeIndex::AddLoaded(FileId id, const KdPoint& point) {
+Status KdTreeIndex::AddLoaded(FileId id, const KdPoint& point, uint64_t tags) {
   if (store_.slots() >= kMaxKdTreeSlots) {
     return Status::ResourceExhausted("kdtree index " + name_ + ": too many points");
   }
   // Each id comes once (unique keys), so the table needs no lookup; Rebuild fills it.
-  store_.Push(CodeOf(point), id);
+  store_.Push(CodeOf(point), id, tags);
   ++live_;
   return Status::OK();
 }
@@ -789,7 +862,9 @@ Status KdTreeIndex::LoadPoints(MDB_txn* txn) {
     if (!own_db()) {
       PROPELLER_RETURN_IF_ERROR(options_.scan_points(
           txn, [this](uint64_t n) { ReserveLoad(n); },
-          [this](FileId id, const KdPoint& point) { return AddLoaded(id, point); }));
+          [this](FileId id, const KdPoint& point, uint64_t tags) {
+            return AddLoaded(id, point, tags);
+          }));
       // Rebuild compacts (nothing is dead), builds the tree and fills the id table.
       return Rebuild();
     }
@@ -824,7 +899,8 @@ Status KdTreeIndex::LoadPoints(MDB_txn* txn) {
       KdPoint point;
       const char* bytes = static_cast<const char*>(value.mv_data);
       for (int a = 0; a < kDims; ++a) point[a] = DecodeOrderedI64(std::string_view(bytes + 8 * a, 8));
-      PROPELLER_RETURN_IF_ERROR(AddLoaded(id, point));
+      // Tags are not stored: every bit, which every tag filter keeps (Index::InsertPoint).
+      PROPELLER_RETURN_IF_ERROR(AddLoaded(id, point, kAllTags));
     }
     if (rc != MDB_NOTFOUND) return LmdbStatus(rc, "kdtree index " + name_ + ": scan");
   } catch (const std::bad_alloc&) {

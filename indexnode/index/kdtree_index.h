@@ -22,7 +22,12 @@
 //     (over doubles computed from the codes by a monotone per-axis map), each leaf with the
 //     bounding box of its codes and each 16 leaves with theirs; the tree itself is freed.
 //     Slots appended since the build (the "delta") are scanned linearly;
-//   - an open-addressing table FileId -> live slot.
+//   - an open-addressing table FileId -> live slot;
+//   - per slot the caller's 64-bit tags (Index::InsertPoint; for the ACG's `inode` tree the
+//     keyword bits of the file's paths), 8 bytes, kept in memory only: a tree with its own
+//     database loads every point with every bit set. A box query's box_tags keeps the slots
+//     whose tags have all of them, so `keyword=firefox & mtime<1w` is answered from memory
+//     in an ACG where no recent file has `firefox` (a false "has" is verified away).
 //   An update tombstones the old slot and appends a new one (nanoflann cannot move a point).
 //   Search returns a SUPERSET of the exact answer (index.h allows it; callers verify): exactly
 //   the ids whose codes lie in the box of the bounds' codes. Coordinates below 2^24 in absolute
@@ -60,9 +65,9 @@ namespace propeller {
 
 // A point source (KdTreeOptions::scan_points) is called with a transaction to read through, a
 // `reserve` to call first with the number of points when known, and an `add` to call once per
-// file (an error from `add` must be returned).
+// file with its point and tags (an error from `add` must be returned).
 using KdReserve = std::function<void(uint64_t)>;
-using KdAddPoint = std::function<Status(FileId, const KdPoint&)>;
+using KdAddPoint = std::function<Status(FileId, const KdPoint&, uint64_t tags)>;
 using KdPointScan = std::function<Status(MDB_txn*, const KdReserve&, const KdAddPoint&)>;
 
 // Tuning knobs; the defaults are what OpenIndex uses. Tests shrink them to exercise rebuilds.

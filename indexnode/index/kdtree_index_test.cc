@@ -179,7 +179,7 @@ class Harness {
       options_.scan_points = [this](MDB_txn*, const KdReserve& reserve, const KdAddPoint& add) {
         ++scans_;
         reserve(model_.size());
-        for (const auto& [id, point] : model_) PROPELLER_RETURN_IF_ERROR(add(id, point));
+        for (const auto& [id, point] : model_) PROPELLER_RETURN_IF_ERROR(add(id, point, TagsOf(id)));
         return Status::OK();
       };
     }
@@ -194,6 +194,8 @@ class Harness {
     if (txn_ != nullptr) Commit(txn_);
     txn_ = nullptr;
     index_.reset();
+    // Tags live in memory only: reloaded from the index's own database, a point has every bit.
+    if (!options_.scan_points) tags_.clear();
     env_.Close();
     env_.Open();
     txn_ = BeginWrite(env_.env());
@@ -219,13 +221,31 @@ class Harness {
     Status st = index_->InsertPoint(txn_, p, id);
     ASSERT_TRUE(st.ok()) << st.ToString();
     model_[id] = p;
+    tags_.erase(id);
+    flat_dirty_ = true;
+  }
+  // As Insert, with tags (Index::InsertPoint); from now on queries carry random box_tags.
+  void InsertTagged(FileId id, const KdPoint& p, uint64_t tags) {
+    Status st = index_->InsertPoint(txn_, p, id, tags);
+    ASSERT_TRUE(st.ok()) << st.ToString();
+    model_[id] = p;
+    tags_[id] = tags;
+    tagged_ = true;
     flat_dirty_ = true;
   }
   void Remove(FileId id) {
     Status st = index_->RemovePoint(txn_, id);
     ASSERT_TRUE(st.ok()) << st.ToString();
+    tags_.erase(id);
     flat_dirty_ = model_.erase(id) > 0 || flat_dirty_;
   }
+  // What the index was told of id's tags (every bit when it was inserted without).
+  uint64_t TagsOf(FileId id) const {
+    auto it = tags_.find(id);
+    return it == tags_.end() ? Index::kAllTags : it->second;
+  }
+  // Tags drawn from 6 bits, so that a query's one or two bits keep some points and not others.
+  uint64_t RandomTags() { return static_cast<uint64_t>(gen_.Uniform(0, 63)) << 10; }
 
   // A random box: each axis unbounded, one-sided or two-sided; bounds are often existing
   // coordinates (ties), sometimes ±1 off them, sometimes fresh values; lo == hi sometimes.
@@ -260,6 +280,10 @@ class Harness {
         q.box_hi[a] = y;
       }
     }
+    if (tagged_ && gen_.Chance(0.7)) {
+      q.box_tags = uint64_t{1} << (10 + gen_.Uniform(0, 5));
+      if (gen_.Chance(0.3)) q.box_tags |= uint64_t{1} << (10 + gen_.Uniform(0, 5));
+    }
     return q;
   }
 
@@ -269,8 +293,13 @@ class Harness {
       flat_dirty_ = false;
     }
     const std::vector<FileId> got = Collect(*index_, txn_, q);
-    EXPECT_EQ(got, BruteForce(flat_, q)) << DescribeQuery(q);
-    const std::vector<FileId> exact = BruteForce(flat_, q, /*exact=*/true);
+    // The oracle's geometry, then the tags: a point is kept when its tags have all box_tags.
+    auto by_tags = [&](std::vector<FileId> ids) {
+      std::erase_if(ids, [&](FileId id) { return (TagsOf(id) & q.box_tags) != q.box_tags; });
+      return ids;
+    };
+    EXPECT_EQ(got, by_tags(BruteForce(flat_, q))) << DescribeQuery(q) << " tags " << q.box_tags;
+    const std::vector<FileId> exact = by_tags(BruteForce(flat_, q, /*exact=*/true));
     EXPECT_TRUE(std::includes(got.begin(), got.end(), exact.begin(), exact.end()))
         << "missed a match: " << DescribeQuery(q);
     // FilterBox keeps of any candidate set exactly what Search answers: a sample of the
@@ -298,12 +327,21 @@ class Harness {
   void RunStream(int ops, uint64_t id_pool, int query_every) {
     for (int i = 0; i < ops && !::testing::Test::HasFailure(); ++i) {
       const int64_t r = gen_.Uniform(0, 99);
+      // With tags: the same point with new tags changes them in place.
+      auto put = [&](FileId id, const KdPoint& p) {
+        if (tagged_) {
+          InsertTagged(id, p, RandomTags());
+        } else {
+          Insert(id, p);
+        }
+      };
       if (r < 45) {
-        Insert(RandomId(id_pool), gen_.Point());
+        put(RandomId(id_pool), gen_.Point());
       } else if (r < 55 && !model_.empty()) {  // re-insert an existing id, new or same point
         auto it = model_.begin();
         std::advance(it, gen_.Uniform(0, std::min<int64_t>(model_.size() - 1, 200)));
-        Insert(it->first, gen_.Chance(0.5) ? it->second : gen_.Point());
+        const KdPoint p = gen_.Chance(0.5) ? it->second : gen_.Point();
+        put(it->first, p);
       } else if (r < 80) {
         Remove(RandomId(id_pool));  // often absent
       } else if (r < 82) {
@@ -330,6 +368,8 @@ class Harness {
   MDB_txn* txn_ = nullptr;
   std::unique_ptr<Index> index_;
   std::map<FileId, KdPoint> model_;
+  std::map<FileId, uint64_t> tags_;  // ids inserted with tags (InsertTagged)
+  bool tagged_ = false;
   FlatModel flat_;  // model_ flattened for the oracle, refreshed when flat_dirty_
   bool flat_dirty_ = true;
   int scans_ = 0;  // calls of scan_points
@@ -415,6 +455,29 @@ INSTANTIATE_TEST_SUITE_P(
                       StreamCase{50000, 5000, 250, 150, Profile::kMixed, true},
                       StreamCase{1000, 3000, 10, 300, Profile::kRealistic, false, 1},
                       StreamCase{50000, 5000, 250, 150, Profile::kMixed, true, 1}));
+
+// Tags (Index::InsertPoint): a box query's box_tags keeps exactly the points inside whose tags
+// have those bits, in Search and FilterBox, through updates that change only the tags (in
+// place), points and removals, rebuilds and a reload through scan_points; a tree with its own
+// database reloads every point with every bit set (the harness's model says so on Reopen).
+TEST(KdTreeIndexTest, TagsFilterBoxesThroughUpdatesAndReloads) {
+  for (bool scan : {true, false}) {
+    const uint64_t seed = TestSeed() + (scan ? 1 : 0);
+    SCOPED_TRACE("seed=" + std::to_string(seed) + (scan ? " scan" : " own database"));
+    Harness h(seed, Profile::kRealistic, KdTreeOptions{}, scan);
+    for (uint64_t ino = 1; ino <= 3000; ++ino) {
+      h.InsertTagged(FileId{1, ino}, h.gen().Point(), h.RandomTags());
+    }
+    h.CheckAll(200);
+    h.RunStream(/*ops=*/4000, /*id_pool=*/3500, /*query_every=*/20);
+    h.CheckAll(200);
+    h.Reopen();
+    h.CheckAll(200);
+    h.RunStream(/*ops=*/1000, /*id_pool=*/3500, /*query_every=*/20);
+    h.CheckAll(200);
+    if (::testing::Test::HasFailure()) return;
+  }
+}
 
 // Files of one volume keep no per-slot volume; the first file of another volume (here with
 // the same inode numbers) brings them in, inside a commit's batch and outside it, and after a
@@ -755,7 +818,7 @@ TEST(KdTreeIndexTest, ScanPointsDropsTheOldDatabaseAndReportsErrors) {
   KdTreeOptions options;
   options.scan_points = [&](MDB_txn*, const KdReserve& reserve, const KdAddPoint& add) {
     reserve(points.size());
-    for (const auto& [id, point] : points) PROPELLER_RETURN_IF_ERROR(add(id, point));
+    for (const auto& [id, point] : points) PROPELLER_RETURN_IF_ERROR(add(id, point, Index::kAllTags));
     return fail ? Status::Corruption("bad record") : Status::OK();
   };
   MDB_txn* txn = BeginWrite(env.env());
