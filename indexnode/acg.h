@@ -250,6 +250,16 @@ class Acg {
     __builtin_prefetch(&busy_);
     __builtin_prefetch(&summary_);
   }
+  // Asks the cache for what MayMatch reads of a query whose filter bytes are `bloom_bytes`
+  // (AcgSummary::BloomProbes): a search asks every ACG in turn, each a few cache misses.
+  // Addresses only, nothing read: no lock needed.
+  void PrefetchSummary(const std::vector<uint32_t>& bloom_bytes) const
+      PROPELLER_NO_THREAD_SAFETY_ANALYSIS {
+    __builtin_prefetch(&busy_);
+    __builtin_prefetch(&summary_mu_);
+    __builtin_prefetch(&summary_);
+    for (uint32_t b : bloom_bytes) __builtin_prefetch(summary_.bloom() + b);
+  }
   // The committed record of `id` (callers commit first). NotFound when absent.
   Result<FileRecord> Get(FileId id) PROPELLER_EXCLUDES(rw_);
   // The record of `id` with this ACG's cached updates folded in, without committing them

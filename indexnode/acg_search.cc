@@ -54,6 +54,10 @@ constexpr size_t kSmallEnough = 64;
 // 1 M files in 1,000 ACGs, `keyword=firefox & mtime<1w` verified ~50 records per ACG when the
 // K-D box stopped the planning (11.3 -> 7.6 ms with this).
 constexpr size_t kKeywordProbeAbove = 4;
+// ... but when the K-D box carried the keywords' tags (kdtree_index.h), its candidates are
+// files with the keywords bar the tags' false positives (a few percent of the box), so reading
+// the postings to drop those pays only for more candidates than this.
+constexpr size_t kTaggedProbeAbove = 16;
 
 // A keyword's candidates that are at least 1/kBoxSearchShare of the ACG's files are kept in
 // the K-D box by a search of it, fewer by a lookup each (FilterBox). At 10 M files in
@@ -411,7 +415,7 @@ class AcgPlanner {
         // reading the keyword's postings (Acg::Search). More files in the box with the
         // keywords (`keyword=firefox & size>0`) are better found by the postings, then kept by
         // a lookup each: a whole search of a wide box first cost such a query 8% (10 M files).
-        PROPELLER_ASSIGN_OR_RETURN(Plan p, RunCapped(inode, box, kKeywordProbeAbove));
+        PROPELLER_ASSIGN_OR_RETURN(Plan p, RunCapped(inode, box, kTaggedProbeAbove));
         combine(std::move(p));
         if (acc) return acc;
       } else if (inode) {
@@ -508,7 +512,9 @@ Status Acg::Search(const AcgSearchRequest& req, AcgSearchStats* stats) {
       // (PlanAnd gives up on it there): they remove the tags' false positives, each a record
       // read (at 10 M files, `keyword=firefox & size>0` verified 5% more candidates without
       // them).
-      const size_t small = keyword ? kKeywordProbeAbove : kSmallEnough;
+      const size_t small = !keyword                   ? kSmallEnough
+                           : planner.keyword_tagged() ? kTaggedProbeAbove
+                                                      : kKeywordProbeAbove;
       if (plan.ok() && *plan && (*plan)->size() <= small) {
         // The planner below would start from the same box and stop at the same few
         // candidates (PlanAnd). An open ACG verifies them now, under this lock, so no commit

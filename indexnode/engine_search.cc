@@ -10,6 +10,7 @@
 #include "indexnode/acg.h"
 #include "indexnode/engine.h"
 #include "indexnode/engine_impl.h"
+#include "indexnode/summary.h"
 
 namespace propeller {
 
@@ -88,9 +89,15 @@ Status Engine::Impl::Search(const SearchRequest& req, const std::function<bool(S
   enum : uint8_t { kSkip, kMay, kDamaged, kGone };
   std::vector<uint8_t> verdict(acgs.size());
   const size_t slices = std::min<size_t>(64, acgs.size() / 2048 + 1);
+  // The summaries' filter bytes the passes read, prefetched a few ACGs ahead (at 100 M files
+  // their misses were 6% of `keyword=firefox & mtime<1w`).
+  std::vector<uint32_t> bloom_bytes;
+  for (const Pass& pass : passes) AcgSummary::BloomProbes(pass.query->root(), &bloom_bytes);
+  constexpr size_t kJudgeAhead = 8;
   auto judge = [&](size_t s) {
     const size_t end = (s + 1) * acgs.size() / slices;
     for (size_t i = s * acgs.size() / slices; i < end; ++i) {
+      if (i + kJudgeAhead < end) acgs[i + kJudgeAhead]->PrefetchSummary(bloom_bytes);
       if (acgs[i]->merged_into() != 0 || acgs[i]->retired()) {
         verdict[i] = kGone;
         continue;

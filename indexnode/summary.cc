@@ -40,7 +40,7 @@ int64_t GetI64(const char* p) {
 
 }  // namespace
 
-AcgSummary::AcgSummary() : bloom_(kBloomBytes, 0) {}
+AcgSummary::AcgSummary() = default;
 
 int AcgSummary::SizeClass(int64_t size) {
   return size <= 0 ? 0 : 64 - __builtin_clzll(static_cast<uint64_t>(size));
@@ -157,23 +157,55 @@ void AcgSummary::Merge(const AcgSummary& other) {
   NarrowCommonDir(other.common_dir_.empty() ? std::string_view("/") : other.common_dir_);
 }
 
-void AcgSummary::BloomAdd(std::string_view key) {
-  uint64_t h = HashKey(key);
-  uint32_t h1 = static_cast<uint32_t>(h), h2 = static_cast<uint32_t>(h >> 32) | 1;
-  for (int i = 0; i < kBloomProbes; ++i) {
-    uint32_t bit = (h1 + static_cast<uint32_t>(i) * h2) % (kBloomBytes * 8);
-    bloom_[bit / 8] |= static_cast<uint8_t>(1u << (bit % 8));
+namespace {
+
+// The bits of the Bloom filter that stand for `key`.
+std::array<uint32_t, AcgSummary::kBloomProbes> BloomBits(std::string_view key) {
+  const uint64_t h = HashKey(key);
+  const uint32_t h1 = static_cast<uint32_t>(h), h2 = static_cast<uint32_t>(h >> 32) | 1;
+  std::array<uint32_t, AcgSummary::kBloomProbes> bits;
+  for (int i = 0; i < AcgSummary::kBloomProbes; ++i) {
+    bits[i] = (h1 + static_cast<uint32_t>(i) * h2) % (AcgSummary::kBloomBytes * 8);
   }
+  return bits;
+}
+
+}  // namespace
+
+void AcgSummary::BloomAdd(std::string_view key) {
+  for (uint32_t bit : BloomBits(key)) bloom_[bit / 8] |= static_cast<uint8_t>(1u << (bit % 8));
 }
 
 bool AcgSummary::BloomMayContain(std::string_view key) const {
-  uint64_t h = HashKey(key);
-  uint32_t h1 = static_cast<uint32_t>(h), h2 = static_cast<uint32_t>(h >> 32) | 1;
-  for (int i = 0; i < kBloomProbes; ++i) {
-    uint32_t bit = (h1 + static_cast<uint32_t>(i) * h2) % (kBloomBytes * 8);
+  for (uint32_t bit : BloomBits(key)) {
     if ((bloom_[bit / 8] & (1u << (bit % 8))) == 0) return false;
   }
   return true;
+}
+
+void AcgSummary::BloomProbes(const QueryNode& node, std::vector<uint32_t>* offsets) {
+  auto add = [&](std::string_view key) {
+    for (uint32_t bit : BloomBits(key)) offsets->push_back(bit / 8);
+  };
+  switch (node.kind) {
+    case QueryNode::Kind::kPred: {
+      // As PredMayMatch reads the filter.
+      const Predicate& p = node.pred;
+      if (!p.root.empty() || p.op != CmpOp::kEq) return;
+      if (const int64_t* v = std::get_if<int64_t>(&p.value); v && p.attr == Attr::kUid) {
+        add(UidKey(*v));
+      } else if (const std::string* s = std::get_if<std::string>(&p.value);
+                 s && p.attr == Attr::kKeyword) {
+        add(*s);
+      }
+      return;
+    }
+    case QueryNode::Kind::kAnd:
+    case QueryNode::Kind::kOr:
+      for (const auto& c : node.children) BloomProbes(*c, offsets);
+      return;
+    case QueryNode::Kind::kNot: return;
+  }
 }
 
 bool AcgSummary::PredMayMatch(const Predicate& pred) const {

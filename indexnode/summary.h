@@ -51,6 +51,11 @@ class AcgSummary {
 
   // False only when no record covered by the summary can satisfy `node`.
   bool MayMatch(const QueryNode& node) const;
+  // The bytes of the Bloom filter that MayMatch(node) may read, as offsets into bloom(): the
+  // same for every summary, so a caller asking many summaries prefetches them ahead.
+  static void BloomProbes(const QueryNode& node, std::vector<uint32_t>* offsets);
+  // The filter's first byte (its address only: reading it needs the caller's lock).
+  const uint8_t* bloom() const { return bloom_.data(); }
 
   // The deepest directory (ending in '/') that every path added so far lies under; "/" when
   // unknown (a summary decoded from layout 1 or 2, or a record without a path), "" while
@@ -111,7 +116,7 @@ class AcgSummary {
   KdPoint min_{};
   KdPoint max_{};
   std::array<ClassTimes, kSizeClasses> classes_{};
-  std::vector<uint8_t> bloom_;
+  std::array<uint8_t, kBloomBytes> bloom_{};  // in place: BloomProbes' offsets address it
   std::string common_dir_;
   // common_dir_bits(), computed when first asked after common_dir_ changed (a commit's
   // summary of its own records changes it at every record it adds, and is never asked).

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "indexnode/engine_test_util.h"
 
 namespace propeller {
@@ -257,6 +259,34 @@ TEST(AcgSummaryTest, PathKeywordBitsAreThoseOfPathKeywords) {
             AcgSummary::KeywordBits("home") | AcgSummary::KeywordBits("firefox") |
                 AcgSummary::KeywordBits("17") | AcgSummary::KeywordBits("x") |
                 AcgSummary::KeywordBits("tar") | AcgSummary::KeywordBits("gz"));
+}
+
+// BloomProbes names the filter bytes MayMatch reads (a search prefetches them): a summary of
+// one file sets exactly the bytes of its keywords and its uid, so the probes of a query naming
+// all of them are exactly its non-zero bytes, and a NOT or a range reads none.
+TEST(AcgSummaryTest, BloomProbesAreTheBytesMayMatchReads) {
+  FileRecord r;
+  r.id = FileId{1, 1};
+  r.paths = {"/Proj/x"};
+  r.uid = 1234;
+  AcgSummary s;
+  s.Add(r);
+  std::set<uint32_t> set_bytes;
+  for (uint32_t i = 0; i < AcgSummary::kBloomBytes; ++i) {
+    if (s.bloom()[i] != 0) set_bytes.insert(i);
+  }
+  auto probes = [](const char* text) {
+    ParseOptions po;
+    po.now_ns = kNow;
+    auto q = Query::Parse(text, po);
+    EXPECT_TRUE(q.ok()) << text;
+    std::vector<uint32_t> out;
+    if (q.ok()) AcgSummary::BloomProbes(q->root(), &out);
+    return std::set<uint32_t>(out.begin(), out.end());
+  };
+  EXPECT_EQ(probes("keyword=proj & (keyword=x | uid=1234)"), set_bytes);
+  EXPECT_TRUE(probes("!keyword=proj & size>1 & mtime<1d").empty());
+  for (uint32_t b : probes("keyword=nothere")) EXPECT_LT(b, AcgSummary::kBloomBytes);
 }
 
 TEST(AcgSummaryTest, CommonDirectoryOfOlderLayoutsClaimsNothing) {

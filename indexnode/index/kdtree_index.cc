@@ -178,7 +178,7 @@ size_t BucketsFor(size_t n) { return std::max(kMinBuckets, std::bit_ceil(n * 10 
 // los == his: when lo <= v[i] <= hi). Four at a time with SSE2 (every x86-64 has it): a box
 // query tests whole leaves of one column, where a compare and a branch per code were 30% of
 // `keyword=firefox & mtime<1w` at 10 M files (perf).
-uint32_t Overlaps(const float* los, const float* his, uint32_t n, float lo, float hi) {
+inline uint32_t Overlaps(const float* los, const float* his, uint32_t n, float lo, float hi) {
   uint32_t mask = 0;
   uint32_t i = 0;
 #ifdef __SSE2__
@@ -755,14 +755,30 @@ Status KdTreeIndex::Search(MDB_txn* /*txn*/, const IndexQuery& q, const IdCallba
   if (box.empty) return Status::OK();
   const Store& st = store_;
 
-  // 32 slots at a time: which are inside (one mask per axis), then of those the live ones
-  // with the tags.
+  // 32 slots at a time: which are inside (one mask per axis); those go to `inside`, and
+  // every kBatch of them the live ones with the tags are answered. The tags of the batch are
+  // fetched together first: one at a time, each a cache miss behind the last, they were half
+  // of the scan's time (`keyword=firefox & mtime<1w`, 100 M files).
+  constexpr uint32_t kBatch = 64;
+  uint32_t inside[kBatch];
+  uint32_t pending = 0;
+  auto flush = [&] {
+    if (box.tags != 0) {
+      for (uint32_t i = 0; i < pending; ++i) __builtin_prefetch(&st.tags[inside[i]]);
+    }
+    for (uint32_t i = 0; i < pending; ++i) {
+      const uint32_t s = inside[i];
+      if (st.HasTags(s, box.tags) && !st.dead[s] && !fn(st.IdAt(s))) return false;
+    }
+    pending = 0;
+    return true;
+  };
   auto scan = [&](uint32_t begin, uint32_t end) {
     for (uint32_t b = begin; b < end; b += 32) {
       const uint32_t n = std::min<uint32_t>(32, end - b);
       for (uint32_t in = box.ContainsMask(st.cols, b, n); in != 0; in &= in - 1) {
-        const uint32_t s = b + static_cast<uint32_t>(std::countr_zero(in));
-        if (st.HasTags(s, box.tags) && !st.dead[s] && !fn(st.IdAt(s))) return false;
+        inside[pending++] = b + static_cast<uint32_t>(std::countr_zero(in));
+        if (pending == kBatch && !flush()) return false;
       }
     }
     return true;
@@ -782,7 +798,7 @@ Status KdTreeIndex::Search(MDB_txn* /*txn*/, const IndexQuery& q, const IdCallba
       if (!scan(k == 0 ? 0 : st.leaf_end[k - 1], st.leaf_end[k])) return Status::OK();
     }
   }
-  (void)scan(st.base_end, st.slots());
+  if (scan(st.base_end, st.slots())) (void)flush();
   return Status::OK();
 }
 
