@@ -39,6 +39,8 @@
   PROPELLER_THREAD_ANNOTATION(release_generic_capability(__VA_ARGS__))
 #define PROPELLER_TRY_ACQUIRE(...) \
   PROPELLER_THREAD_ANNOTATION(try_acquire_capability(__VA_ARGS__))
+#define PROPELLER_TRY_ACQUIRE_SHARED(...) \
+  PROPELLER_THREAD_ANNOTATION(try_acquire_shared_capability(__VA_ARGS__))
 #define PROPELLER_EXCLUDES(...) PROPELLER_THREAD_ANNOTATION(locks_excluded(__VA_ARGS__))
 #define PROPELLER_LOCK_RETURNED(x) PROPELLER_THREAD_ANNOTATION(lock_returned(x))
 #define PROPELLER_NO_THREAD_SAFETY_ANALYSIS PROPELLER_THREAD_ANNOTATION(no_thread_safety_analysis)
@@ -73,6 +75,8 @@ class PROPELLER_CAPABILITY("shared mutex") SharedMutex {
   bool TryLock() PROPELLER_TRY_ACQUIRE(true) { return mu_.try_lock(); }
   void Unlock() PROPELLER_RELEASE() { mu_.unlock(); }
   void LockShared() PROPELLER_ACQUIRE_SHARED() { mu_.lock_shared(); }
+  // Locks it shared if no writer holds it; true when it did. Never blocks.
+  bool TryLockShared() PROPELLER_TRY_ACQUIRE_SHARED(true) { return mu_.try_lock_shared(); }
   void UnlockShared() PROPELLER_RELEASE_SHARED() { mu_.unlock_shared(); }
   // Tells the analysis the caller holds it exclusively (where the holding is proven another
   // way).

@@ -450,13 +450,14 @@ namespace {
 
 // The in-memory structures the planner may probe for `node` (not under a NOT, which plans to
 // "all"), so they can be loaded before the search takes the shared lock.
-void CollectIndexNames(const QueryNode& node, std::vector<std::string>* names) {
+void CollectIndexNames(const QueryNode& node, std::vector<std::string>* names, uint32_t* axes) {
   switch (node.kind) {
     case QueryNode::Kind::kPred: {
       const Predicate& p = node.pred;
       std::string name;
       if (InodeAxis(p.attr) >= 0) {
         name = "inode";
+        if (axes != nullptr) *axes |= uint32_t{1} << InodeAxis(p.attr);
       } else if ((p.attr == Attr::kKeyword || p.attr == Attr::kExt || p.attr == Attr::kName) &&
                  p.root.empty()) {
         name = "keyword";
@@ -471,7 +472,7 @@ void CollectIndexNames(const QueryNode& node, std::vector<std::string>* names) {
     case QueryNode::Kind::kNot: return;
     case QueryNode::Kind::kAnd:
     case QueryNode::Kind::kOr:
-      for (const auto& c : node.children) CollectIndexNames(*c, names);
+      for (const auto& c : node.children) CollectIndexNames(*c, names, axes);
       return;
   }
 }
@@ -480,7 +481,7 @@ void CollectIndexNames(const QueryNode& node, std::vector<std::string>* names) {
 
 AcgQueryShape Acg::ShapeOf(const Query& query) {
   AcgQueryShape shape;
-  CollectIndexNames(query.root(), &shape.index_names);
+  CollectIndexNames(query.root(), &shape.index_names, &shape.box_axes);
   shape.keyword_probe = HasKeywordProbe(query.root());
   return shape;
 }
@@ -538,6 +539,20 @@ Status Acg::Search(const AcgSearchRequest& req, AcgSearchStats* stats) {
     }
     return SearchOpen(req, stats, nullptr);
   }
+}
+
+void Acg::PrefetchKdTree(int step, uint32_t axes) const {
+  if (!rw_.TryLockShared()) return;
+  if (inode_ != nullptr) {
+    if (step == 0) {
+      __builtin_prefetch(inode_.get());  // the vtable pointer the next steps read
+    } else if (step == 1) {
+      inode_->PrefetchFields(axes);
+    } else {
+      inode_->PrefetchBoxes(axes);
+    }
+  }
+  rw_.UnlockShared();
 }
 
 bool Acg::Loaded(const std::vector<std::string>& names) const {

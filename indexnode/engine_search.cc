@@ -182,9 +182,22 @@ Status Engine::Impl::Search(const SearchRequest& req, const std::function<bool(S
   shapes.reserve(passes.size());
   for (const Pass& pass : passes) shapes.push_back(Acg::ShapeOf(*pass.query));
 
+  uint32_t box_axes = 0;  // of any pass
+  for (const AcgQueryShape& shape : shapes) box_axes |= shape.box_axes;
+  constexpr size_t kPrefetchAhead = 4;
+
   pool_->ParallelFor(todo.size(), [&](size_t i) {
     if (stop.load()) return;
-    if (i + 1 < todo.size()) todo[i + 1]->PrefetchForSearch();
+    // A pipeline over the ACGs ahead: each object, then its K-D tree's object, fields and
+    // boxes, one ACG nearer at each step (PrefetchKdTree). At 100 M files the K-D trees of
+    // `keyword=firefox & mtime<1w` were 40% of its time, mostly waiting for memory.
+    if (i + kPrefetchAhead < todo.size()) todo[i + kPrefetchAhead]->PrefetchForSearch();
+    if (box_axes != 0) {
+      for (int step = 0; step < 3; ++step) {
+        const size_t ahead = kPrefetchAhead - 1 - static_cast<size_t>(step);
+        if (i + ahead < todo.size()) todo[i + ahead]->PrefetchKdTree(step, box_axes);
+      }
+    }
     Acg* acg = todo[i];
     if (acg->busy() && acg->cached() > 0) {
       Status s = CommitAcg(acg);

@@ -153,6 +153,13 @@ class Index {
   // Memory then grows by at most the batch's mutations. Default: no-ops.
   virtual void BeginBatch() {}
   virtual void EndBatch() {}
+  // Ask the CPU for what a box search bounding `axes` (bit a: axis a) reads first, reading
+  // nothing else: the structure's own fields, then (once those are cached) the boxes they
+  // point to. A search over many ACGs asks them of the ACGs ahead of the one it searches,
+  // where each is otherwise a chain of cache misses. REQUIRES: the owner's shared lock (a
+  // mutation replaces what they point to). No-ops by default.
+  virtual void PrefetchFields(uint32_t /*axes*/) const {}
+  virtual void PrefetchBoxes(uint32_t /*axes*/) const {}
 };
 
 // Opens (creating if missing) the structure `name` of `type` in the LMDB environment of `txn`

@@ -293,6 +293,8 @@ class KdTreeIndex final : public Index {
     in_batch_ = false;
     if (loaded_) AfterMutation();
   }
+  void PrefetchFields(uint32_t axes) const override;
+  void PrefetchBoxes(uint32_t axes) const override;
 
  private:
   Status LoadPoints(MDB_txn* txn);
@@ -748,6 +750,35 @@ Status KdTreeIndex::FilterBox(const IndexQuery& q, std::vector<FileId>* ids) con
   return Status::OK();
 }
 
+void KdTreeIndex::PrefetchFields(uint32_t axes) const {
+  __builtin_prefetch(&loaded_);
+  __builtin_prefetch(&stale_);
+  __builtin_prefetch(&store_.leaf_end);
+  __builtin_prefetch(&store_.tags);
+  for (uint32_t m = axes; m != 0; m &= m - 1) {
+    const int a = std::countr_zero(m);
+    __builtin_prefetch(&store_.cols[a]);
+    __builtin_prefetch(&store_.leaf_lo[a]);
+    __builtin_prefetch(&store_.leaf_hi[a]);
+    __builtin_prefetch(&store_.block_lo[a]);
+    __builtin_prefetch(&store_.block_hi[a]);
+  }
+}
+
+void KdTreeIndex::PrefetchBoxes(uint32_t axes) const {
+  // A stale store may be being rebuilt by a search (under rebuild_mu_ only): not read then.
+  if (!loaded_ || stale_.load(std::memory_order_acquire) || store_.leaf_end.empty()) return;
+  const Store& st = store_;
+  __builtin_prefetch(st.leaf_end.data());
+  for (uint32_t m = axes; m != 0; m &= m - 1) {
+    const int a = std::countr_zero(m);
+    __builtin_prefetch(st.block_lo[a].data());
+    __builtin_prefetch(st.block_hi[a].data());
+    __builtin_prefetch(st.leaf_lo[a].data());
+    __builtin_prefetch(st.leaf_hi[a].data());
+  }
+}
+
 Status KdTreeIndex::Search(MDB_txn* /*txn*/, const IndexQuery& q, const IdCallback& fn) const {
   PROPELLER_RETURN_IF_ERROR(Fresh(q));
 
@@ -793,6 +824,18 @@ Status KdTreeIndex::Search(MDB_txn* /*txn*/, const IndexQuery& q, const IdCallba
     const size_t first = j * kLeavesPerBlock;
     const uint32_t n = static_cast<uint32_t>(std::min(leaves - first, kLeavesPerBlock));
     const uint32_t meets = box.MeetsMask(st.leaf_lo, st.leaf_hi, first, n);
+    // The meeting leaves' columns are asked for together before the first is scanned, so
+    // their misses overlap (at 100 M files a leaf's scan mostly waited for its column).
+    for (uint32_t m = meets; m != 0; m &= m - 1) {
+      const size_t k = first + static_cast<size_t>(std::countr_zero(m));
+      const uint32_t b = k == 0 ? 0 : st.leaf_end[k - 1];
+      const uint32_t e = st.leaf_end[k];
+      for (int x = 0; x < box.num_axes; ++x) {
+        const float* col = st.cols[box.axes[x]].data();
+        __builtin_prefetch(col + b);
+        if (e - b > 16) __builtin_prefetch(col + b + 16);  // a leaf's second line
+      }
+    }
     for (uint32_t m = meets; m != 0; m &= m - 1) {
       const size_t k = first + static_cast<size_t>(std::countr_zero(m));
       if (!scan(k == 0 ? 0 : st.leaf_end[k - 1], st.leaf_end[k])) return Status::OK();
