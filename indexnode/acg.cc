@@ -516,22 +516,37 @@ Status Acg::ScanPoints(MDB_txn* txn, const KdReserve& reserve, const KdAddPoint&
   MDB_val k, v;
   Status s;
   FileRecord rec;
-  // Each point's tags: the keywords of the record's paths, read where they lie.
+  // Each point's tags: the keywords of the record's paths, read where they lie. With them,
+  // the summary's keyword-week filter of every record (AcgSummary::CompleteKeywordWeeks), which
+  // a summary written before that filter existed lacks: this reads every path anyway.
   uint64_t tags = 0;
-  const PathVisitor on_path = [&tags](std::string_view p) {
-    tags |= AcgSummary::PathKeywordBits(p);
+  std::vector<uint64_t> token_hashes;
+  const PathVisitor on_path = [&](std::string_view p) {
+    ForEachPathToken(p, [&](std::string_view t) {
+      const uint64_t h = AcgSummary::TokenHash(t);
+      tags |= AcgSummary::TokenBits(h);
+      token_hashes.push_back(h);
+    });
   };
+  AcgSummary::WeekBloom weeks{};
   for (rc = First(cur, &k, &v); rc == 0; rc = Next(cur, &k, &v)) {
     std::string_view bytes;
     s = UnwrapStored(View(v), &bytes);
     tags = 0;
+    token_hashes.clear();
     if (s.ok()) s = DecodeRecordHead(bytes, &rec, on_path);
     if (s.ok()) s = add(rec.id, AcgSummary::PointOf(rec), tags);
     if (!s.ok()) break;
+    const int64_t week = AcgSummary::WeekOf(ClampToInt64(rec.mtime));
+    for (uint64_t h : token_hashes) AcgSummary::WeekBloomAdd(AcgSummary::WeekKey(h, week), &weeks);
   }
   mdb_cursor_close(cur);
   if (!s.ok()) return s.WithContext(AcgName(id_) + ": loading the inode K-D tree");
   if (rc != MDB_NOTFOUND) return LmdbStatus(rc, "scanning records");
+  // Every record this transaction sees is in `weeks`; one committed since is in the summary
+  // already (each commit merges its records' keys, complete or not).
+  MutexLock sl(&summary_mu_);
+  summary_.CompleteKeywordWeeks(weeks);
   return Status::OK();
 }
 

@@ -695,6 +695,10 @@ Status Acg::ApplyOne(MDB_txn* txn, MDB_cursor* files, const Update& u,
       // ~10% of a commit of attribute changes.
       if (found && old_rec.paths == u.record.paths) {
         widened->AddAttributes(u.record);
+        if (AcgSummary::WeekOf(ClampToInt64(old_rec.mtime)) !=
+            AcgSummary::WeekOf(ClampToInt64(u.record.mtime))) {
+          widened->AddKeywordWeeks(u.record);
+        }
       } else {
         widened->Add(u.record);
       }

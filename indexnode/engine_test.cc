@@ -539,6 +539,40 @@ TEST_F(EngineTest, InodeTreeReadsRecordsAndDropsAnOlderVersionsPoints) {
   });
 }
 
+// A file whose mtime moves to another week without a rename (a write to it) is found by a
+// keyword and mtime query at once, after reopen too: each commit adds the keywords of its
+// records' new weeks to the summary's keyword-week filter, which would prune the ACG otherwise.
+TEST_F(EngineTest, AFileTouchedIntoANewWeekIsFoundByItsKeywords) {
+  constexpr int64_t kDay = testing::kDay;
+  Update old_fox = Put(1, 2, {"/proj/firefox-3/old.c"});
+  old_fox.record.mtime = kNow - 30 * kDay;
+  Update new_other = Put(1, 3, {"/proj/thunderbird/new.c"});
+  new_other.record.mtime = kNow - kDay;
+  ASSERT_TRUE(engine_->Apply(std::vector<Update>{old_fox, new_other}).ok());
+  ASSERT_TRUE(engine_->CommitAll().ok());
+  SearchRequest r;
+  r.query = "keyword=firefox & mtime<1w";
+  r.now_ns = kNow;
+  SearchStats stats;
+  auto hits = engine_->SearchAll(r, &stats);
+  ASSERT_TRUE(hits.ok()) << hits.status().ToString();
+  EXPECT_TRUE(hits->empty());
+  EXPECT_EQ(stats.acgs_skipped, 1u);  // by the summary alone
+  EXPECT_EQ(Count("keyword=firefox & mtime<60d"), 1u);
+
+  Update touched = old_fox;
+  touched.record.mtime = kNow - kDay / 2;
+  ASSERT_TRUE(engine_->Apply({&touched, 1}).ok());
+  EXPECT_EQ(Count("keyword=firefox & mtime<1w"), 1u);
+  ASSERT_TRUE(engine_->CommitAll().ok());
+  engine_.reset();
+  auto e = Engine::Open(options_);
+  ASSERT_TRUE(e.ok()) << e.status().ToString();
+  engine_ = std::move(e).value();
+  EXPECT_EQ(Count("keyword=firefox & mtime<1w"), 1u);
+  EXPECT_EQ(Count("keyword=thunderbird & mtime>2w"), 0u);
+}
+
 }  // namespace
 }  // namespace propeller
 

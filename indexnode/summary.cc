@@ -1,6 +1,7 @@
 #include "indexnode/summary.h"
 
 #include <algorithm>
+#include <bit>
 #include <climits>
 #include <cstring>
 
@@ -56,10 +57,63 @@ void AcgSummary::Add(const FileRecord& record) {
   AddAttributes(record);
   // A record without a path has no directory in common with the others.
   if (record.paths.empty()) NarrowCommonDir("");
+  const int64_t week = WeekOf(ClampToInt64(record.mtime));
   for (const std::string& path : record.paths) {
-    for (const std::string& token : PathKeywords(path)) BloomAdd(token);
+    for (const std::string& token : PathKeywords(path)) {
+      BloomAdd(token);
+      WeekBloomAdd(WeekKey(TokenHash(token), week), &weeks_);
+    }
     NarrowCommonDir(path);
   }
+}
+
+void AcgSummary::AddKeywordWeeks(const FileRecord& record) {
+  const int64_t week = WeekOf(ClampToInt64(record.mtime));
+  for (const std::string& path : record.paths) {
+    ForEachPathToken(path, [&](std::string_view token) {
+      WeekBloomAdd(WeekKey(TokenHash(token), week), &weeks_);
+    });
+  }
+}
+
+uint64_t AcgSummary::TokenHash(std::string_view token) { return HashKey(token, /*lower=*/true); }
+
+uint64_t AcgSummary::TokenBits(uint64_t token_hash) { return TwoBits(token_hash); }
+
+uint64_t AcgSummary::WeekKey(uint64_t token_hash, int64_t week) {
+  uint64_t x = token_hash ^ (static_cast<uint64_t>(week) * 0x9E3779B97F4A7C15ull);
+  x ^= x >> 33;
+  x *= 0xc4ceb9fe1a85ec53ull;
+  x ^= x >> 33;
+  return x;
+}
+
+namespace {
+
+// A key's place in the keyword-week filter: one of its 64-byte lines (the low bits), and three
+// bits of that line (nine bits each above them).
+constexpr size_t kWeekLines = AcgSummary::kWeekBloomBytes / 64;
+static_assert(kWeekLines > 0 && (kWeekLines & (kWeekLines - 1)) == 0 && kWeekLines <= 1024);
+constexpr int kWeekLineBits = std::countr_zero(kWeekLines);
+
+template <class Fn>
+void ForEachWeekBit(uint64_t key, Fn&& fn) {
+  const size_t line = (key & (kWeekLines - 1)) * 64;
+  for (int i = 0; i < 3; ++i) {
+    const uint32_t bit = static_cast<uint32_t>(key >> (kWeekLineBits + 9 * i)) & 511;
+    fn(line + bit / 8, static_cast<uint8_t>(1u << (bit % 8)));
+  }
+}
+
+}  // namespace
+
+void AcgSummary::WeekBloomAdd(uint64_t key, WeekBloom* bloom) {
+  ForEachWeekBit(key, [&](size_t byte, uint8_t mask) { (*bloom)[byte] |= mask; });
+}
+
+void AcgSummary::CompleteKeywordWeeks(const WeekBloom& bloom) {
+  for (size_t i = 0; i < kWeekBloomBytes; ++i) weeks_[i] |= bloom[i];
+  weeks_complete_ = true;
 }
 
 void AcgSummary::NarrowCommonDir(std::string_view path) {
@@ -147,6 +201,8 @@ void AcgSummary::Merge(const AcgSummary& other) {
     }
   }
   for (size_t i = 0; i < kBloomBytes; ++i) bloom_[i] |= other.bloom_[i];
+  for (size_t i = 0; i < kWeekBloomBytes; ++i) weeks_[i] |= other.weeks_[i];
+  weeks_complete_ = weeks_complete_ && other.weeks_complete_;
   has_classes_ = has_classes_ && other.has_classes_;
   for (int c = 0; c < kSizeClasses; ++c) {
     classes_[c].min = std::min(classes_[c].min, other.classes_[c].min);
@@ -241,7 +297,7 @@ bool AcgSummary::MayMatch(const QueryNode& node) const {
       for (const auto& c : node.children) {
         if (!MayMatch(*c)) return false;
       }
-      return SizeMtimeMayMatch(node);
+      return SizeMtimeMayMatch(node) && KeywordWeeksMayMatch(node);
     case QueryNode::Kind::kOr:
       for (const auto& c : node.children) {
         if (MayMatch(*c)) return true;
@@ -318,8 +374,52 @@ bool AcgSummary::SizeMtimeMayMatch(const QueryNode& and_node) const {
   return false;
 }
 
+bool AcgSummary::KeywordWeeksMayMatch(const QueryNode& and_node) const {
+  if (!weeks_complete_) return true;
+  // Up to four keywords are tested (one suffices to prune; the rest would only cost).
+  std::array<uint64_t, 4> hashes;
+  size_t keywords = 0;
+  int64_t lo = INT64_MIN, hi = INT64_MAX;
+  bool timed = false;
+  for (const auto& c : and_node.children) {
+    if (c->kind != QueryNode::Kind::kPred) continue;
+    const Predicate& pred = c->pred;
+    if (pred.attr == Attr::kMtime) {
+      if (const int64_t* v = std::get_if<int64_t>(&pred.value)) {
+        Narrow(pred.op, *v, &lo, &hi);
+        timed = true;
+      }
+    } else if (pred.attr == Attr::kKeyword && pred.op == CmpOp::kEq && pred.root.empty() &&
+               keywords < hashes.size()) {
+      if (const std::string* s = std::get_if<std::string>(&pred.value)) {
+        hashes[keywords++] = TokenHash(*s);
+      }
+    }
+  }
+  if (!timed || keywords == 0) return true;
+  // Only the weeks that hold a file: an open range (`mtime<1w` has no upper end) ends at the
+  // newest file.
+  lo = std::max(lo, min_[1]);
+  hi = std::min(hi, max_[1]);
+  if (lo > hi) return false;
+  const int64_t first = WeekOf(lo), last = WeekOf(hi);
+  if (last - first >= kMaxWeekProbes) return true;
+  for (size_t k = 0; k < keywords; ++k) {
+    bool any = false;
+    for (int64_t w = first; w <= last && !any; ++w) {
+      bool all = true;
+      ForEachWeekBit(WeekKey(hashes[k], w), [&](size_t byte, uint8_t mask) {
+        all = all && (weeks_[byte] & mask) != 0;
+      });
+      any = all;
+    }
+    if (!any) return false;
+  }
+  return true;
+}
+
 void AcgSummary::EncodeTo(std::string* out) const {
-  out->push_back(3);
+  out->push_back(4);
   out->push_back(empty_ ? 1 : 0);
   for (int i = 0; i < kNumInodeAxes; ++i) {
     PutI64(min_[i], out);
@@ -333,6 +433,8 @@ void AcgSummary::EncodeTo(std::string* out) const {
   out->push_back(static_cast<char>(common_dir_.size() & 0xff));
   out->push_back(static_cast<char>(common_dir_.size() >> 8));
   out->append(common_dir_);
+  out->push_back(weeks_complete_ ? 1 : 0);
+  out->append(reinterpret_cast<const char*>(weeks_.data()), weeks_.size());
 }
 
 Status AcgSummary::DecodeFrom(std::string_view bytes) {
@@ -340,19 +442,26 @@ Status AcgSummary::DecodeFrom(std::string_view bytes) {
   const size_t v2_size = v1_size + kSizeClasses * 16;
   const bool v1 = bytes.size() == v1_size && bytes[0] == 1;
   const bool v2 = bytes.size() == v2_size && bytes[0] == 2;
-  std::string_view dir;
-  bool v3 = false;
-  if (bytes.size() >= v2_size + 2 && bytes[0] == 3) {
+  std::string_view dir, weeks;
+  bool v3 = false;  // or 4
+  if (bytes.size() >= v2_size + 2 && (bytes[0] == 3 || bytes[0] == 4)) {
     const size_t n = static_cast<uint8_t>(bytes[v2_size]) |
                      static_cast<size_t>(static_cast<uint8_t>(bytes[v2_size + 1])) << 8;
     dir = bytes.substr(v2_size + 2);
+    if (bytes[0] == 4) {
+      // The directory, then the flag and the filter.
+      const size_t tail = 1 + kWeekBloomBytes;
+      weeks = dir.size() >= tail ? dir.substr(dir.size() - tail) : std::string_view();
+      dir = dir.substr(0, dir.size() - weeks.size());
+    }
     v3 = dir.size() == n && n <= kMaxCommonDir &&
-         (n == 0 || (dir.front() == '/' && dir.back() == '/'));
+         (n == 0 || (dir.front() == '/' && dir.back() == '/')) &&
+         (bytes[0] == 3 || (!weeks.empty() && static_cast<uint8_t>(weeks[0]) <= 1));
   }
-  if (!bytes.empty() && static_cast<uint8_t>(bytes[0]) > 3) {
+  if (!bytes.empty() && static_cast<uint8_t>(bytes[0]) > 4) {
     return Status::Corruption("ACG summary layout " +
                               std::to_string(static_cast<uint8_t>(bytes[0])) +
-                              " is newer than this program's (3)");
+                              " is newer than this program's (4)");
   }
   if (!v1 && !v2 && !v3) return Status::Corruption("ACG summary has an unknown layout");
   empty_ = bytes[1] != 0;
@@ -380,6 +489,14 @@ Status AcgSummary::DecodeFrom(std::string_view bytes) {
     common_dir_ = empty_ ? "" : "/";
   }
   dir_bits_valid_ = false;
+  // Before layout 4 there was no keyword-week filter: what is added from now on goes in, and
+  // it prunes once completed (CompleteKeywordWeeks).
+  weeks_.fill(0);
+  weeks_complete_ = false;
+  if (!weeks.empty()) {
+    weeks_complete_ = weeks[0] == 1;
+    std::memcpy(weeks_.data(), weeks.data() + 1, kWeekBloomBytes);
+  }
   return Status::OK();
 }
 

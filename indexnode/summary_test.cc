@@ -11,6 +11,7 @@
 namespace propeller {
 namespace {
 
+using testing::kDay;
 using testing::kNow;
 using testing::RecordGen;
 
@@ -75,8 +76,10 @@ TEST(AcgSummaryTest, AttributeChangesKeepItCorrect) {
       summary.Add(recs.back());
     }
     for (FileRecord& r : recs) {
+      const int64_t week = AcgSummary::WeekOf(r.mtime);
       gen.RandomizeAttrs(&r);  // same paths, new size/times/uid/gid
       summary.AddAttributes(r);
+      if (AcgSummary::WeekOf(r.mtime) != week) summary.AddKeywordWeeks(r);  // as a commit does
     }
     int checked = 0, pruned = 0;
     for (int q = 0; q < 40; ++q) {
@@ -107,7 +110,6 @@ TEST(AcgSummaryTest, SizeAndMtimeTogetherNeverPruneAMatch) {
   SCOPED_TRACE("PROPELLER_SEED=" + std::to_string(seed));
   RecordGen gen(seed);
   Random& rnd = gen.rnd();
-  constexpr int64_t kDay = 86'400'000'000'000;
   const uint64_t kSizes[] = {0, 1, 1023, 1024, 4095, 1 << 20, (1u << 30) - 1, 1u << 30,
                              (1u << 30) + 7, 5ull << 30, UINT64_MAX};
   const char* kSizeText[] = {"0", "1", "1023", "1k", "4k", "1m", "16m", "1g", "1073741831"};
@@ -167,7 +169,9 @@ TEST(AcgSummaryTest, SizeAndMtimeTogetherNeverPruneAMatch) {
   // A summary written before the size classes (layout 1) decodes and prunes on the axes alone.
   std::string bytes;
   s.EncodeTo(&bytes);
-  const size_t v2_size = bytes.size() - 2 - s.common_dir().size();  // without the directory
+  // Without the directory and the keyword-week filter (layouts 3 and 4).
+  const size_t v2_size =
+      bytes.size() - 2 - s.common_dir().size() - 1 - AcgSummary::kWeekBloomBytes;
   std::string v1 = bytes.substr(0, v2_size - AcgSummary::kSizeClasses * 16);
   v1[0] = 1;
   AcgSummary old;
@@ -289,6 +293,134 @@ TEST(AcgSummaryTest, BloomProbesAreTheBytesMayMatchReads) {
   for (uint32_t b : probes("keyword=nothere")) EXPECT_LT(b, AcgSummary::kBloomBytes);
 }
 
+// The keyword-week filter: conjunctions of keywords with mtime ranges (open and closed, on
+// and around week boundaries, dates in the future) against brute force, after a round trip, a
+// Merge and attribute changes; and the case it exists for.
+TEST(AcgSummaryTest, KeywordsAndMtimeTogetherNeverPruneAMatch) {
+  const uint64_t seed = TestSeed() + 5;
+  SCOPED_TRACE("PROPELLER_SEED=" + std::to_string(seed));
+  RecordGen gen(seed);
+  Random& rnd = gen.rnd();
+  constexpr int64_t kWeek = int64_t{1} << 49;  // AcgSummary::WeekOf's unit
+  const char* kWords[] = {"firefox", "src", "data", "main1", "c", "nothing", "tmp", "run42"};
+  const char* kAges[] = {"1d", "2d", "6d", "1w", "2w", "30d", "1y", "2025-12-28", "2026-01-10"};
+  const char* kRel[] = {"<", "<=", ">", ">="};
+  int pruned = 0, checked = 0;
+  for (int round = 0; round < 300; ++round) {
+    std::vector<FileRecord> recs;
+    AcgSummary a, b;
+    const int n = 1 + static_cast<int>(rnd.Uniform(6));
+    for (int i = 0; i < n; ++i) {
+      FileRecord r = gen.NewRecord(FileId{1, static_cast<uint64_t>(i + 1)});
+      // Within a few weeks of now, often on a week's first or last nanosecond, at times ahead.
+      const int64_t base = (kNow / kWeek - static_cast<int64_t>(rnd.Uniform(5))) * kWeek;
+      r.mtime = rnd.OneIn(3) ? base - static_cast<int64_t>(rnd.Uniform(2))
+                             : base + static_cast<int64_t>(rnd.Uniform(uint64_t{kWeek}));
+      if (rnd.OneIn(10)) r.mtime = kNow + static_cast<int64_t>(rnd.Uniform(uint64_t{3} * kWeek));
+      recs.push_back(r);
+      (i % 2 == 0 ? a : b).Add(r);
+    }
+    AcgSummary merged = a;
+    merged.Merge(b);
+    if (rnd.OneIn(2)) {  // some records change their times, not their paths
+      for (FileRecord& r : recs) {
+        if (!rnd.OneIn(2)) continue;
+        const int64_t week = AcgSummary::WeekOf(r.mtime);
+        r.mtime = kNow - static_cast<int64_t>(rnd.Uniform(uint64_t{3} * kWeek));
+        merged.AddAttributes(r);
+        if (AcgSummary::WeekOf(r.mtime) != week) merged.AddKeywordWeeks(r);
+      }
+    }
+    std::string bytes;
+    merged.EncodeTo(&bytes);
+    AcgSummary loaded;
+    ASSERT_TRUE(loaded.DecodeFrom(bytes).ok());
+    ASSERT_TRUE(loaded.keyword_weeks_complete());
+    for (int q = 0; q < 40; ++q) {
+      std::string text = std::string("keyword=") + kWords[rnd.Uniform(std::size(kWords))];
+      if (rnd.OneIn(4)) text += std::string(" & keyword=") + kWords[rnd.Uniform(std::size(kWords))];
+      text += std::string(" & mtime") + kRel[rnd.Uniform(4)] + kAges[rnd.Uniform(std::size(kAges))];
+      if (rnd.OneIn(3)) {
+        text += std::string(" & mtime") + kRel[rnd.Uniform(4)] + kAges[rnd.Uniform(std::size(kAges))];
+      }
+      ASSERT_NO_FATAL_FAILURE(
+          CheckAgainstBruteForce(text, recs, loaded, merged, &checked, &pruned));
+    }
+  }
+  EXPECT_GT(pruned, checked / 10);
+
+  // One firefox file of last month and a new file of another name: the keyword filter and the
+  // mtime range each admit "a firefox file of this week"; the keyword-week filter does not.
+  FileRecord old_fox = gen.NewRecord(FileId{1, 1});
+  old_fox.paths = {"/proj/firefox-3/old.c"};
+  old_fox.mtime = kNow - 30 * kDay;
+  FileRecord new_other = gen.NewRecord(FileId{1, 2});
+  new_other.paths = {"/proj/thunderbird/new.c"};
+  new_other.mtime = kNow - kDay;
+  AcgSummary s;
+  s.Add(old_fox);
+  s.Add(new_other);
+  ParseOptions po;
+  po.now_ns = kNow;
+  auto recent_fox = Query::Parse("keyword=firefox & mtime<1w", po);
+  auto any_fox = Query::Parse("keyword=firefox & mtime<60d", po);
+  auto long_range = Query::Parse("keyword=firefox & mtime>35d", po);
+  ASSERT_TRUE(recent_fox.ok() && any_fox.ok() && long_range.ok());
+  EXPECT_FALSE(s.MayMatch(recent_fox->root()));
+  EXPECT_TRUE(s.MayMatch(any_fox->root()));
+  // No firefox file is older than 35 days, but with a file of last year that range spans more
+  // weeks than the filter is probed for: not pruned (the filter is a shortcut, not a promise).
+  AcgSummary with_ancient = s;
+  FileRecord ancient = new_other;
+  ancient.mtime = kNow - 300 * kDay;
+  with_ancient.Add(ancient);
+  EXPECT_FALSE(s.MayMatch(long_range->root()));
+  EXPECT_TRUE(with_ancient.MayMatch(long_range->root()));
+
+  // An update that moves the old file's time into this week (same paths) must add its keywords
+  // for the new week: AddAttributes alone leaves the filter without them.
+  FileRecord touched = old_fox;
+  touched.mtime = kNow - kDay / 2;
+  AcgSummary attrs_only = s;
+  attrs_only.AddAttributes(touched);
+  EXPECT_FALSE(attrs_only.MayMatch(recent_fox->root()));
+  attrs_only.AddKeywordWeeks(touched);
+  EXPECT_TRUE(attrs_only.MayMatch(recent_fox->root()));
+
+  // A summary of layout 3 (before the filter) prunes nothing with it, even as records are
+  // added, until it is completed with the keys of every record.
+  std::string bytes;
+  s.EncodeTo(&bytes);
+  std::string v3 = bytes.substr(0, bytes.size() - 1 - AcgSummary::kWeekBloomBytes);
+  v3[0] = 3;
+  AcgSummary old;
+  ASSERT_TRUE(old.DecodeFrom(v3).ok());
+  EXPECT_FALSE(old.keyword_weeks_complete());
+  EXPECT_TRUE(old.MayMatch(recent_fox->root()));
+  old.Add(new_other);
+  EXPECT_TRUE(old.MayMatch(recent_fox->root()));
+  AcgSummary::WeekBloom keys{};
+  for (const FileRecord* r : {&old_fox, &new_other}) {
+    for (const std::string& t : PathKeywords(r->paths[0])) {
+      AcgSummary::WeekBloomAdd(
+          AcgSummary::WeekKey(AcgSummary::TokenHash(t), AcgSummary::WeekOf(r->mtime)), &keys);
+    }
+  }
+  AcgSummary completed = old;
+  completed.CompleteKeywordWeeks(keys);
+  EXPECT_FALSE(completed.MayMatch(recent_fox->root()));
+  EXPECT_TRUE(completed.MayMatch(any_fox->root()));
+  // Merged with an incomplete one, it is incomplete again (the other's records are not in it),
+  // and the flag survives a round trip.
+  completed.Merge(old);
+  EXPECT_TRUE(completed.MayMatch(recent_fox->root()));
+  bytes.clear();
+  completed.EncodeTo(&bytes);
+  AcgSummary reloaded;
+  ASSERT_TRUE(reloaded.DecodeFrom(bytes).ok());
+  EXPECT_FALSE(reloaded.keyword_weeks_complete());
+}
+
 TEST(AcgSummaryTest, CommonDirectoryOfOlderLayoutsClaimsNothing) {
   RecordGen gen(1);
   FileRecord r = gen.NewRecord(FileId{1, 1});
@@ -306,7 +438,8 @@ TEST(AcgSummaryTest, CommonDirectoryOfOlderLayoutsClaimsNothing) {
   // Layout 2 (without the directory) decodes to "/", which claims nothing and stays "/".
   std::string bytes;
   s.EncodeTo(&bytes);
-  std::string v2 = bytes.substr(0, bytes.size() - 2 - s.common_dir().size());
+  std::string v2 =
+      bytes.substr(0, bytes.size() - 2 - s.common_dir().size() - 1 - AcgSummary::kWeekBloomBytes);
   v2[0] = 2;
   AcgSummary old;
   ASSERT_TRUE(old.DecodeFrom(v2).ok());
@@ -323,12 +456,20 @@ TEST(AcgSummaryTest, CommonDirectoryOfOlderLayoutsClaimsNothing) {
   pathless.Add(r);
   EXPECT_EQ(pathless.common_dir(), "/");
   EXPECT_FALSE(pathless.EveryPathHasKeyword("firefox"));
-  // A directory that is not one is corrupt.
+  // A directory that is not one is corrupt, and so is a flag of the filter after it that is
+  // neither 0 nor 1.
+  const size_t dir_at = bytes.size() - 1 - AcgSummary::kWeekBloomBytes - s.common_dir().size();
   std::string bad = bytes;
-  bad[bytes.size() - s.common_dir().size()] = 'p';
+  bad[dir_at] = 'p';
   EXPECT_FALSE(AcgSummary().DecodeFrom(bad).ok());
   bad = bytes;
-  bad[bytes.size() - s.common_dir().size() - 2] = 3;  // a length that is not the rest's
+  bad[dir_at - 2] = 3;  // a length that is not the rest's
+  EXPECT_FALSE(AcgSummary().DecodeFrom(bad).ok());
+  bad = bytes;
+  bad[bytes.size() - 1 - AcgSummary::kWeekBloomBytes] = 2;
+  EXPECT_FALSE(AcgSummary().DecodeFrom(bad).ok());
+  bad = bytes;
+  bad.pop_back();  // the filter cut short
   EXPECT_FALSE(AcgSummary().DecodeFrom(bad).ok());
 }
 
@@ -379,10 +520,10 @@ TEST(AcgSummaryTest, RejectsMalformedBytes) {
   EXPECT_FALSE(s.DecodeFrom(good).ok());
   good[0] = 1;  // layout 1 is shorter: a version byte that does not fit the length is corrupt
   EXPECT_FALSE(s.DecodeFrom(good).ok());
-  good[0] = 4;  // a later layout is refused with its number, never misread
+  good[0] = 5;  // a later layout is refused with its number, never misread
   Status st = s.DecodeFrom(good);
   EXPECT_FALSE(st.ok());
-  EXPECT_NE(st.ToString().find("ACG summary layout 4 is newer"), std::string::npos)
+  EXPECT_NE(st.ToString().find("ACG summary layout 5 is newer"), std::string::npos)
       << st.ToString();
 }
 
