@@ -449,10 +449,7 @@ Status Acg::BuildIndex(MDB_txn* txn, Index* index) {
   for (rc = First(cur, &k, &v); rc == 0 && s.ok(); rc = Next(cur, &k, &v)) {
     s = DecodeStored(View(v), &rec);
     if (!s.ok()) break;
-    if (name == kInodeIndex) {
-      s = index->InsertPoint(txn, AcgSummary::PointOf(rec), rec.id,
-                             AcgSummary::RecordKeywordBits(rec));
-    } else if (name == kPathIndex) {
+    if (name == kPathIndex) {
       for (const std::string& p : rec.paths) {
         s = index->Insert(txn, AttrValue(p), rec.id);
         if (!s.ok()) break;

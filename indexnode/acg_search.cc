@@ -73,29 +73,6 @@ bool IsKeywordProbe(const QueryNode& n) {
           n.pred.attr == Attr::kName);
 }
 
-// The keyword token every file that satisfies `p` has among its paths' keywords (the `keyword`
-// index's key for it); nullopt when there is none to look up.
-std::optional<std::string> ProbeToken(const Predicate& p) {
-  const std::string* s = std::get_if<std::string>(&p.value);
-  if (p.op != CmpOp::kEq || s == nullptr || !p.root.empty()) return std::nullopt;
-  switch (p.attr) {
-    case Attr::kKeyword: return *s;
-    case Attr::kExt: {
-      // The extension is a keyword token of the path when it is one alphanumeric run.
-      std::vector<std::string> tokens = PathKeywords(*s);
-      if (tokens.size() != 1 || tokens[0] != *s) return std::nullopt;
-      return *s;
-    }
-    case Attr::kName: {
-      // Every token of the name is a keyword token of the path.
-      std::vector<std::string> tokens = PathKeywords(*s);
-      if (tokens.empty()) return std::nullopt;
-      return tokens.front();
-    }
-    default: return std::nullopt;
-  }
-}
-
 // Whether `node` (the query's root) is, or is an AND of, a keyword probe.
 bool HasKeywordProbe(const QueryNode& node) {
   if (IsKeywordProbe(node)) return true;
@@ -320,7 +297,7 @@ class AcgPlanner {
       case Attr::kKeyword:
       case Attr::kExt:
       case Attr::kName: {
-        std::optional<std::string> token = ProbeToken(p);
+        std::optional<std::string> token = AcgSummary::RequiredToken(p);
         if (!token) return Plan();
         return Equal("keyword", std::move(*token));
       }
@@ -361,7 +338,7 @@ class AcgPlanner {
     // such files, from memory.
     if (have_box) {
       for (const QueryNode* c : hashy) {
-        if (std::optional<std::string> token = ProbeToken(c->pred)) {
+        if (std::optional<std::string> token = AcgSummary::RequiredToken(c->pred)) {
           box.box_tags |= AcgSummary::KeywordBits(*token);
         }
       }

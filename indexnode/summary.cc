@@ -250,9 +250,8 @@ void AcgSummary::BloomProbes(const QueryNode& node, std::vector<uint32_t>* offse
       if (!p.root.empty() || p.op != CmpOp::kEq) return;
       if (const int64_t* v = std::get_if<int64_t>(&p.value); v && p.attr == Attr::kUid) {
         add(UidKey(*v));
-      } else if (const std::string* s = std::get_if<std::string>(&p.value);
-                 s && p.attr == Attr::kKeyword) {
-        add(*s);
+      } else if (std::optional<std::string> token = RequiredToken(p)) {
+        add(*token);
       }
       return;
     }
@@ -261,6 +260,27 @@ void AcgSummary::BloomProbes(const QueryNode& node, std::vector<uint32_t>* offse
       for (const auto& c : node.children) BloomProbes(*c, offsets);
       return;
     case QueryNode::Kind::kNot: return;
+  }
+}
+
+std::optional<std::string> AcgSummary::RequiredToken(const Predicate& p) {
+  const std::string* s = std::get_if<std::string>(&p.value);
+  if (p.op != CmpOp::kEq || s == nullptr || !p.root.empty()) return std::nullopt;
+  switch (p.attr) {
+    case Attr::kKeyword: return *s;
+    case Attr::kExt: {
+      // The extension is a keyword token of the path when it is one alphanumeric run.
+      std::vector<std::string> tokens = PathKeywords(*s);
+      if (tokens.size() != 1 || tokens[0] != *s) return std::nullopt;
+      return *s;
+    }
+    case Attr::kName: {
+      // Every token of the name is a keyword token of the path.
+      std::vector<std::string> tokens = PathKeywords(*s);
+      if (tokens.empty()) return std::nullopt;
+      return tokens.front();
+    }
+    default: return std::nullopt;
   }
 }
 
@@ -282,10 +302,8 @@ bool AcgSummary::PredMayMatch(const Predicate& pred) const {
       default: return true;
     }
   }
-  if (pred.attr == Attr::kKeyword && pred.op == CmpOp::kEq) {
-    const std::string* s = std::get_if<std::string>(&pred.value);
-    return s == nullptr || BloomMayContain(*s);
-  }
+  // A keyword, or an extension or name that is made of keywords.
+  if (std::optional<std::string> token = RequiredToken(pred)) return BloomMayContain(*token);
   return true;
 }
 
@@ -376,7 +394,8 @@ bool AcgSummary::SizeMtimeMayMatch(const QueryNode& and_node) const {
 
 bool AcgSummary::KeywordWeeksMayMatch(const QueryNode& and_node) const {
   if (!weeks_complete_) return true;
-  // Up to four keywords are tested (one suffices to prune; the rest would only cost).
+  // Up to four keywords (or extensions, or names: RequiredToken) are tested (one suffices to
+  // prune; the rest would only cost).
   std::array<uint64_t, 4> hashes;
   size_t keywords = 0;
   int64_t lo = INT64_MIN, hi = INT64_MAX;
@@ -389,10 +408,9 @@ bool AcgSummary::KeywordWeeksMayMatch(const QueryNode& and_node) const {
         Narrow(pred.op, *v, &lo, &hi);
         timed = true;
       }
-    } else if (pred.attr == Attr::kKeyword && pred.op == CmpOp::kEq && pred.root.empty() &&
-               keywords < hashes.size()) {
-      if (const std::string* s = std::get_if<std::string>(&pred.value)) {
-        hashes[keywords++] = TokenHash(*s);
+    } else if (keywords < hashes.size()) {
+      if (std::optional<std::string> token = RequiredToken(pred)) {
+        hashes[keywords++] = TokenHash(*token);
       }
     }
   }

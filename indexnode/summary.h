@@ -24,6 +24,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -79,6 +80,11 @@ class AcgSummary {
 
   // False only when no record covered by the summary can satisfy `node`.
   bool MayMatch(const QueryNode& node) const;
+  // The keyword token (PathKeywords) that one of the paths of every file satisfying `pred`
+  // has: the `keyword` index's key for it, and what the filters are asked. keyword=t: t;
+  // ext=e: e when it is one lowercase alphanumeric run; name=n: n's first token. nullopt
+  // for any other predicate.
+  static std::optional<std::string> RequiredToken(const Predicate& pred);
   // The bytes of the Bloom filter that MayMatch(node) may read, as offsets into bloom(): the
   // same for every summary, so a caller asking many summaries prefetches them ahead.
   static void BloomProbes(const QueryNode& node, std::vector<uint32_t>* offsets);

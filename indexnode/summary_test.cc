@@ -289,6 +289,7 @@ TEST(AcgSummaryTest, BloomProbesAreTheBytesMayMatchReads) {
     return std::set<uint32_t>(out.begin(), out.end());
   };
   EXPECT_EQ(probes("keyword=proj & (keyword=x | uid=1234)"), set_bytes);
+  EXPECT_EQ(probes("name=x & ext=proj & uid=1234"), set_bytes);  // tokens of names, extensions
   EXPECT_TRUE(probes("!keyword=proj & size>1 & mtime<1d").empty());
   for (uint32_t b : probes("keyword=nothere")) EXPECT_LT(b, AcgSummary::kBloomBytes);
 }
@@ -336,9 +337,18 @@ TEST(AcgSummaryTest, KeywordsAndMtimeTogetherNeverPruneAMatch) {
     AcgSummary loaded;
     ASSERT_TRUE(loaded.DecodeFrom(bytes).ok());
     ASSERT_TRUE(loaded.keyword_weeks_complete());
+    // A keyword, an extension or a name (RequiredToken).
+    auto term = [&]() -> std::string {
+      static const char* kExts[] = {"c", "h", "gz", "txt", "TXT", "parquet", ".c", "tar.gz"};
+      switch (rnd.Uniform(4)) {
+        case 0: return std::string("ext=") + kExts[rnd.Uniform(std::size(kExts))];
+        case 1: return "name=\"" + gen.RandomName() + "\"";
+        default: return std::string("keyword=") + kWords[rnd.Uniform(std::size(kWords))];
+      }
+    };
     for (int q = 0; q < 40; ++q) {
-      std::string text = std::string("keyword=") + kWords[rnd.Uniform(std::size(kWords))];
-      if (rnd.OneIn(4)) text += std::string(" & keyword=") + kWords[rnd.Uniform(std::size(kWords))];
+      std::string text = term();
+      if (rnd.OneIn(4)) text += " & " + term();
       text += std::string(" & mtime") + kRel[rnd.Uniform(4)] + kAges[rnd.Uniform(std::size(kAges))];
       if (rnd.OneIn(3)) {
         text += std::string(" & mtime") + kRel[rnd.Uniform(4)] + kAges[rnd.Uniform(std::size(kAges))];
@@ -368,6 +378,12 @@ TEST(AcgSummaryTest, KeywordsAndMtimeTogetherNeverPruneAMatch) {
   ASSERT_TRUE(recent_fox.ok() && any_fox.ok() && long_range.ok());
   EXPECT_FALSE(s.MayMatch(recent_fox->root()));
   EXPECT_TRUE(s.MayMatch(any_fox->root()));
+  // Names and extensions by their tokens: `old` is only last month's, `c` this week's too.
+  auto recent_old = Query::Parse("name=old.c & mtime<1w", po);
+  auto recent_c = Query::Parse("ext=c & mtime<1w", po);
+  ASSERT_TRUE(recent_old.ok() && recent_c.ok());
+  EXPECT_FALSE(s.MayMatch(recent_old->root()));
+  EXPECT_TRUE(s.MayMatch(recent_c->root()));
   // No firefox file is older than 35 days, but with a file of last year that range spans more
   // weeks than the filter is probed for: not pruned (the filter is a shortcut, not a promise).
   AcgSummary with_ancient = s;
