@@ -109,7 +109,7 @@ class AcgSummary {
   static uint64_t RecordKeywordBits(const FileRecord& record);
 
   // Persistence in the ACG's meta database. Layout (little-endian):
-  //   u8 version=3 ‖ u8 empty ‖ 6×(i64 min, i64 max) ‖ kBloomBytes bloom bits ‖
+  //   u8 version=4 ‖ u8 empty ‖ 6×(i64 min, i64 max) ‖ kBloomBytes bloom bits ‖
   //   kSizeClasses×(i64 min mtime, i64 max mtime) ‖   (an empty class: min > max)
   //   u16 n ‖ n bytes: common_dir() ‖
   //   u8 complete ‖ kWeekBloomBytes keyword-week bits    (version 4)
@@ -139,7 +139,6 @@ class AcgSummary {
   // For an AND: false when no keyword it requires is in a path of a file of a week its mtime
   // predicates admit.
   bool KeywordWeeksMayMatch(const QueryNode& and_node) const;
-  void AddWeekKeys(const FileRecord& record);
 
   // The mtime range of a size class's files; empty: min > max.
   struct ClassTimes {
