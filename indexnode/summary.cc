@@ -269,16 +269,25 @@ std::optional<std::string> AcgSummary::RequiredToken(const Predicate& p) {
   switch (p.attr) {
     case Attr::kKeyword: return *s;
     case Attr::kExt: {
-      // The extension is a keyword token of the path when it is one alphanumeric run.
-      std::vector<std::string> tokens = PathKeywords(*s);
-      if (tokens.size() != 1 || tokens[0] != *s) return std::nullopt;
+      // The extension is a keyword token of the path when it is one token in lower case (as
+      // PathKeywords returns it). Without building the list: a search asks this of every ACG.
+      const bool one_token = !s->empty() && std::all_of(s->begin(), s->end(), [](char c) {
+        return IsPathTokenByte(c) && !(c >= 'A' && c <= 'Z');
+      });
+      if (!one_token) return std::nullopt;
       return *s;
     }
     case Attr::kName: {
-      // Every token of the name is a keyword token of the path.
-      std::vector<std::string> tokens = PathKeywords(*s);
-      if (tokens.empty()) return std::nullopt;
-      return tokens.front();
+      // Every token of the name is a keyword token of the path: the first, in lower case.
+      std::optional<std::string> first;
+      ForEachPathToken(*s, [&](std::string_view t) {
+        if (first) return;
+        first.emplace(t);
+        for (char& c : *first) {
+          if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+        }
+      });
+      return first;
     }
     default: return std::nullopt;
   }

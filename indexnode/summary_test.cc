@@ -294,6 +294,32 @@ TEST(AcgSummaryTest, BloomProbesAreTheBytesMayMatchReads) {
   for (uint32_t b : probes("keyword=nothere")) EXPECT_LT(b, AcgSummary::kBloomBytes);
 }
 
+// RequiredToken is the token PathKeywords gives every matching path: for an extension, the
+// extension itself when it is exactly one token; for a name, its first token.
+TEST(AcgSummaryTest, RequiredTokenIsThatOfPathKeywords) {
+  const char* kValues[] = {"c", "jpg", "JPG", "tar.gz", ".c", "c++", "Ünïcode", "ünïcode", "a b",
+                           "x1", "firefox.desktop", "Report0.TXT", "-", "..", "mañana", "9"};
+  ParseOptions po;
+  po.now_ns = kNow;
+  for (const char* v : kValues) {
+    for (const char* attr : {"ext", "name"}) {
+      auto q = Query::Parse(std::string(attr) + "=\"" + v + "\"", po);
+      ASSERT_TRUE(q.ok()) << attr << "=" << v << ": " << q.status().ToString();
+      ASSERT_EQ(q->root().kind, QueryNode::Kind::kPred);
+      // As parsed (an extension loses its dot and is lowered).
+      const std::string value = std::get<std::string>(q->root().pred.value);
+      const std::vector<std::string> tokens = PathKeywords(value);
+      std::optional<std::string> want;
+      if (std::string(attr) == "ext") {
+        if (tokens.size() == 1 && tokens[0] == value) want = value;
+      } else if (!tokens.empty()) {
+        want = tokens.front();
+      }
+      EXPECT_EQ(AcgSummary::RequiredToken(q->root().pred), want) << attr << "=" << v;
+    }
+  }
+}
+
 // The keyword-week filter: conjunctions of keywords with mtime ranges (open and closed, on
 // and around week boundaries, dates in the future) against brute force, after a round trip, a
 // Merge and attribute changes; and the case it exists for.
