@@ -39,10 +39,12 @@
 //     tree or dead inside it (bounds the linear delta scan). Searches run concurrently under the
 //     ACG's shared lock, so that rebuild is serialised by an internal mutex with a double check;
 //     a bulk load followed by one search therefore builds once;
-//   - eagerly, inside InsertPoint/RemovePoint, when tombstones exceed live/4 + rebuild_slack
-//     (bounds memory when many updates arrive without a search) — or, inside a
-//     BeginBatch/EndBatch bracket (one ACG commit), once at EndBatch;
-//   - at open.
+//   - at open, and when the ACG asks after a large commit (Rebalance).
+// Compaction (O(n), no tree build): inside InsertPoint/RemovePoint when tombstones exceed
+// live/4 + rebuild_slack — or, inside a BeginBatch/EndBatch bracket (one ACG commit), once at
+// EndBatch — the tombstones go and the live slots keep their leaves (whose boxes shrink to
+// them). It bounds memory when many updates arrive without a search; the tree is rebuilt
+// only when a search needs it (above).
 //
 // Threading: as index.h — mutations from one thread at a time with no Search running; Search,
 // Size and MemoryBytes from any number of threads concurrently.

@@ -627,6 +627,44 @@ TEST(KdTreeIndexTest, UpdatesWithoutSearchesCompact) {
   h.CheckAll(300);
 }
 
+// A commit that removes many points compacts once at EndBatch, building no tree: the searches
+// after it read the last build's leaves without the removed slots (their boxes shrunk, some
+// leaves gone) and a delta of new points after them. Answers as the brute force's, in Search
+// and FilterBox with tags, then after more removals one at a time (each compaction as it
+// comes), and after a reopen.
+TEST(KdTreeIndexTest, CompactionKeepsTheLeavesAndLosesNoPoint) {
+  const uint64_t seed = TestSeed() + 123;
+  SCOPED_TRACE("seed=" + std::to_string(seed));
+  KdTreeOptions options;
+  options.leaf_size = 4;  // many leaves, many of them emptied
+  options.rebuild_slack = 8;
+  Harness h(seed, Profile::kMixed, options);
+  for (int i = 0; i < 4000; ++i) h.InsertTagged(h.RandomId(6000), h.gen().Point(), h.RandomTags());
+  h.CheckAll(20);  // builds the tree
+  const uint64_t built_bytes = h.index().MemoryBytes();
+  auto remove_some = [&](double p) {
+    std::vector<FileId> ids;
+    for (const auto& [id, point] : h.model()) {
+      if (h.gen().Chance(p)) ids.push_back(id);
+    }
+    for (FileId id : ids) h.Remove(id);
+  };
+  h.index().BeginBatch();
+  remove_some(0.45);
+  h.index().EndBatch();
+  EXPECT_LT(h.index().MemoryBytes(), built_bytes) << "the removed slots were not compacted";
+  // New points, fewer than the lazy rebuild tolerates outside the leaves.
+  const size_t fresh = h.model().size() / 10;
+  for (size_t i = 0; i < fresh; ++i) {
+    h.InsertTagged(FileId{3, 100000 + i}, h.gen().Point(), h.RandomTags());
+  }
+  h.CheckAll(300);
+  remove_some(0.3);
+  h.CheckAll(300);
+  h.Reopen();
+  h.CheckAll(100);
+}
+
 // Timestamps 1 ns apart at 1.7e18 round to the same float: the answer is the documented
 // superset (every point whose rounded time equals the bound's), and never misses the match.
 TEST(KdTreeIndexTest, NanosecondTimestampsGiveASuperset) {
