@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "common/crc32c.h"
+#include "common/fault_env.h"
 #include "indexnode/server/node_service_test_fixture.h"
 
 namespace propeller {
@@ -144,6 +146,45 @@ TEST_F(AdoptionTest, AdoptionChecksItsPartsAndUndoesWhatTheMasterRefuses) {
   EXPECT_TRUE(Call(MsgType::kReleaseAcg, wire::ReleaseAcgRequest{9}).ok());
 }
 
+// The copy's file I/O goes through NodeServiceOptions::env: a full disk while a part is
+// written (ENOSPC, "resource exhausted") and a failed sync of the last part are errors that
+// adopt nothing; once the disk is back, the whole copy sent again goes through as before.
+TEST_F(AdoptionTest, FaultsWritingTheCopyAdoptNothing) {
+  FaultInjectionEnv fault(Env::Default());
+  NodeServiceOptions so = Options();
+  so.env = &fault;
+  StartService(so);
+  ASSERT_NO_FATAL_FAILURE(MakeCopy(30, 4000));
+  const size_t half = copy_.size() / 2;
+
+  // 1. Every write refused (ENOSPC): the first part is an error; nothing written or adopted.
+  fault.SetTransientFault(ENOSPC);
+  Status st = SendCopy();
+  EXPECT_EQ(st.code(), StatusCode::kResourceExhausted) << st.ToString();
+  EXPECT_GT(fault.TransientFaults(), 0);
+  fault.ClearTransientFault();
+  EXPECT_EQ(EngineAcgs().count(30), 0u);
+  EXPECT_EQ(ScratchFiles(), 0u);
+
+  // 2. The first part lands; the last part's sync fails (the scratch directory, the open and
+  //    the append go through, then everything fails as after an I/O error on the device).
+  ASSERT_TRUE(Call(MsgType::kAdoptAcg, Part(0, half, 0)).ok());
+  fault.SetFailAfter(3);
+  st = Call(MsgType::kAdoptAcg, Part(half, copy_.size() - half, crc_));
+  EXPECT_EQ(st.code(), StatusCode::kIOError) << st.ToString();
+  EXPECT_NE(st.ToString().find("sync"), std::string::npos) << st.ToString();
+  EXPECT_TRUE(fault.Failed());
+  EXPECT_EQ(EngineAcgs().count(30), 0u) << "an unsynced copy was adopted";
+  EXPECT_EQ(engine_->MovedTo(30), 0u);
+  fault.ResetState();
+
+  // 3. Sent again from the start: adopted, then dropped because this fake master refuses the
+  //    flip — the path of AdoptionChecksItsPartsAndUndoesWhatTheMasterRefuses.
+  EXPECT_FALSE(SendCopy().ok());
+  EXPECT_EQ(engine_->MovedTo(30), 2u);
+  EXPECT_EQ(ScratchFiles(), 0u);
+}
+
 // The master dies around the flip (its kMoveAcg reply never comes): the destination asks it
 // who owns the ACG, and keeps, drops or holds the copy accordingly — never drops a copy the
 // map may name, never serves one the source may still own.
@@ -258,6 +299,46 @@ TEST_F(AdoptionTest, AStalledMoveWaitsForTheMastersWord) {
   std::vector<wire::AcgLocation> redirects;
   EXPECT_EQ(Apply({Put(3, 12, "/stalled-3", 1)}, &redirects).code(), StatusCode::kRedirect);
   EXPECT_EQ(ScratchFiles(), 0u);
+}
+
+// The source's file I/O goes through NodeServiceOptions::env too: when the directory for the
+// copy cannot be made (a full disk), the move is an error before anything is frozen, and the
+// ACG's updates go on here.
+TEST_F(AdoptionTest, ASourceThatCannotWriteItsCopyMovesNothing) {
+  rpc::ServerOptions po;
+  po.endpoint = UniqueName("peer");
+  po.worker_threads = 1;
+  auto peer = rpc::Server::Start(
+      po, [](std::string_view bytes, const rpc::PeerInfo&, rpc::ReplyStream&) {
+        wire::RequestEnvelope env;
+        if (wire::DecodeRequest(bytes, &env).ok() && env.type == MsgType::kPing) {
+          return wire::EncodeOkReply(wire::Ping{"pong"});
+        }
+        return wire::EncodeReply(Status::IOError("not expected here"), {});
+      });
+  ASSERT_TRUE(peer.ok());
+  master_->AddNode(2, (*peer)->endpoint());
+  FaultInjectionEnv fault(Env::Default());
+  NodeServiceOptions so = Options();
+  so.env = &fault;
+  so.master_timeout_ms = 200;
+  so.owner_wait_ms = 300;
+  so.connect_peer = [](const std::string& endpoint) {
+    return rpc::Channel::Connect({.endpoint = endpoint});
+  };
+  StartService(so);
+  ASSERT_TRUE(Apply({Put(4, 10, "/stays", 1)}).ok());
+  fault.SetTransientFault(ENOSPC);
+  wire::MigrateAcgReply rep;
+  Status st = service_->Migrate({4, 2}, &rep);
+  EXPECT_EQ(st.code(), StatusCode::kResourceExhausted) << st.ToString();
+  EXPECT_GT(fault.TransientFaults(), 0);
+  fault.ClearTransientFault();
+  EXPECT_EQ(engine_->MovedTo(4), 0u);
+  EXPECT_EQ(Found(4, false), 1u);
+  // Not frozen: an update is taken at once (a frozen ACG's would wait, then be refused).
+  EXPECT_TRUE(Apply({Put(4, 11, "/stays-2", 1)}).ok());
+  EXPECT_EQ(Found(4, false), 2u);
 }
 
 }  // namespace

@@ -1,12 +1,7 @@
 #include "indexnode/server/node_service.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <chrono>
-#include <filesystem>
-#include <fstream>
 #include <exception>
 #include <new>
 #include <thread>
@@ -16,7 +11,6 @@
 #include "common/crc32c.h"
 #include "common/env.h"
 #include "common/logging.h"
-#include "common/secure_dir.h"
 #include "schemas/wire_call.h"
 
 namespace propeller {
@@ -47,14 +41,17 @@ std::string RedirectReply(uint32_t self, const std::vector<wire::AcgLocation>& e
 
 NodeService::NodeService(const NodeServiceOptions& options)
     : options_(options),
+      env_(options.env != nullptr ? options.env : Env::Default()),
       engine_(options.engine),
       volume_roots_(options.master, options.master_timeout_ms),
       node_id_(options.node_id) {
   if (!options_.scratch_dir.empty()) {
     // Copies in transit that a crash left behind: a move does not outlive its process (an
     // adopted copy was renamed into the engine's directory before the adoption's commit).
-    std::error_code ec;
-    std::filesystem::remove_all(options_.scratch_dir, ec);
+    Status removed = env_->RemoveRecursively(options_.scratch_dir);
+    if (!removed.ok()) {
+      Log(LogLevel::kWarning, "removing copies in transit: %s", removed.ToString().c_str());
+    }
   }
   for (const AcgInfo& info : engine_->ListAcgs()) owned_.insert(info.id);
   MutexLock lock(&index_mu_);
@@ -493,7 +490,7 @@ Status NodeService::Migrate(const wire::MigrateAcgRequest& req, wire::MigrateAcg
 
   // Freeze and copy: updates to the ACG wait from here until the drop (or the thaw).
   const auto t0 = std::chrono::steady_clock::now();
-  PROPELLER_RETURN_IF_ERROR(MakeDirs(options_.scratch_dir, 0700));
+  PROPELLER_RETURN_IF_ERROR(env_->CreateDirs(options_.scratch_dir));  // 0700
   const std::string copy = CopyPath(options_.scratch_dir, "out", req.acg, req.to_node);
   PROPELLER_RETURN_IF_ERROR(engine_->FreezeAndCopyAcg(req.acg, copy));
   for (const AcgInfo& a : engine_->ListAcgs()) {
@@ -501,22 +498,23 @@ Status NodeService::Migrate(const wire::MigrateAcgRequest& req, wire::MigrateAcg
   }
   if (options_.migrate_step_hook) options_.migrate_step_hook(3);
   struct RemoveCopy {
+    Env* env;
     std::string path;
     ~RemoveCopy() {
-      std::error_code e;
-      std::filesystem::remove(path, e);
+      Status s = env->RemoveFile(path);
+      if (!s.ok() && !s.IsNotFound()) {
+        Log(LogLevel::kWarning, "removing a sent copy: %s", s.ToString().c_str());
+      }
     }
-  } remove_copy{copy};
+  } remove_copy{env_, copy};
 
   // Send it. Any failure: the master's map decides whether the move happened.
   Status sent = [&]() -> Status {
-    std::ifstream in(copy, std::ios::binary);
-    if (!in) return Status::IOError("cannot read " + copy);
-    in.seekg(0, std::ios::end);
-    const uint64_t total = static_cast<uint64_t>(in.tellg());
-    in.seekg(0);
+    PROPELLER_ASSIGN_OR_RETURN(const uint64_t total, env_->GetFileSize(copy));
+    PROPELLER_ASSIGN_OR_RETURN(std::unique_ptr<SequentialFile> in, env_->NewSequentialFile(copy));
     reply->bytes = total;
     uint32_t crc = 0;
+    std::string block;
     wire::AdoptAcgChunk part;
     part.acg = req.acg;
     part.from_node = self;
@@ -526,9 +524,11 @@ Status NodeService::Migrate(const wire::MigrateAcgRequest& req, wire::MigrateAcg
       const size_t n = static_cast<size_t>(std::min<uint64_t>(wire::kAdoptChunkBytes,
                                                               total - offset));
       part.offset = offset;
-      part.data.resize(n);
-      if (n > 0 && !in.read(part.data.data(), static_cast<std::streamsize>(n))) {
-        return Status::IOError("reading " + copy);
+      part.data.clear();
+      while (part.data.size() < n) {
+        PROPELLER_RETURN_IF_ERROR(in->Read(n - part.data.size(), &block));
+        if (block.empty()) return Status::IOError("reading " + copy + ": it ended early");
+        part.data += block;
       }
       crc = Crc32cExtend(crc, part.data.data(), part.data.size());
       offset += n;
@@ -608,55 +608,64 @@ std::string NodeService::HandleAdopt(std::string_view body) {
     return ErrorReply(Status::InvalidArgument("adopt-acg: bad part"));
   }
   MutexLock one_at_a_time(&adopt_mu_);
-  if (Status made = MakeDirs(options_.scratch_dir, 0700); !made.ok()) return ErrorReply(made);
-  std::error_code ec;
+  if (Status made = env_->CreateDirs(options_.scratch_dir); !made.ok()) return ErrorReply(made);
   const std::string path = CopyPath(options_.scratch_dir, "in", part.acg, part.from_node);
+  const bool last = part.offset + part.data.size() == part.total_bytes;
   {
-    const uint64_t have = std::filesystem::exists(path) ? std::filesystem::file_size(path, ec) : 0;
+    uint64_t have = 0;
+    if (part.offset != 0 && env_->FileExists(path)) {
+      Result<uint64_t> size = env_->GetFileSize(path);
+      if (!size.ok()) return ErrorReply(size.status().WithContext("the copy so far"));
+      have = *size;
+    }
     if (part.offset != 0 && have != part.offset) {
       return ErrorReply(Status::InvalidArgument(
           "adopt-acg: part at " + std::to_string(part.offset) + " but " + std::to_string(have) +
           " bytes arrived; start again"));
     }
-    // Through Env: created 0600, never through a symbolic link (docs/security.md).
-    Env* env = Env::Default();
+    // Created 0600, never through a symbolic link (docs/security.md). The last part syncs
+    // the whole file before the engine takes it (the engine's rename keeps it durable).
     Result<std::unique_ptr<WritableFile>> out =
-        part.offset == 0 ? env->NewWritableFile(path) : env->NewAppendableFile(path);
+        part.offset == 0 ? env_->NewWritableFile(path) : env_->NewAppendableFile(path);
     Status written = out.ok() ? (*out)->Append(part.data) : out.status();
-    if (written.ok()) written = (*out)->Close();
-    if (!written.ok()) return ErrorReply(written.WithContext("writing the copy"));
+    if (written.ok() && last) written = (*out)->Sync();
+    if (out.ok()) {
+      Status closed = (*out)->Close();
+      if (written.ok()) written = closed;
+    }
+    if (!written.ok()) {
+      // Nothing half-written stays behind: the source starts again from the first part.
+      (void)env_->RemoveFile(path);
+      return ErrorReply(written.WithContext("writing the copy of ACG " +
+                                            std::to_string(part.acg)));
+    }
   }
-  if (part.offset + part.data.size() < part.total_bytes) return wire::EncodeOkReply(wire::Empty{});
+  if (!last) return wire::EncodeOkReply(wire::Empty{});
 
   // The last part: check, adopt (frozen until the source released it), flip the map.
   auto fail = [&](const Status& s) {
-    std::error_code e;
-    std::filesystem::remove(path, e);
+    Status removed = env_->RemoveFile(path);
+    if (!removed.ok() && !removed.IsNotFound()) {
+      Log(LogLevel::kWarning, "removing a refused copy: %s", removed.ToString().c_str());
+    }
     return ErrorReply(s.WithContext("adopting ACG " + std::to_string(part.acg)));
   };
   {
     // Streamed: a copy may be far larger than memory allows to hold at once.
-    std::ifstream in(path, std::ios::binary);
-    std::string block(1u << 20, '\0');
+    Result<std::unique_ptr<SequentialFile>> in = env_->NewSequentialFile(path);
+    if (!in.ok()) return fail(in.status());
+    std::string block;
     uint32_t crc = 0;
     uint64_t size = 0;
-    while (in.read(block.data(), static_cast<std::streamsize>(block.size())) || in.gcount() > 0) {
-      const size_t n = static_cast<size_t>(in.gcount());
-      crc = Crc32cExtend(crc, block.data(), n);
-      size += n;
+    for (;;) {
+      if (Status read = (*in)->Read(1u << 20, &block); !read.ok()) return fail(read);
+      if (block.empty()) break;
+      crc = Crc32cExtend(crc, block.data(), block.size());
+      size += block.size();
     }
     if (size != part.total_bytes || Crc32cMask(crc) != part.crc) {
       return fail(Status::Corruption("the copy's checksum does not match"));
     }
-  }
-  {
-    // Synced before the engine takes it (the rename keeps it durable).
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0 || ::fsync(fd) != 0) {
-      if (fd >= 0) ::close(fd);
-      return fail(Status::IOError("syncing " + path, errno));
-    }
-    ::close(fd);
   }
   st = engine_->AdoptAcg(part.acg, path, /*frozen=*/true);
   if (!st.ok()) return fail(st);

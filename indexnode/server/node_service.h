@@ -66,6 +66,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "common/env.h"
 #include "common/mutex.h"
 #include "common/rpc/rpc.h"
 #include "common/status.h"
@@ -97,6 +98,10 @@ struct NodeServiceOptions {
   // Migration: a directory on the data directory's file system for copies in transit, and
   // how to reach another node (null: this node neither sends nor receives ACGs).
   std::string scratch_dir;
+  // The file I/O of those copies (writing, reading, syncing and removing them); null =
+  // Env::Default(). Tests inject faults through it. The engine's own steps of a move (the
+  // LMDB copy, adopting it) go through EngineOptions::env and LMDB.
+  Env* env = nullptr;
   // A destination whose flip (kMoveAcg) got no answer asks the master this long who owns
   // the ACG before it keeps the copy unsettled; within the source's 15 s per part, after the
   // flip's own 3 x master_timeout_ms.
@@ -231,6 +236,7 @@ class NodeService {
 
   // Constant after construction.
   const NodeServiceOptions options_;
+  Env* const env_;  // options_.env or Env::Default()
   Engine* const engine_;
   VolumeRoots volume_roots_;  // thread-safe
 
