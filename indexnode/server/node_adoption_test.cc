@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -108,8 +109,36 @@ class AdoptionTest : public NodeServiceTest {
     so.scratch_dir = scratch_.path() + "/migrate";
     return so;
   }
+  // Node 2 at the master: a destination that answers pings and refuses every part with
+  // `refusal` (a node failing mid-adoption). Options for a source that moves ACGs to it.
+  NodeServiceOptions WithRefusingPeer(const Status& refusal) {
+    rpc::ServerOptions po;
+    po.endpoint = UniqueName("peer");
+    po.worker_threads = 1;
+    auto peer = rpc::Server::Start(
+        po, [refusal](std::string_view bytes, const rpc::PeerInfo&, rpc::ReplyStream&) {
+          wire::RequestEnvelope env;
+          if (wire::DecodeRequest(bytes, &env).ok() && env.type == MsgType::kPing) {
+            return wire::EncodeOkReply(wire::Ping{"pong"});
+          }
+          return wire::EncodeReply(refusal, {});
+        });
+    EXPECT_TRUE(peer.ok()) << peer.status().ToString();
+    if (peer.ok()) {
+      peer_ = std::move(peer).value();
+      master_->AddNode(2, peer_->endpoint());
+    }
+    NodeServiceOptions so = Options();
+    so.master_timeout_ms = 200;
+    so.owner_wait_ms = 300;
+    so.connect_peer = [](const std::string& endpoint) {
+      return rpc::Channel::Connect({.endpoint = endpoint});
+    };
+    return so;
+  }
 
   TempDir scratch_, other_;
+  std::unique_ptr<rpc::Server> peer_;
   uint64_t acg_ = 0;
   std::string copy_;
   uint32_t crc_ = 0;
@@ -247,27 +276,8 @@ TEST_F(AdoptionTest, AFlipWithoutAnAnswerIsSettledByTheMastersMap) {
 // The source's side when a move fails and the master cannot say what happened: the ACG stays
 // frozen here (never two owners) until the master answers, then goes on here or is dropped.
 TEST_F(AdoptionTest, AStalledMoveWaitsForTheMastersWord) {
-  // A destination that answers pings and refuses every part (a node failing mid-adoption).
-  rpc::ServerOptions po;
-  po.endpoint = UniqueName("peer");
-  po.worker_threads = 1;
-  auto peer = rpc::Server::Start(
-      po, [](std::string_view bytes, const rpc::PeerInfo&, rpc::ReplyStream&) {
-        wire::RequestEnvelope env;
-        if (wire::DecodeRequest(bytes, &env).ok() && env.type == MsgType::kPing) {
-          return wire::EncodeOkReply(wire::Ping{"pong"});
-        }
-        return wire::EncodeReply(Status::IOError("disk gone"), {});
-      });
-  ASSERT_TRUE(peer.ok());
-  master_->AddNode(2, (*peer)->endpoint());
-  NodeServiceOptions so = Options();
-  so.master_timeout_ms = 200;
-  so.owner_wait_ms = 300;
-  so.connect_peer = [](const std::string& endpoint) {
-    return rpc::Channel::Connect({.endpoint = endpoint});
-  };
-  StartService(so);
+  StartService(WithRefusingPeer(Status::IOError("disk gone")));
+  ASSERT_TRUE(peer_ != nullptr);
   ASSERT_TRUE(Apply({Put(3, 10, "/stalled", 1)}).ok());
   // Frozen: a second freeze is refused (and changes nothing).
   auto frozen = [&] {
@@ -291,7 +301,7 @@ TEST_F(AdoptionTest, AStalledMoveWaitsForTheMastersWord) {
   master_->SetLocateSilent(true);
   EXPECT_FALSE(service_->Migrate({3, 2}, &rep).ok());
   EXPECT_TRUE(frozen());
-  master_->SetOwner(3, 2, (*peer)->endpoint());
+  master_->SetOwner(3, 2, peer_->endpoint());
   master_->SetLocateSilent(false);
   service_->ResolveStalledMoves();
   EXPECT_EQ(engine_->MovedTo(3), 2u);
@@ -305,27 +315,10 @@ TEST_F(AdoptionTest, AStalledMoveWaitsForTheMastersWord) {
 // copy cannot be made (a full disk), the move is an error before anything is frozen, and the
 // ACG's updates go on here.
 TEST_F(AdoptionTest, ASourceThatCannotWriteItsCopyMovesNothing) {
-  rpc::ServerOptions po;
-  po.endpoint = UniqueName("peer");
-  po.worker_threads = 1;
-  auto peer = rpc::Server::Start(
-      po, [](std::string_view bytes, const rpc::PeerInfo&, rpc::ReplyStream&) {
-        wire::RequestEnvelope env;
-        if (wire::DecodeRequest(bytes, &env).ok() && env.type == MsgType::kPing) {
-          return wire::EncodeOkReply(wire::Ping{"pong"});
-        }
-        return wire::EncodeReply(Status::IOError("not expected here"), {});
-      });
-  ASSERT_TRUE(peer.ok());
-  master_->AddNode(2, (*peer)->endpoint());
   FaultInjectionEnv fault(Env::Default());
-  NodeServiceOptions so = Options();
+  NodeServiceOptions so = WithRefusingPeer(Status::IOError("no part should come"));
+  ASSERT_TRUE(peer_ != nullptr);
   so.env = &fault;
-  so.master_timeout_ms = 200;
-  so.owner_wait_ms = 300;
-  so.connect_peer = [](const std::string& endpoint) {
-    return rpc::Channel::Connect({.endpoint = endpoint});
-  };
   StartService(so);
   ASSERT_TRUE(Apply({Put(4, 10, "/stays", 1)}).ok());
   fault.SetTransientFault(ENOSPC);
