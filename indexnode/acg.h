@@ -558,25 +558,22 @@ class Acg {
   // User indexes built here (last reconcile).
   std::vector<IndexSpec> user_specs_ PROPELLER_GUARDED_BY(rw_);
   // Scratch of ApplyTaken/ApplyOne, kept so each update's decoding reuses the strings of the
-  // previous one instead of allocating. Under rw_ exclusive.
+  // previous one instead of allocating. Under rw_ exclusive. (What grows with a commit's size
+  // is the commit's own, ApplyTaken's locals.)
   struct CommitRef {  // one cached update, by its file: the commit's apply order
     FileId id;
     uint32_t slice;
     uint32_t index;
   };
-  std::vector<CommitRef> commit_order_ PROPELLER_GUARDED_BY(rw_);
   mutable Mutex damage_mu_;
   mutable std::string damage_ PROPELLER_GUARDED_BY(damage_mu_);
   Update commit_update_ PROPELLER_GUARDED_BY(rw_);
   FileRecord commit_old_ PROPELLER_GUARDED_BY(rw_);
-  // The commit's edges and the deletes that removed a record, in log order (slice, index):
-  // a file's edges go with it (DropEdgesOf), those added after its delete stay.
-  std::vector<CommitRef> commit_edges_ PROPELLER_GUARDED_BY(rw_);
-  std::vector<CommitRef> commit_deletes_ PROPELLER_GUARDED_BY(rw_);
   // The last ApplyOne removed a record.
   bool commit_deleted_ PROPELLER_GUARDED_BY(rw_) = false;
   // The files a kPut of this commit made new (another inode generation than the stored
-  // record's), with the new generation: their older edges go.
+  // record's), with the new generation: their older edges go. Emptied, memory and all, by
+  // each commit.
   GoneFiles commit_renewed_ PROPELLER_GUARDED_BY(rw_);
   FileRecord commit_merged_ PROPELLER_GUARDED_BY(rw_);
   std::string commit_key_ PROPELLER_GUARDED_BY(rw_);

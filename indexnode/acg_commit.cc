@@ -288,12 +288,14 @@ Status Acg::ApplyTaken(MDB_txn* raw, Taken* t) {
   rc = mdb_cursor_open(raw, files_dbi_, &files_raw);
   if (rc != 0) return LmdbStatus(rc, "mdb_cursor_open");
   CursorGuard files(files_raw);  // closed on return, before the caller commits
-  std::vector<CommitRef>& order = commit_order_;
-  order.clear();
+  // The commit's own (not the ACG's: kept per ACG, their capacity held 24 bytes per update of
+  // its largest commit for as long as the process ran, 24 B per file after a bulk load). The
+  // edges and the deletes that removed a record, in log order (slice, index): a file's edges
+  // go with it (DropEdgesOf), those added after its delete stay.
+  std::vector<CommitRef> order, edges, deletes;
+  order.reserve(t->count);
   delta_files_ = delta_edges_ = 0;
-  commit_edges_.clear();
-  commit_deletes_.clear();
-  commit_renewed_.clear();
+  GoneFiles().swap(commit_renewed_);
   for (uint32_t s = 0; s < slices.size(); ++s) {
     const StagedBatch& b = *slices[s].batch;
     for (uint32_t i = slices[s].begin; i < slices[s].end; ++i) {
@@ -326,7 +328,7 @@ Status Acg::ApplyTaken(MDB_txn* raw, Taken* t) {
     for (size_t k = run; k < run_end; ++k) {
       const CachedUpdate& e = entry(order[k]);
       if (e.op == UpdateOp::kAddEdge) {  // after the records, in log order (below)
-        commit_edges_.push_back(order[k]);
+        edges.push_back(order[k]);
         continue;
       }
       const uint32_t carried_before = carried;
@@ -360,7 +362,7 @@ Status Acg::ApplyTaken(MDB_txn* raw, Taken* t) {
       // An unconditional delete ends the file even when no record was stored (created and
       // deleted within this commit); a conditional one only when it removed the record.
       if (commit_deleted_ || (e.op == UpdateOp::kDelete && e.size == 0)) {
-        commit_deletes_.push_back(order[k]);
+        deletes.push_back(order[k]);
       }
     }
     run = run_end;
@@ -370,13 +372,13 @@ Status Acg::ApplyTaken(MDB_txn* raw, Taken* t) {
   auto log_order = [](const CommitRef& a, const CommitRef& b) {
     return a.slice != b.slice ? a.slice < b.slice : a.index < b.index;
   };
-  std::sort(commit_edges_.begin(), commit_edges_.end(), log_order);
-  std::sort(commit_deletes_.begin(), commit_deletes_.end(), log_order);
+  std::sort(edges.begin(), edges.end(), log_order);
+  std::sort(deletes.begin(), deletes.end(), log_order);
   GoneFiles gone;
   size_t next_delete = 0;
-  for (const CommitRef& r : commit_edges_) {
-    while (next_delete < commit_deletes_.size() && log_order(commit_deletes_[next_delete], r)) {
-      gone[commit_deletes_[next_delete++].id] = 0;
+  for (const CommitRef& r : edges) {
+    while (next_delete < deletes.size() && log_order(deletes[next_delete], r)) {
+      gone[deletes[next_delete++].id] = 0;
     }
     const CachedUpdate& e = entry(r);
     if (!gone.empty() && (gone.contains(e.id) || gone.contains(e.edge_dst))) {
@@ -393,10 +395,11 @@ Status Acg::ApplyTaken(MDB_txn* raw, Taken* t) {
     u.edge_dst_generation = e.edge_dst_generation;
     PROPELLER_RETURN_IF_ERROR(ApplyOne(raw, files.get(), u, std::string_view(), &widened));
   }
-  while (next_delete < commit_deletes_.size()) gone[commit_deletes_[next_delete++].id] = 0;
+  while (next_delete < deletes.size()) gone[deletes[next_delete++].id] = 0;
   // A file a kPut made new keeps only the edges that name its new generation, wherever they
   // came in the log (an edge names the generation it was captured with).
   for (const auto& [id, generation] : commit_renewed_) gone.try_emplace(id, generation);
+  GoneFiles().swap(commit_renewed_);
   PROPELLER_RETURN_IF_ERROR(DropEdgesOf(raw, gone));
   const uint64_t lsn = slices.back().batch->lsn;
   std::string v;

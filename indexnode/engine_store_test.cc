@@ -4,6 +4,7 @@
 // Oracles: the kernel (/proc/self/fd, /proc/self/maps) for what the process holds, and the
 // updates the test applied for what the searches answer.
 #include <gtest/gtest.h>
+#include <malloc.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -346,6 +347,72 @@ TEST(EngineStoreCompactTest, APlainLoadComesOutWithFullPages) {
                                        << " bytes";
   EXPECT_EQ(count(engine->get(), "size>=0"), kFiles);
   EXPECT_EQ(count(engine->get(), "keyword=k3"), kFiles / 10);
+}
+
+// What a commit needs in proportion to its size (the order it applies its updates in, its
+// edges and deletes) is freed when it ends: memory the node holds grows with its files and
+// ACGs, not with the largest commit each ACG ever had. (Kept per ACG, that scratch held 24
+// bytes per update of each ACG's largest commit — after a bulk load, 24 B per file — until the
+// process ended.) Oracle: glibc's count of the bytes allocated and not freed.
+TEST(EngineStoreMemoryTest, CommitsKeepNoScratchSizedByTheirUpdates) {
+#if defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "ASan's allocator keeps its own statistics; glibc's mallinfo2 sees none of it";
+#endif
+  TempDir dir;
+  EngineOptions o;
+  o.data_dir = dir.path();
+  o.store_shards = kShards;
+  o.background_commit = false;
+  o.cache_bound_updates = 1'000'000;  // each ACG's updates commit together, in CommitAll
+  o.total_cache_bound_updates = 10'000'000;
+  o.max_cache_bytes = 0;
+  auto engine = Engine::Open(o);
+  ASSERT_TRUE(engine.ok()) << engine.status().ToString();
+  // 160 ACGs of 8 files, each updated 10,000 times: 1.6 M cached updates, committed as 160
+  // commits of 10,000 updates, of which all but the last of each file are superseded.
+  constexpr uint64_t kAcgs = 160, kFilesPerAcg = 8, kUpdatesPerAcg = 10'000;
+  auto in_use = [] {  // in the arenas, and in chunks of their own (mmap)
+    const struct mallinfo2 m = mallinfo2();
+    return static_cast<int64_t>(m.uordblks + m.hblkhd);
+  };
+  std::vector<Update> batch;
+  auto flush = [&] {
+    ASSERT_TRUE((*engine)->Apply(batch).ok());
+    batch.clear();
+  };
+  // A first round, committed, so that what stays allocated per ACG (its objects, summary,
+  // K-D tree) and per process (buffers) is in place before the measured one.
+  auto round = [&](uint64_t updates_per_acg, int64_t salt) {
+    for (uint64_t k = 0; k < updates_per_acg; ++k) {
+      for (uint64_t acg = 1; acg <= kAcgs; ++acg) {
+        Update u;
+        u.acg = acg;
+        u.record.id = FileId{1, acg * 100 + k % kFilesPerAcg};
+        u.record.paths = {"/p" + std::to_string(acg) + "/f" + std::to_string(k % kFilesPerAcg)};
+        u.record.size = k;
+        u.record.mtime = kNow - salt - static_cast<int64_t>(k);
+        u.record.mode = 0100644;
+        batch.push_back(std::move(u));
+      }
+      if (batch.size() >= 10'000) flush();
+      if (::testing::Test::HasFatalFailure()) return;
+    }
+    flush();
+    ASSERT_TRUE((*engine)->CommitAll().ok());
+  };
+  ASSERT_NO_FATAL_FAILURE(round(kFilesPerAcg * 4, 0));
+  const int64_t before = in_use();
+  ASSERT_NO_FATAL_FAILURE(round(kUpdatesPerAcg, 1'000'000));
+  const int64_t grown = in_use() - before;
+  // Kept per ACG, the order alone held 160 x 16,384 (its capacity) x 24 bytes = 63 MB.
+  EXPECT_LT(grown, 8 << 20) << "the commits left " << grown << " bytes allocated";
+  SearchRequest req;
+  req.query = "size>=0";
+  req.now_ns = kNow;
+  auto hits = (*engine)->SearchAll(req);
+  ASSERT_TRUE(hits.ok()) << hits.status().ToString();
+  EXPECT_EQ(hits->size(), kAcgs * kFilesPerAcg);
+  for (const SearchHit& h : *hits) EXPECT_GE(h.record.size, kUpdatesPerAcg - kFilesPerAcg);
 }
 
 INSTANTIATE_TEST_SUITE_P(Acgs, EngineStoreTest, ::testing::Values(10, 10'000),
